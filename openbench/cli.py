@@ -1,0 +1,139 @@
+"""The ``openbench`` command. Heavy modules (torch, polars, pykeen) are imported inside commands."""
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from typing import List, Optional
+
+import click
+
+from openbench import __version__
+from openbench.errors import OpenbenchError
+
+logger = logging.getLogger("openbench")
+
+
+def _handle_errors(command):
+    """Print OpenbenchError messages without a traceback and exit with status 1."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except OpenbenchError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+def _int_list(option: str, text: str) -> List[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option)
+    if not values or any(value < 1 for value in values):
+        raise click.BadParameter(f"expected positive integers, got {text!r}", param_hint=option)
+    return values
+
+
+def _split_list(text: str) -> List[str]:
+    from openbench.evaluation.dataset import SPLITS
+
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in SPLITS]
+    if unknown or not names:
+        raise click.BadParameter(f"expected a comma-separated subset of {','.join(SPLITS)}, got {text!r}",
+                                 param_hint="--filter")
+    return names
+
+
+def write_json(result: dict, output: Optional[str]) -> None:
+    """Write a result record to ``output`` atomically, or to stdout."""
+    from openbench._io import write_text_atomic
+
+    text = json.dumps(result, indent=2) + "\n"
+    if output:
+        write_text_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="openbench")
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """openbench: build, split and evaluate biomedical link-prediction benchmarks."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+@main.command()
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout.")
+@click.option("--fold", type=int, default=None, help="Cross-validation fold (train_test_data/fold_<I>/).")
+@click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
+@click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
+@click.option("--model", "model_name", help="Score function of the embeddings: TransE-L1, TransE-L2, DistMult, "
+                                            "ComplEx, RotatE, RESCAL.")
+@click.option("--complex-layout", type=click.Choice(["halves", "interleaved"]), default="halves", show_default=True,
+              help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
+@click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
+                                                                    "training labels).")
+@click.option("--relation-map", type=click.Path(dir_okay=False), help="id<TAB>label relation map.")
+@click.option("--filter", "filter_text", default=None, help="Known-answer sets to filter, comma-separated "
+                                                            "[default: train,valid,test].")
+@click.option("--no-filter", is_flag=True, help="Raw ranking: no known answers are removed.")
+@click.option("--hits-at", default="1,3,10", show_default=True, help="Comma-separated k of hits@k.")
+@click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
+@click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates.")
+@click.option("--drop-unknown", is_flag=True, help="Drop evaluation triples with labels missing from the maps "
+                                                   "(recorded as a warning) instead of failing.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Queries per batch [default: by memory].")
+@click.option("--seed", type=int, default=0, show_default=True, help="Recorded in the result (evaluation is "
+                                                                     "deterministic).")
+@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Result JSON file [default: stdout].")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@_handle_errors
+def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, drop_unknown,
+             device, batch_size, seed, output, progress):
+    """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
+    embedding_inputs = [entity_embeddings, relation_embeddings, model_name]
+    if not all(embedding_inputs):
+        missing = [name for name, value in zip(("--entity-embeddings", "--relation-embeddings", "--model"),
+                                               embedding_inputs) if not value]
+        raise click.UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
+                               f"(missing: {', '.join(missing)})")
+    if no_filter and filter_text:
+        raise click.UsageError("--filter and --no-filter exclude each other")
+    hits = _int_list("--hits-at", hits_at)
+    filter_sets = [] if no_filter else _split_list(filter_text or "train,valid,test")
+
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.report import format_table
+    from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class, load_array
+
+    get_scorer_class(model_name)
+    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                           drop_unknown=drop_unknown)
+    scorer = build_scorer(model_name, load_array(entity_embeddings), load_array(relation_embeddings),
+                          dataset.num_entities, dataset.num_relations, complex_layout=complex_layout,
+                          entity_path=entity_embeddings, relation_path=relation_embeddings)
+    params = {"complex_layout": complex_layout} if scorer.complex_valued else {}
+    evaluator = EmbeddingEvaluator(dataset, scorer, model_params=params,
+                                   source_sha256=file_sha256(entity_embeddings, relation_embeddings),
+                                   filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
+                                   device=device, exclude_query_entity=exclude_query_entity, seed=seed,
+                                   progress=progress)
+    result = evaluator.evaluate(batch_size=batch_size)
+    click.echo(format_table(result), err=True)
+    write_json(result, output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,364 @@
+"""Filtered rank-based evaluation: the Evaluator base class and the embedding evaluator.
+
+A subclass of :class:`Evaluator` implements ``score_batch(batch)`` and returns either
+``(head_scores, tail_scores)``, each (B, E) (OpenBioLink's contract: ``head_scores[i, j]`` is the
+score of (j, r_i, t_i), ``tail_scores[i, j]`` that of (h_i, r_i, j)), or the older 4-tensor
+contract ``(pos_head, neg_head, pos_tail, neg_tail)``, where the true score is read from the full
+row and a warning is recorded whenever it differs from ``pos_*``.
+
+:class:`EmbeddingEvaluator` scores embedding arrays itself, in entity chunks, without calling
+``score_batch``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from tqdm.auto import tqdm
+
+from openbench import __version__
+from openbench.errors import InputError, ScoreError
+from openbench.evaluation.dataset import SPLITS, Dataset
+from openbench.evaluation.device import resolve_device
+from openbench.evaluation.filter_index import SIDES, FilterIndex
+from openbench.evaluation.metrics import summarize
+from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_counts, count_block, other_known)
+from openbench.evaluation.scorers import EmbeddingScorer
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HITS_AT = (1, 3, 10)
+# score-block size (elements) per batch: large enough for efficient GEMMs, small enough for caches
+CPU_BLOCK_ELEMENTS = 2 ** 22
+GPU_BLOCK_FRACTION = 0.25
+MIN_FULL_ROWS = 8
+
+Filter = Tuple[torch.Tensor, torch.Tensor]
+
+
+def _true_ids(batch: torch.Tensor, side: str) -> torch.Tensor:
+    return batch[:, 0] if side == "head" else batch[:, 2]
+
+
+def _is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+class Evaluator:
+    """Filtered rank-based link-prediction evaluation of the ``evaluation_split`` triples.
+
+    :param dataset: a loaded :class:`~openbench.evaluation.dataset.Dataset`.
+    :param filter_sets: splits whose triples are known answers, removed from the candidates
+        (the evaluated answer itself is always kept); ``()`` for raw ranking.
+    :param hits_at: the k of hits@k.
+    :param lower_is_better: scores are distances (smaller ranks first).
+    :param exclude_query_entity: also remove the query's own entity from its candidates
+        (as rule learners such as SAFRAN do), unless it is the true answer.
+    """
+
+    model_name = "custom"
+    model_kind = "score_batch"
+
+    def __init__(self, dataset: Dataset, *, filter_sets: Sequence[str] = SPLITS,
+                 hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
+                 exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
+                 progress: bool = True):
+        unknown = [name for name in filter_sets if name not in SPLITS]
+        if unknown:
+            raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
+        if evaluation_split not in SPLITS:
+            raise InputError(f"unknown evaluation split {evaluation_split!r}; expected one of {', '.join(SPLITS)}")
+        bad_k = [k for k in hits_at if int(k) < 1]
+        if bad_k or not hits_at:
+            raise InputError(f"hits@k needs positive integers k, got {list(hits_at)}")
+        self.dataset = dataset
+        self.device = device if isinstance(device, torch.device) else resolve_device(device)
+        self.filter_sets = [name for name in SPLITS if name in filter_sets]
+        self.hits_at = sorted({int(k) for k in hits_at})
+        self.lower_is_better = lower_is_better
+        self.exclude_query_entity = exclude_query_entity
+        self.evaluation_split = evaluation_split
+        self.seed = seed
+        self.progress = progress
+        self.warnings: List[str] = list(dataset.warnings)
+        self.num_entities = dataset.num_entities
+        known = [dataset.triples[name] for name in self.filter_sets]
+        known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
+        self.filters = {side: FilterIndex.build(known_triples, dataset.num_relations, side, self.device)
+                        for side in SIDES}
+
+    # -- the model contract ---------------------------------------------------------------
+    def score_batch(self, batch: torch.Tensor):
+        """Scores for ``batch`` (B, 3) of (h, r, t) ids on the evaluation device.
+
+        Return ``(head_scores, tail_scores)``, each (B, E), or the 4-tuple
+        ``(pos_head (B,), neg_head (B, E), pos_tail (B,), neg_tail (B, E))``.
+        """
+        raise NotImplementedError("subclasses implement score_batch(batch)")
+
+    def model_description(self) -> dict:
+        return {"name": self.model_name, "kind": self.model_kind, "params": {}, "source_sha256": None}
+
+    def default_batch_size(self) -> int:
+        return max(1, min(self._block_elements() // max(self.num_entities, 1), 1024))
+
+    # -- counting -------------------------------------------------------------------------
+    def _block_elements(self) -> int:
+        if self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            return max(2 ** 20, int(free * GPU_BLOCK_FRACTION) // 4)
+        return CPU_BLOCK_ELEMENTS
+
+    def _filter_pairs(self, batch: torch.Tensor, side: str) -> Filter:
+        """Known answers of the batch's ``side`` queries other than the true one, as (rows, cols)."""
+        true_ids = _true_ids(batch, side)
+        rows, cols = other_known(*self.filters[side].lookup(batch), true_ids)
+        if self.exclude_query_entity:
+            query_entity = batch[:, 2] if side == "head" else batch[:, 0]
+            batch_rows = torch.arange(batch.shape[0], device=batch.device)
+            codes = rows * self.num_entities + cols
+            extra = (query_entity != true_ids) & ~torch.isin(batch_rows * self.num_entities + query_entity, codes)
+            rows = torch.cat([rows, batch_rows[extra]])
+            cols = torch.cat([cols, query_entity[extra]])
+        return rows, cols
+
+    def count_sides(self, batch: torch.Tensor, filters: Dict[str, Filter]) -> Dict[str, Tuple[torch.Tensor, ...]]:
+        """(n_greater, n_equal) per side for ``batch``, from ``score_batch``'s full rows."""
+        output = self.score_batch(batch)
+        if not isinstance(output, (tuple, list)) or len(output) not in (2, 4):
+            raise ScoreError("score_batch must return (head_scores, tail_scores) or "
+                             "(pos_head, neg_head, pos_tail, neg_tail)")
+        if len(output) == 2:
+            rows_by_side, positives = dict(zip(("head", "tail"), output)), {}
+        else:
+            rows_by_side = {"head": output[1], "tail": output[3]}
+            positives = {"head": output[0], "tail": output[2]}
+        counts = {}
+        for side in SIDES:
+            scores = torch.as_tensor(rows_by_side[side], device=self.device)
+            expected = (batch.shape[0], self.num_entities)
+            if tuple(scores.shape) != expected:
+                raise ScoreError(f"score_batch returned {side} scores of shape {tuple(scores.shape)}; expected {expected}")
+            if not scores.is_floating_point() or scores.dtype not in (torch.float32, torch.float64):
+                scores = scores.to(torch.float32 if scores.is_floating_point() else torch.float64)
+            true_ids = _true_ids(batch, side)
+            true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)
+            if side in positives:
+                self._check_positive_scores(side, torch.as_tensor(positives[side], device=self.device), true_scores)
+            try:
+                gt, eq, _ = count_block(scores.clone(), 0, true_ids, true_scores, *filters[side],
+                                        self.lower_is_better)
+            except NonFiniteRows as error:
+                error.side = side
+                raise
+            counts[side] = (gt, eq)
+        return counts
+
+    def _check_positive_scores(self, side: str, positive: torch.Tensor, from_rows: torch.Tensor) -> None:
+        positive = positive.reshape(-1).to(from_rows.dtype)
+        differs = ~((positive == from_rows) | (torch.isnan(positive) & torch.isnan(from_rows)))
+        if bool(differs.any()):
+            message = (f"{int(differs.sum())} {side} positive score(s) differ from the true answer's entry of the full "
+                       f"score row; ranked with the full-row value")
+            if message not in self.warnings:
+                self.warnings.append(message)
+                logger.warning(message)
+
+    def _count_batch(self, batch: torch.Tensor) -> Dict[str, RankCounts]:
+        filters = {side: self._filter_pairs(batch, side) for side in SIDES}
+        try:
+            pairs = self.count_sides(batch, filters)
+        except NonFiniteRows as error:
+            raise _NaNQuery(error.row, str(error), getattr(error, "side", None)) from error
+        return {side: RankCounts(pairs[side][0], pairs[side][1],
+                                 candidate_counts(self.num_entities, filters[side][0], batch.shape[0]))
+                for side in SIDES}
+
+    # -- the loop ----------------------------------------------------------------------------
+    def evaluate(self, batch_size: Optional[int] = None) -> dict:
+        """Evaluate every triple of the evaluation split; returns the result record (plain floats)."""
+        started = time.perf_counter()
+        triples = self.dataset.triples[self.evaluation_split].to(self.device)
+        total = triples.shape[0]
+        size = int(batch_size) if batch_size else self.default_batch_size()
+        if size < 1:
+            raise InputError(f"batch size must be positive, got {size}")
+        parts: Dict[str, List[RankCounts]] = {side: [] for side in SIDES}
+        position = 0
+        with tqdm(total=total, desc="evaluating", unit="triple", disable=None if self.progress else True,
+                  leave=False) as bar:
+            while position < total:
+                batch = triples[position:position + size]
+                try:
+                    counts = self._count_batch(batch)
+                except _NaNQuery as error:
+                    raise self._nan_error(error, position) from None
+                except (RuntimeError, MemoryError) as error:
+                    if not _is_out_of_memory(error) or size == 1:
+                        raise
+                    self._record_fallback(size)
+                    size = max(1, size // 2)
+                    continue
+                for side in SIDES:
+                    parts[side].append(counts[side])
+                position += batch.shape[0]
+                bar.update(batch.shape[0])
+        head, tail = RankCounts.cat(parts["head"]), RankCounts.cat(parts["tail"])
+        return self._result(head, tail, triples[:, 1], time.perf_counter() - started)
+
+    def _record_fallback(self, size: int) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        message = f"out of memory at batch size {size}; continued with batch size {max(1, size // 2)}"
+        self.warnings.append(message)
+        logger.warning(message)
+
+    def _nan_error(self, error: "_NaNQuery", position: int) -> ScoreError:
+        index = position + error.row
+        h, r, t = self.dataset.triples[self.evaluation_split][index].tolist()
+        labels = self.dataset.entity_labels, self.dataset.relation_labels
+        triple = f"({labels[0][h]}, {labels[1][r]}, {labels[0][t]})"
+        side = f"{error.side} " if error.side else ""
+        return ScoreError(f"{error.detail} in the scores of {side}query #{index} of the {self.evaluation_split} "
+                          f"split {triple}; NaN cannot be ranked: fix the model or its inputs")
+
+    def _result(self, head: RankCounts, tail: RankCounts, relations: torch.Tensor, seconds: float) -> dict:
+        metrics, per_relation, macro = summarize(head, tail, relations, self.dataset.relation_labels, self.hits_at)
+        tied = (torch.cat([head.n_equal, tail.n_equal]) > 0).to(torch.float64).mean()
+        dropped = self.dataset.dropped.get(self.evaluation_split, 0)
+        return {
+            "metrics": metrics,
+            "per_relation": per_relation,
+            "macro_relation": macro,
+            "protocol": {
+                "headline_rank_type": "realistic",
+                "filter_sets": list(self.filter_sets),
+                "candidates": "all",
+                "sides": ["head", "tail"],
+                "exclude_query_entity": self.exclude_query_entity,
+                "lower_is_better": self.lower_is_better,
+                "hits_at": list(self.hits_at),
+                "dropped_queries": 2 * dropped,
+                "evaluation_split": self.evaluation_split,
+                "tie_rule": "exact float comparison; realistic rank = g + (k + 1) / 2",
+            },
+            "dataset": {
+                "path": self.dataset.path,
+                "fingerprint": self.dataset.fingerprint,
+                "id_map_sha256": self.dataset.id_map_sha256,
+                "counts": self.dataset.counts(),
+            },
+            "model": self.model_description(),
+            "diagnostics": {"queries": int(head.n_greater.numel() * 2), "tied_query_fraction": float(tied)},
+            "seed": self.seed,
+            "device": str(self.device),
+            "version": __version__,
+            "seconds": round(seconds, 6),
+            "warnings": list(self.warnings),
+        }
+
+
+class _NaNQuery(Exception):
+    def __init__(self, row: int, detail: str, side: Optional[str]):
+        super().__init__(detail)
+        self.row, self.detail, self.side = row, detail, side
+
+
+class EmbeddingEvaluator(Evaluator):
+    """Evaluates embedding arrays with a built-in scorer, streaming entity chunks.
+
+    Full score rows are used whenever at least ``MIN_FULL_ROWS`` rows fit the block budget; then
+    each true score is read from the very row it is compared against. Otherwise candidates come
+    in chunks, and the true scores are read in a first pass over the same chunks (the second
+    pass recomputes identical blocks; a mismatch is reported as a warning).
+    """
+
+    model_kind = "embeddings"
+
+    def __init__(self, dataset: Dataset, scorer: EmbeddingScorer, *, model_params: Optional[dict] = None,
+                 source_sha256: Optional[str] = None, entity_chunk: Optional[int] = None, **kwargs):
+        super().__init__(dataset, **kwargs)
+        if scorer.num_entities != dataset.num_entities:
+            raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}")
+        self.scorer = scorer.to(self.device)
+        self.model_name = scorer.name
+        self.model_params = dict(model_params or {})
+        self.source_sha256 = source_sha256
+        self.entity_chunk = entity_chunk
+        self._buffer: Optional[torch.Tensor] = None
+
+    def model_description(self) -> dict:
+        params = {"dimension": int(self.scorer.entities.shape[1]), "dtype": str(self.scorer.entities.dtype)}
+        params.update(self.model_params)
+        return {"name": self.model_name, "kind": self.model_kind, "params": params,
+                "source_sha256": self.source_sha256}
+
+    def default_batch_size(self) -> int:
+        budget = self._block_elements()
+        if self.num_entities * MIN_FULL_ROWS <= budget:
+            return max(1, min(budget // self.num_entities, 4096))
+        return 256
+
+    def _chunk_width(self, batch_size: int) -> int:
+        if self.entity_chunk:
+            return min(self.entity_chunk, self.num_entities)
+        budget = self._block_elements()
+        if batch_size * self.num_entities <= max(budget, MIN_FULL_ROWS * self.num_entities):
+            return self.num_entities
+        return max(1, min(self.num_entities, budget // batch_size))
+
+    def _block(self, rows: int, width: int) -> torch.Tensor:
+        """A contiguous (rows, width) scratch view of one reusable buffer (avoids page faults)."""
+        needed = rows * width
+        if self._buffer is None or self._buffer.numel() < needed:
+            self._buffer = torch.empty(needed, dtype=self.scorer.entities.real.dtype, device=self.device)
+        return self._buffer[:needed].view(rows, width)
+
+    def count_sides(self, batch, filters):
+        width = self._chunk_width(batch.shape[0])
+        counts = {}
+        for side in SIDES:
+            try:
+                counts[side] = self._count_side(batch, side, filters[side], width)
+            except NonFiniteRows as error:
+                error.side = side
+                raise
+        return counts
+
+    def _count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
+        queries = self.scorer.query_vectors(batch, side)
+        true_ids = _true_ids(batch, side)
+        rows = batch.shape[0]
+        starts = range(0, self.num_entities, width)
+        if width >= self.num_entities:
+            block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=self._block(rows, width))
+            true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
+            gt, eq, _ = count_block(block, 0, true_ids, true_scores, *filter_pairs, self.lower_is_better)
+            return gt, eq
+        true_scores = torch.empty(rows, dtype=self._block(1, 1).dtype, device=self.device)
+        for start in starts:
+            stop = min(start + width, self.num_entities)
+            here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
+            if here.numel():
+                block = self.scorer.score_chunk(queries, side, start, stop, out=self._block(rows, stop - start))
+                true_scores[here] = block[here, true_ids[here] - start]
+        gt = torch.zeros(rows, dtype=torch.long, device=self.device)
+        eq = torch.zeros_like(gt)
+        mismatched = 0
+        for start in starts:
+            stop = min(start + width, self.num_entities)
+            block = self.scorer.score_chunk(queries, side, start, stop, out=self._block(rows, stop - start))
+            chunk_gt, chunk_eq, true_sign = count_block(block, start, true_ids, true_scores, *filter_pairs,
+                                                        self.lower_is_better)
+            gt += chunk_gt
+            eq += chunk_eq
+            mismatched += int((true_sign != 0).sum())
+        if mismatched:
+            message = f"{mismatched} true score(s) differed between two computations of the same chunk"
+            self.warnings.append(message)
+            logger.warning(message)
+        return gt, eq

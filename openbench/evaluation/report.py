@@ -1,0 +1,38 @@
+"""Readable tables of result records."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+
+def _cell(value: Optional[float], width: int = 8) -> str:
+    if value is None:
+        return "-".rjust(width)
+    if abs(value) >= 1000:
+        return f"{value:.1f}".rjust(width)
+    return f"{value:.4f}".rjust(width)
+
+
+def format_table(result: dict) -> str:
+    """A fixed-width table of the headline metrics per side and rank type."""
+    hits = [f"hits@{k}" for k in result["protocol"]["hits_at"]]
+    columns = ["mrr", "mr", *hits, "amri"]
+    lines: List[str] = []
+    model = result.get("model", {})
+    counts = result["dataset"]["counts"]
+    lines.append(f"model {model.get('name')} ({model.get('kind')}) on {result['dataset']['path']}: "
+                 f"{counts['entities']} entities, {counts['relations']} relations, "
+                 f"{counts[result['protocol'].get('evaluation_split', 'test')]} evaluation triples")
+    filters = ",".join(result["protocol"]["filter_sets"]) or "none"
+    lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
+                 f"{result['seconds']:.2f} s on {result['device']}")
+    header = f"{'side':<6}{'rank':<13}" + "".join(name.rjust(10) for name in columns)
+    lines.append(header)
+    lines.append("-" * len(header))
+    for side in ("both", "head", "tail"):
+        for rank_type in ("realistic", "optimistic", "pessimistic", "expected"):
+            block = result["metrics"][side][rank_type]
+            cells = "".join(_cell(block.get(name), 10) if name in block else " " * 10 for name in columns)
+            lines.append(f"{side:<6}{rank_type:<13}{cells}")
+    for warning in result.get("warnings", []):
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)

@@ -1,0 +1,280 @@
+"""Score functions for embedding arrays, in PyKEEN's conventions, computed per entity chunk.
+
+Every model reduces a query to a vector q (B, d') and the candidates to a matrix C (E, d'), so
+that one side's score rows are one of
+
+* ``dot``: S = q · Cᵀ (a GEMM): DistMult, ComplEx, RESCAL;
+* ``l2``:  S = -sqrt(max(‖q‖² + ‖c‖² - 2 q · Cᵀ, 0)): TransE-L2, RotatE;
+* ``l1``:  S = -‖q - c‖₁: TransE-L1.
+
+Tail queries (h, r, ?) and head queries (?, r, t) use different q and C:
+
+=========  ====================  ===================  ==========
+model      tail q                head q               candidates
+=========  ====================  ===================  ==========
+TransE     h + r                 t - r                entities
+DistMult   h ∘ r                 r ∘ t                entities
+ComplEx    h ∘ r (complex)       t ∘ conj(r)          [Re | Im]
+RotatE     h ∘ r (complex)       t ∘ conj(r)          [Re | Im]
+RESCAL     hᵀ M_r                M_r t                entities
+=========  ====================  ===================  ==========
+
+ComplEx scores Re(Σ h r conj(t)); RotatE scores -‖h ∘ r - t‖₂ with unit-modulus relations, which
+is what makes the head-side rewrite exact in real arithmetic.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Dict, Optional, Type
+
+import numpy as np
+import torch
+
+from openbench.errors import InputError
+
+COMPLEX_LAYOUTS = ("halves", "interleaved")
+UNIT_MODULUS_TOLERANCE = 1e-4
+
+
+class EmbeddingScorer:
+    """Base class: subclasses define ``kind`` and the query/candidate vectors of each side.
+
+    :param entities: (E, d) real or complex entity embeddings.
+    :param relations: (R, d) relation embeddings, or (R, d, d) matrices for RESCAL.
+    """
+
+    name = "embedding"
+    kind = "dot"
+    complex_valued = False
+
+    def __init__(self, entities: torch.Tensor, relations: torch.Tensor):
+        self.entities = entities
+        self.relations = relations
+        self._candidates: Dict[str, torch.Tensor] = {}
+        self._candidate_norms: Dict[str, torch.Tensor] = {}
+
+    @property
+    def num_entities(self) -> int:
+        return int(self.entities.shape[0])
+
+    @property
+    def device(self) -> torch.device:
+        return self.entities.device
+
+    def to(self, device: torch.device) -> "EmbeddingScorer":
+        return type(self)(self.entities.to(device), self.relations.to(device))
+
+    # -- per model ------------------------------------------------------------------------
+    def query_vectors(self, batch: torch.Tensor, side: str) -> torch.Tensor:
+        """(B, d') query vectors of ``batch`` (B, 3) for ``side`` ("head" or "tail")."""
+        raise NotImplementedError
+
+    def candidate_vectors(self, side: str) -> torch.Tensor:
+        """(E, d') candidate vectors for ``side``."""
+        return self.entities
+
+    # -- shared -----------------------------------------------------------------------------
+    def _cached_candidates(self, side: str) -> torch.Tensor:
+        if side not in self._candidates:
+            self._candidates[side] = self.candidate_vectors(side).contiguous()
+            if self.kind == "l2":
+                candidates = self._candidates[side]
+                self._candidate_norms[side] = (candidates * candidates).sum(dim=1)
+        return self._candidates[side]
+
+    def score_chunk(self, queries: torch.Tensor, side: str, start: int, stop: int,
+                    out: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Scores (B, stop - start) of the queries against candidates ``start .. stop - 1``.
+
+        :param queries: (B, d') from :meth:`query_vectors`.
+        :param out: optional contiguous (B, stop - start) buffer to write into.
+        """
+        candidates = self._cached_candidates(side)[start:stop]
+        if self.kind == "dot":
+            return torch.mm(queries, candidates.T, out=out)
+        if self.kind == "l2":
+            norms = self._candidate_norms[side][start:stop]
+            scores = torch.addmm(norms, queries, candidates.T, alpha=-2.0, out=out)
+            scores.add_((queries * queries).sum(dim=1, keepdim=True))
+            return scores.clamp_(min=0.0).sqrt_().neg_()
+        if self.kind == "l1":
+            scores = torch.cdist(queries, candidates, p=1.0)
+            if out is not None:
+                out.copy_(scores)
+                scores = out
+            return scores.neg_()
+        raise ValueError(f"unknown score kind {self.kind!r}")
+
+    def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
+        """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""
+        return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)
+
+
+def _as_real(z: torch.Tensor) -> torch.Tensor:
+    """[Re | Im] halves of a complex (N, d) tensor: real (N, 2d)."""
+    return torch.cat([z.real, z.imag], dim=-1)
+
+
+class TransEL2(EmbeddingScorer):
+    name, kind = "TransE-L2", "l2"
+
+    def query_vectors(self, batch, side):
+        r = self.relations[batch[:, 1]]
+        return self.entities[batch[:, 0]] + r if side == "tail" else self.entities[batch[:, 2]] - r
+
+
+class TransEL1(TransEL2):
+    name, kind = "TransE-L1", "l1"
+
+
+class DistMult(EmbeddingScorer):
+    name, kind = "DistMult", "dot"
+
+    def query_vectors(self, batch, side):
+        anchor = self.entities[batch[:, 0] if side == "tail" else batch[:, 2]]
+        return anchor * self.relations[batch[:, 1]]
+
+
+class ComplEx(EmbeddingScorer):
+    name, kind, complex_valued = "ComplEx", "dot", True
+
+    def query_vectors(self, batch, side):
+        r = self.relations[batch[:, 1]]
+        if side == "tail":
+            return _as_real(self.entities[batch[:, 0]] * r)
+        # Re(h · w) with w = r ∘ conj(t) equals [Re h | Im h] · [Re w | -Im w] = h · conj(w), conj(w) = t ∘ conj(r)
+        return _as_real(self.entities[batch[:, 2]] * torch.conj(r))
+
+    def candidate_vectors(self, side):
+        return _as_real(self.entities)
+
+
+class RotatE(EmbeddingScorer):
+    name, kind, complex_valued = "RotatE", "l2", True
+
+    def __init__(self, entities, relations):
+        super().__init__(entities, relations)
+        modulus = relations.abs()
+        if modulus.numel() and float((modulus - 1.0).abs().max()) > UNIT_MODULUS_TOLERANCE:
+            raise InputError(
+                f"RotatE relations must have unit modulus (|r| = 1); found |r| between {float(modulus.min()):.6g} "
+                f"and {float(modulus.max()):.6g}. Pass relations as rotations (PyKEEN's RotatE stores them so)")
+
+    def query_vectors(self, batch, side):
+        r = self.relations[batch[:, 1]]
+        if side == "tail":
+            return _as_real(self.entities[batch[:, 0]] * r)
+        return _as_real(self.entities[batch[:, 2]] * torch.conj(r))
+
+    def candidate_vectors(self, side):
+        return _as_real(self.entities)
+
+
+class RESCAL(EmbeddingScorer):
+    name, kind = "RESCAL", "dot"
+
+    def query_vectors(self, batch, side):
+        matrices = self.relations[batch[:, 1]]  # (B, d, d)
+        if side == "tail":
+            return torch.bmm(self.entities[batch[:, 0]].unsqueeze(1), matrices).squeeze(1)
+        return torch.bmm(matrices, self.entities[batch[:, 2]].unsqueeze(2)).squeeze(2)
+
+
+SCORERS: Dict[str, Type[EmbeddingScorer]] = {
+    cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RESCAL)}
+
+
+def get_scorer_class(name: str) -> Type[EmbeddingScorer]:
+    """Look a scorer up by name, case-insensitively; an unknown name lists the valid ones."""
+    by_lower = {key.lower(): cls for key, cls in SCORERS.items()}
+    cls = by_lower.get(name.strip().lower())
+    if cls is None:
+        raise InputError(f"unknown model {name!r}; valid models: {', '.join(SCORERS)}")
+    return cls
+
+
+# --------------------------------------------------------------------------------------------
+# loading arrays
+
+
+def load_array(path) -> np.ndarray:
+    """Load a ``.npy`` array with a clear error for a missing or unreadable file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("embedding file does not exist", path)
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as error:
+        raise InputError(f"not a readable .npy array ({error})", path) from error
+
+
+def file_sha256(*paths) -> str:
+    """sha256 over the bytes of the given files, in order."""
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _real_tensor(array: np.ndarray, path) -> torch.Tensor:
+    if np.iscomplexobj(array):
+        raise InputError("expected a real-valued array for this model, found complex values", path)
+    if not np.issubdtype(array.dtype, np.number):
+        raise InputError(f"expected a numeric array, found dtype {array.dtype}", path)
+    dtype = np.float64 if array.dtype == np.float64 else np.float32
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=dtype))
+
+
+def _complex_tensor(array: np.ndarray, layout: str, path) -> torch.Tensor:
+    if np.iscomplexobj(array):
+        dtype = np.complex128 if array.dtype == np.complex128 else np.complex64
+        return torch.from_numpy(np.ascontiguousarray(array, dtype=dtype))
+    if layout not in COMPLEX_LAYOUTS:
+        raise InputError(f"unknown complex layout {layout!r}; expected one of {', '.join(COMPLEX_LAYOUTS)}")
+    real = _real_tensor(array, path)
+    if real.ndim != 2 or real.shape[1] % 2:
+        raise InputError(f"a real array holding complex numbers needs an even width, found shape {tuple(real.shape)}",
+                         path)
+    half = real.shape[1] // 2
+    if layout == "halves":
+        return torch.complex(real[:, :half].contiguous(), real[:, half:].contiguous())
+    return torch.view_as_complex(real.reshape(real.shape[0], half, 2).contiguous())
+
+
+def build_scorer(name: str, entity_array: np.ndarray, relation_array: np.ndarray, num_entities: int,
+                 num_relations: int, complex_layout: str = "halves", entity_path=None,
+                 relation_path=None) -> EmbeddingScorer:
+    """Check shapes against the dataset's label maps and build the scorer for ``name``."""
+    cls = get_scorer_class(name)
+    if cls.complex_valued:
+        entities = _complex_tensor(entity_array, complex_layout, entity_path)
+        relations = _complex_tensor(relation_array, complex_layout, relation_path)
+    else:
+        entities = _real_tensor(entity_array, entity_path)
+        relations = _real_tensor(relation_array, relation_path)
+    if entities.ndim != 2:
+        raise InputError(f"expected a 2-d array (entities, dimension), found shape {tuple(entities.shape)}",
+                         entity_path)
+    if entities.shape[0] != num_entities:
+        raise InputError(f"expected {num_entities} rows, one per entity of the dataset's entity map, "
+                         f"found {entities.shape[0]}", entity_path)
+    if relations.shape[0] != num_relations:
+        raise InputError(f"expected {num_relations} rows, one per relation of the dataset's relation map, "
+                         f"found {relations.shape[0]}", relation_path)
+    dim = entities.shape[1]
+    if cls is RESCAL:
+        if relations.ndim == 2 and relations.shape[1] == dim * dim:
+            relations = relations.reshape(num_relations, dim, dim)
+        if tuple(relations.shape[1:]) != (dim, dim):
+            raise InputError(f"RESCAL relations must be (R, {dim}, {dim}) or (R, {dim * dim}) for entity dimension "
+                             f"{dim}, found {tuple(relation_array.shape)}", relation_path)
+    elif relations.ndim != 2 or relations.shape[1] != dim:
+        raise InputError(f"expected relation shape ({num_relations}, {dim}) to match the entity dimension, "
+                         f"found {tuple(relations.shape)}", relation_path)
+    if entities.dtype != relations.dtype:
+        wide = torch.promote_types(entities.dtype, relations.dtype)
+        entities, relations = entities.to(wide), relations.to(wide)
+    return cls(entities, relations)

@@ -1,0 +1,30 @@
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+VERSION = {}
+exec(Path(__file__).with_name("openbench").joinpath("__init__.py").read_text(), VERSION)
+
+setup(
+    name="openbench",
+    version=VERSION["__version__"],
+    description="Build, split and evaluate biomedical link-prediction benchmarks (an OpenBioLink superset)",
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["openbench", "openbench.*", "graphgen", "graphgen.*", "splits", "splits.*"]),
+    package_data={"openbench": ["data/sample/*"]},
+    include_package_data=True,
+    install_requires=[
+        "torch>=2.1",
+        "numpy>=1.24",
+        "polars>=1.0",
+        "click>=8.1",
+        "tqdm>=4.60",
+    ],
+    extras_require={
+        "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "setuptools>=77.0.3,<81"],
+    },
+    entry_points={"console_scripts": ["openbench = openbench.cli:main"]},
+)

@@ -1,0 +1,1 @@
+"""pytest configuration: the helpers live in tests/helpers.py."""

@@ -1,0 +1,83 @@
+"""Shared test helpers: fixture paths, small random graphs in OpenBioLink's layout, slow references."""
+import pathlib
+import random
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import pytest
+
+PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIXTURES = PROJECT_ROOT / ".." / "shared" / "fixtures"
+
+
+def fixture(*parts):
+    """Path of a shared fixture file; skips the test cleanly when ../shared is absent."""
+    path = FIXTURES.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared fixtures not available: {path}")
+    return path
+
+
+Triple = Tuple[str, str, str]
+
+
+def random_labelled_graph(seed: int, n_entities: int, n_relations: int, sizes: Dict[str, int]) -> Dict[str, List[Triple]]:
+    """Random labelled triples per split; every evaluation label also occurs in train."""
+    rng = random.Random(seed)
+    entities = [f"NCBIGENE:{i}" for i in range(n_entities)]
+    relations = [f"REL_{chr(65 + i)}" for i in range(n_relations)]
+    train = [(e, relations[i % n_relations], entities[(i * 7 + 1) % n_entities]) for i, e in enumerate(entities)]
+    train += [(rng.choice(entities), rng.choice(relations), rng.choice(entities)) for _ in range(sizes["train"])]
+    splits = {"train": train}
+    for split in ("valid", "test"):
+        splits[split] = [(rng.choice(entities), rng.choice(relations), rng.choice(entities))
+                         for _ in range(sizes.get(split, 0))]
+    return splits
+
+
+SAMPLE_NAMES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
+
+
+def write_samples(folder: pathlib.Path, splits: Dict[str, Sequence[Triple]], negatives: bool = True) -> pathlib.Path:
+    """Write OpenBioLink 6-column sample files (plus a negative row each) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, triples in splits.items():
+        lines = [f"{h}\t{r}\t{t}\t700\t1\tSTRING" for h, r, t in triples]
+        if negatives and triples:
+            h, r, t = triples[0]
+            lines.append(f"{t}\t{r}\tNEGATIVE:ONLY\t\t0\tGENERATED")
+        (folder / SAMPLE_NAMES[split]).write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def slow_counts(row: Sequence[float], true: int, removed: set, lower_is_better: bool = False):
+    """Reference: (n_greater, n_equal, n_candidates) by a plain loop over one score row."""
+    target = row[true]
+    greater = equal = candidates = 0
+    for entity, value in enumerate(row):
+        if entity == true:
+            candidates += 1
+            continue
+        if entity in removed:
+            continue
+        candidates += 1
+        better = value < target if lower_is_better else value > target
+        if better:
+            greater += 1
+        elif value == target:
+            equal += 1
+    return greater, equal, candidates
+
+
+def known_answers(triples: Sequence[Tuple[int, int, int]]):
+    """Reference filter: dicts (h, r) -> tails and (r, t) -> heads."""
+    tails, heads = {}, {}
+    for h, r, t in triples:
+        tails.setdefault((h, r), set()).add(t)
+        heads.setdefault((r, t), set()).add(h)
+    return heads, tails
+
+
+def integer_embeddings(seed: int, rows: int, dim: int, low: int = -3, high: int = 4) -> np.ndarray:
+    """Integer-valued float32 embeddings: float32 arithmetic on them is exact, so ties are real."""
+    return np.random.default_rng(seed).integers(low, high, size=(rows, dim)).astype(np.float32)
