@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from setuptools import find_packages, setup
+from setuptools import Extension, find_packages, setup
 
 VERSION = {}
 exec(Path(__file__).with_name("openbench").joinpath("__init__.py").read_text(), VERSION)
@@ -26,5 +26,9 @@ setup(
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],
         "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "setuptools>=77.0.3,<81"],
     },
+    # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
+    # torch implementation of the same contract is used
+    ext_modules=[Extension("openbench.evaluation._counting", sources=["openbench/evaluation/_counting.c"],
+                           extra_compile_args=["-O3"], optional=True)],
     entry_points={"console_scripts": ["openbench = openbench.cli:main"]},
 )

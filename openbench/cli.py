@@ -4,10 +4,15 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
 from typing import List, Optional
 
 import click
+
+# torch's OpenMP workers otherwise spin for a while after each parallel region (the GEMM), taking
+# the cores from the counting kernel's threads that run right after it; set before torch loads.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from openbench import __version__
 from openbench.errors import OpenbenchError

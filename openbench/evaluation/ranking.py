@@ -13,6 +13,7 @@ contribution, so no dense (B, E) mask is ever built. Counts add exactly across e
 
 Comparison is exact (no tolerance). ``+inf``/``-inf`` scores are ranked by value (two equal
 infinities tie); a NaN score anywhere in a row raises :class:`~openbench.errors.ScoreError`.
+The row counting itself lives in :mod:`openbench.evaluation.kernels`.
 """
 from __future__ import annotations
 
@@ -21,10 +22,9 @@ from typing import Optional, Tuple
 
 import torch
 
-from openbench.errors import ScoreError
+from openbench.evaluation.kernels import NonFiniteRows, kernel_name, row_counts
 
-# sums of {-1, 0, 1} in float32 are exact while partial sums stay below 2**24
-MAX_CHUNK = 2 ** 24
+__all__ = ["RankCounts", "NonFiniteRows", "count_block", "rank_counts", "other_known", "candidate_counts"]
 
 
 @dataclass
@@ -44,14 +44,6 @@ class RankCounts:
         return RankCounts(self.n_greater.to(device), self.n_equal.to(device), self.n_candidates.to(device))
 
 
-class NonFiniteRows(ScoreError):
-    """NaN scores in some rows of a block; ``row`` is the first offending row of the block."""
-
-    def __init__(self, row: int, detail: str):
-        self.row = row
-        super().__init__(detail)
-
-
 def other_known(filter_rows: torch.Tensor, filter_cols: torch.Tensor,
                 true_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """Drop the pairs (row, col) of a filter list whose column is the row's own true answer."""
@@ -66,83 +58,48 @@ def candidate_counts(num_entities: int, filter_rows: torch.Tensor, batch_size: i
 
 
 def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_scores: torch.Tensor,
-                filter_rows: torch.Tensor, filter_cols: torch.Tensor,
-                lower_is_better: bool = False) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Count better and tied candidates in one chunk of candidate columns. Overwrites ``scores``.
+                filter_rows: torch.Tensor, filter_cols: torch.Tensor, lower_is_better: bool = False,
+                check_nan: bool = True) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Count better and tied candidates in one chunk of candidate columns. May overwrite ``scores``.
 
-    :param scores: (B, n) float scores of candidates ``start .. start + n - 1``; used as scratch.
+    :param scores: (B, n) float scores of candidates ``start .. start + n - 1``.
     :param start: entity id of column 0 of ``scores``.
     :param true_ids: (B,) int64 entity id of each query's true answer.
     :param true_scores: (B,) score of each true answer, read from the compared score rows.
     :param filter_rows: (M,) int64 rows of filtered candidates; ``filter_cols`` (M,) their entity
         ids (any chunk; pairs outside this chunk are ignored). Pairs must exclude the true answer.
-    :returns: ``n_greater`` (B,) and ``n_equal`` (B,) int64 over this chunk, and ``true_sign`` (B,):
-        the comparison of the true column with ``true_scores`` (0 when the value matches; nonzero
-        reveals a score recomputed differently) or 0 where the true answer is not in this chunk.
+    :param check_nan: look for NaN candidates; callers that can prove every score finite (see
+        :meth:`EmbeddingScorer.provably_finite`) may skip it (the C kernel checks for free).
+    :returns: ``n_greater`` (B,) and ``n_equal`` (B,) int64 over this chunk, and ``true_differs``
+        (B,) bool: the true column of this chunk holds a value other than ``true_scores`` (a score
+        recomputed differently); False where the true answer is not in this chunk.
     """
     batch_size, width = scores.shape
-    if width > MAX_CHUNK:
-        raise ValueError(f"chunks wider than {MAX_CHUNK} candidates cannot be counted exactly in float32")
     true_scores = true_scores.to(scores.dtype)
     local_true = true_ids - start
     true_here = (local_true >= 0) & (local_true < width)
     in_chunk = (filter_cols >= start) & (filter_cols < start + width)
     rows, cols = filter_rows[in_chunk], filter_cols[in_chunk] - start
+    # read the excluded values before the counting may overwrite the block
+    true_values = scores.gather(1, torch.where(true_here, local_true, 0)[:, None]).squeeze(1)
+    filtered_values = scores[rows, cols]
 
-    _signs_in_place(scores, true_scores, lower_is_better)
+    n_greater, n_equal = row_counts(scores, true_scores, lower_is_better, check_nan)
 
-    true_sign = torch.zeros(batch_size, dtype=scores.dtype, device=scores.device)
-    true_rows = true_here.nonzero().squeeze(1)
-    true_sign[true_rows] = scores[true_rows, local_true[true_rows]]
-    filtered_sign = scores[rows, cols]
-
-    net = scores.sum(dim=1)  # #better - #worse
-    nonzero = scores.abs_().sum(dim=1)  # #better + #worse
-    n_greater = ((net + nonzero) / 2).to(torch.long)
-    n_equal = width - nonzero.to(torch.long)
-
-    n_greater -= (true_sign > 0).long()
-    n_equal -= (true_here & (true_sign == 0)).long()
-    n_greater -= torch.bincount(rows[filtered_sign > 0], minlength=batch_size)
-    n_equal -= torch.bincount(rows[filtered_sign == 0], minlength=batch_size)
-    return n_greater, n_equal, true_sign
+    true_better, true_same = _compare(true_values, true_scores, lower_is_better)
+    n_greater -= (true_here & true_better).long()
+    n_equal -= (true_here & true_same).long()
+    if rows.numel():
+        better, same = _compare(filtered_values, true_scores[rows], lower_is_better)
+        n_greater -= torch.bincount(rows, weights=better.to(torch.float64), minlength=batch_size).to(torch.long)
+        n_equal -= torch.bincount(rows, weights=same.to(torch.float64), minlength=batch_size).to(torch.long)
+    return n_greater, n_equal, true_here & ~true_same
 
 
-def _signs_in_place(scores: torch.Tensor, true_scores: torch.Tensor, lower_is_better: bool) -> None:
-    """Replace ``scores`` by sign(s - s*) (sign(s* - s) when lower is better), exact for ±inf ties.
-
-    s - s* is NaN for two equal infinities, so rows whose true score is not finite are compared
-    directly instead; a NaN true score raises.
-    """
-    special = ~torch.isfinite(true_scores)
-    exact = None
-    if bool(special.any()):
-        special_rows = special.nonzero().squeeze(1)
-        nan_true = torch.isnan(true_scores[special_rows])
-        if bool(nan_true.any()):
-            raise NonFiniteRows(int(special_rows[nan_true.nonzero()[0, 0]]), "NaN score of the true answer")
-        block, reference = scores[special_rows], true_scores[special_rows, None]
-        if bool(torch.isnan(block).any()):
-            raise NonFiniteRows(int(special_rows[torch.isnan(block).any(dim=1).nonzero()[0, 0]]), "NaN score")
-        exact = (block > reference).to(scores.dtype) - (block < reference).to(scores.dtype)
-        if lower_is_better:
-            exact.neg_()
-    column = true_scores[:, None]
-    if lower_is_better:
-        torch.sub(column, scores, out=scores)
-    else:
-        scores.sub_(column)
-    # torch.sign maps NaN to 0, so NaN is caught before: a row sum is NaN if the row holds a NaN
-    # (or both infinities, which the exact check below tells apart); it is a cheap read-only pass
-    suspicious = torch.isnan(scores.sum(dim=1))
-    if bool(suspicious.any()):
-        candidates = suspicious.nonzero().squeeze(1)
-        has_nan = torch.isnan(scores[candidates]).any(dim=1) & ~special[candidates]
-        if bool(has_nan.any()):
-            raise NonFiniteRows(int(candidates[has_nan.nonzero()[0, 0]]), "NaN score")
-    torch.sign(scores, out=scores)
-    if exact is not None:
-        scores[special_rows] = exact
+def _compare(values: torch.Tensor, targets: torch.Tensor, lower_is_better: bool):
+    """(better, same) masks of ``values`` against ``targets``, exact comparisons."""
+    better = values < targets if lower_is_better else values > targets
+    return better, values == targets
 
 
 def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optional[torch.Tensor] = None,
@@ -166,6 +123,6 @@ def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optio
         filter_rows = filter_cols = torch.empty(0, dtype=torch.long, device=scores.device)
     filter_rows, filter_cols = other_known(filter_rows, filter_cols, true_ids)
     true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)
-    work = scores if in_place else scores.clone()
+    work = scores if in_place or kernel_name(scores) == "c" else scores.clone()
     n_greater, n_equal, _ = count_block(work, 0, true_ids, true_scores, filter_rows, filter_cols, lower_is_better)
     return RankCounts(n_greater, n_equal, candidate_counts(num_entities, filter_rows, batch_size))

@@ -25,6 +25,7 @@ is what makes the head-side rewrite exact in real arithmetic.
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Dict, Optional, Type
 
@@ -34,6 +35,8 @@ import torch
 from openbench.errors import InputError
 
 COMPLEX_LAYOUTS = ("halves", "interleaved")
+# far below float32's largest value (3.4e38): scores bounded by this, and their differences, are finite
+FINITE_BOUND = 1e37
 UNIT_MODULUS_TOLERANCE = 1e-4
 
 
@@ -53,6 +56,7 @@ class EmbeddingScorer:
         self.relations = relations
         self._candidates: Dict[str, torch.Tensor] = {}
         self._candidate_norms: Dict[str, torch.Tensor] = {}
+        self._candidate_max: Dict[str, float] = {}
 
     @property
     def num_entities(self) -> int:
@@ -82,6 +86,23 @@ class EmbeddingScorer:
                 candidates = self._candidates[side]
                 self._candidate_norms[side] = (candidates * candidates).sum(dim=1)
         return self._candidates[side]
+
+    def provably_finite(self, queries: torch.Tensor, side: str) -> bool:
+        """True when no score of ``queries`` (B, d') against any candidate can be NaN or ±inf.
+
+        Bounds every score from the largest magnitudes: ``|q·c| <= d·max|q|·max|c|`` (dot),
+        ``‖q - c‖² <= d·(max|q| + max|c|)²`` (l2), ``‖q - c‖₁ <= d·(max|q| + max|c|)`` (l1).
+        """
+        if queries.numel() == 0:
+            return True
+        candidates = self._cached_candidates(side)
+        if side not in self._candidate_max:
+            self._candidate_max[side] = float(candidates.abs().max()) if candidates.numel() else 0.0
+        c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
+        if not (math.isfinite(c_max) and math.isfinite(q_max)):
+            return False
+        bound = {"dot": dim * q_max * c_max, "l2": dim * (q_max + c_max) ** 2, "l1": dim * (q_max + c_max)}[self.kind]
+        return bound < FINITE_BOUND
 
     def score_chunk(self, queries: torch.Tensor, side: str, start: int, stop: int,
                     out: Optional[torch.Tensor] = None) -> torch.Tensor:

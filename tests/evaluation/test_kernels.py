@@ -1,0 +1,73 @@
+"""The C counting kernel and the torch fallback against each other and a plain loop."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openbench.errors import ScoreError
+from openbench.evaluation import kernels
+
+
+def _reference(scores, targets, lower):
+    greater = [sum((x < t) if lower else (x > t) for x in row) for row, t in zip(scores, targets)]
+    equal = [sum(x == t for x in row) for row, t in zip(scores, targets)]
+    return greater, equal
+
+
+def _implementations():
+    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True))]
+    if kernels._load_library() is not None:
+        found.append(("c", lambda s, t, lower: kernels._row_counts_c(s, t, lower)))
+    return found
+
+
+def test_c_kernel_is_built_where_a_compiler_is():
+    import os
+    if os.environ.get("CI") != "true":
+        pytest.skip("only required in CI, which installs with a compiler")
+    assert kernels.kernel_name(torch.zeros(2, 3)) == "c"
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.data())
+def test_implementations_agree_with_a_loop(data):
+    width = data.draw(st.integers(1, 40))
+    rows = data.draw(st.integers(1, 5))
+    values = st.sampled_from([-math.inf, -2.0, -0.0, 0.0, 1.5, 3.0, math.inf])
+    scores = [[data.draw(values) for _ in range(width)] for _ in range(rows)]
+    targets = [data.draw(values) for _ in range(rows)]
+    lower = data.draw(st.booleans())
+    dtype = data.draw(st.sampled_from([torch.float32, torch.float64]))
+    expected = _reference(scores, targets, lower)
+    for name, count in _implementations():
+        greater, equal = count(torch.tensor(scores, dtype=dtype), torch.tensor(targets, dtype=dtype), lower)
+        assert (greater.tolist(), equal.tolist()) == expected, name
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_large_blocks_split_over_threads(dtype):
+    rng = np.random.default_rng(0)
+    scores = torch.tensor(rng.integers(0, 50, size=(300, 2000)), dtype=dtype)  # above the parallel threshold
+    targets = scores[:, 5].clone()
+    results = {name: count(scores, targets, False) for name, count in _implementations()}
+    expected = ((scores > targets[:, None]).sum(1), (scores == targets[:, None]).sum(1))
+    for name, (greater, equal) in results.items():
+        assert torch.equal(greater, expected[0]) and torch.equal(equal, expected[1]), name
+
+
+def test_strided_rows_are_counted_in_place():
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    view = base[:, 1:4]  # row stride 6, width 3
+    greater, equal = kernels.row_counts(view, torch.tensor([2.0, 8.0, 13.0, 0.0]))
+    assert greater.tolist() == [1, 1, 2, 3] and equal.tolist() == [1, 1, 1, 0]
+
+
+def test_nan_rows_are_reported_by_every_implementation():
+    scores = torch.tensor([[1.0, 2.0], [3.0, math.nan], [math.nan, 1.0]])
+    for name, count in _implementations():
+        with pytest.raises(ScoreError, match="NaN score") as info:
+            count(scores, torch.tensor([1.0, 3.0, 1.0]), False)
+        assert info.value.row == 1, name
