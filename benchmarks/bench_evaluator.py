@@ -66,22 +66,18 @@ def make_dataset(folder: Path, seed: int, entities: int, relations: int, train: 
 
 
 def run_child(command: list) -> tuple:
-    """Run ``command``; return (wall seconds, peak RSS in GB, stdout)."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    stdout_holder = []
-    import threading
-
-    reader = threading.Thread(target=lambda: stdout_holder.append(process.stdout.read()))
-    err_reader = threading.Thread(target=lambda: stdout_holder.append(process.stderr.read()))
-    reader.start(), err_reader.start()
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    reader.join(), err_reader.join()
-    process.returncode = os.waitstatus_to_exitcode(status)
+    """Run ``command``; return (wall seconds, peak RSS in GB, stdout). Raises with stderr on failure."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{stdout_holder}")
-    return seconds, usage.ru_maxrss / 1024 ** 2, stdout_holder[0]
+        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n{stderr[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024 ** 2, stdout
 
 
 def openbench_command(folder: Path, model: str, device: str, output: Path) -> list:

@@ -75,6 +75,14 @@ def main(verbose: int) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
 
+def _quiet_pykeen() -> None:
+    """PyKEEN sets its logger to INFO when imported; follow the -v level of this command instead."""
+    import pykeen  # noqa: F401
+
+    root = logging.getLogger().getEffectiveLevel()
+    logging.getLogger("pykeen").setLevel(logging.DEBUG if root <= logging.DEBUG else logging.WARNING)
+
+
 @main.command()
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout.")
@@ -138,6 +146,34 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     result = evaluator.evaluate(batch_size=batch_size)
     click.echo(format_table(result), err=True)
     write_json(result, output)
+
+
+@main.command()
+@click.option("--out", "out_dir", default="demo_out", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for the dataset, the trained model and result.json.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the graph and of training.")
+@click.option("--epochs", type=click.IntRange(min=1), default=40, show_default=True, help="Training epochs.")
+@click.option("--model", "model_name", default="DistMult", show_default=True,
+              help="Baseline to train: TransE-L1, TransE-L2, DistMult, ComplEx, RotatE, RESCAL.")
+@click.option("--device", default="auto", show_default=True, help="Evaluation device: auto, cpu, cuda or cuda:N.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+@_handle_errors
+def demo(out_dir, seed, epochs, model_name, device, progress):
+    """Offline end-to-end run: planted graph, PyKEEN baseline, openbench evaluation."""
+    from pathlib import Path
+
+    from openbench.demo import run_demo
+    from openbench.evaluation.report import format_table
+
+    _quiet_pykeen()
+    out = Path(out_dir)
+    result = run_demo(out, seed=seed, epochs=epochs, model=model_name, device=device, progress=progress)
+    write_json(result, str(out / "result.json"))
+    click.echo(format_table(result), err=True)
+    click.echo(f"\nresult: {out / 'result.json'}\nthe same evaluation from the command line:\n"
+               f"  openbench evaluate --dataset {out / 'dataset'} --model {model_name} "
+               f"--entity-embeddings {out / 'model' / 'entities.npy'} "
+               f"--relation-embeddings {out / 'model' / 'relations.npy'}", err=True)
 
 
 if __name__ == "__main__":

@@ -137,3 +137,12 @@ def test_map_file_errors(tmp_path):
     (tmp_path / "bad.tsv").write_text("0\tA\n1\tB\t3\n")
     with pytest.raises(InputError, match=r"bad\.tsv, line 2: expected 2 tab-separated columns like the first line, found 3"):
         load_dataset(tmp_path, entity_map=tmp_path / "bad.tsv")
+
+
+def test_fingerprint_is_sha256_of_the_documented_canonical_form(tmp_path):
+    import hashlib
+
+    splits = random_labelled_graph(4, 15, 3, {"train": 40, "valid": 4, "test": 6})
+    dataset = load_dataset(write_samples(tmp_path, splits))
+    lines = sorted(f"{split}\t{h}\t{r}\t{t}\n" for split, triples in splits.items() for h, r, t in triples)
+    assert dataset.fingerprint == hashlib.sha256("".join(lines).encode()).hexdigest()
