@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-# as the openbench command does (openbench/cli.py), before torch is imported
+# the peer runs with the environment it was given; openbench, in process, as the openbench
+# command does (openbench/cli.py): OMP_WAIT_POLICY=PASSIVE unless set, before torch is imported
+PEER_ENVIRONMENT = dict(os.environ)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 SCALES = {
@@ -65,11 +67,11 @@ def make_dataset(folder: Path, seed: int, entities: int, relations: int, train: 
     np.save(folder / "relations.npy", (rng.standard_normal((relations, dim)) / np.sqrt(dim)).astype(np.float32))
 
 
-def run_child(command: list) -> tuple:
+def run_child(command: list, env: dict = None) -> tuple:
     """Run ``command``; return (wall seconds, peak RSS in GB, stdout). Raises with stderr on failure."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env)
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -191,7 +193,7 @@ def main() -> None:
         if args.skip_peer:
             continue
         peer_seconds_total, peer_gb, stdout = run_child(
-            [sys.executable, __file__, "--pykeen-child", str(folder), model])
+            [sys.executable, __file__, "--pykeen-child", str(folder), model], env=PEER_ENVIRONMENT)
         peer = json.loads(stdout.strip().splitlines()[-1])
         speedup = peer["seconds"] / ours_seconds
         agree = abs(peer["mrr"] - ours_mrr) <= 1e-6

@@ -146,3 +146,9 @@ def test_fingerprint_is_sha256_of_the_documented_canonical_form(tmp_path):
     dataset = load_dataset(write_samples(tmp_path, splits))
     lines = sorted(f"{split}\t{h}\t{r}\t{t}\n" for split, triples in splits.items() for h, r, t in triples)
     assert dataset.fingerprint == hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def test_no_test_triples_is_an_error(tmp_path):
+    write_samples(tmp_path, dict(SPLITS, test=[]))
+    with pytest.raises(InputError, match=r"test_sample\.csv: no test triples to evaluate"):
+        load_dataset(tmp_path)

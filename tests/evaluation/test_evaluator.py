@@ -217,3 +217,21 @@ def test_result_record_shape(dataset):
     assert set(result["model"]) == {"name", "kind", "params", "source_sha256"}
     labels_with_queries = {dataset.relation_labels[r] for r in dataset.triples["test"][:, 1].tolist()}
     assert set(result["per_relation"]) == labels_with_queries
+
+
+def test_model_and_dataset_sizes_must_agree(dataset):
+    other = build_scorer("DistMult", np.zeros((5, 3)), np.zeros((dataset.num_relations, 3)), 5,
+                         dataset.num_relations)
+    with pytest.raises(InputError, match="the model has 5 entities, the dataset 30"):
+        EmbeddingEvaluator(dataset, other, device="cpu")
+
+
+def test_device_names(dataset):
+    from openbench.evaluation.device import resolve_device
+
+    assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="CUDA is not available here"):
+            resolve_device("cuda:0")
+    with pytest.raises(InputError, match="unknown device 'gpu'"):
+        resolve_device("gpu")

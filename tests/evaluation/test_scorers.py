@@ -107,3 +107,18 @@ def test_shape_errors_name_file_and_expectation():
         build_scorer("DistMult", ent.astype(complex), rel, E, R)
     with pytest.raises(InputError, match="unit modulus"):
         build_scorer("RotatE", ent + 0j, 2 * np.ones((R, D)) + 0j, E, R)
+
+
+def test_array_loading_errors(tmp_path):
+    from openbench.evaluation.scorers import load_array
+
+    with pytest.raises(InputError, match=r"missing\.npy: embedding file does not exist"):
+        load_array(tmp_path / "missing.npy")
+    np.save(tmp_path / "words.npy", np.array(["a", "b"]))
+    with pytest.raises(InputError, match=r"words\.npy: expected a numeric array, found dtype <U1"):
+        build_scorer("DistMult", load_array(tmp_path / "words.npy"), np.zeros((R, D)), 2, R,
+                     entity_path=tmp_path / "words.npy")
+    with pytest.raises(InputError, match="unknown complex layout 'pairs'"):
+        build_scorer("ComplEx", np.zeros((E, 4)), np.zeros((R, 4)), E, R, complex_layout="pairs")
+    with pytest.raises(InputError, match=r"expected a 2-d array \(entities, dimension\)"):
+        build_scorer("DistMult", np.zeros((E, 2, 2)), np.zeros((R, 4)), E, R)
