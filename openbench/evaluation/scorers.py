@@ -171,8 +171,10 @@ class ComplEx(EmbeddingScorer):
         return _as_real(self.entities)
 
 
-class RotatE(EmbeddingScorer):
-    name, kind, complex_valued = "RotatE", "l2", True
+class RotatE(ComplEx):
+    """Same query and candidate vectors as ComplEx; the distance of h ∘ r to t instead of the product."""
+
+    name, kind = "RotatE", "l2"
 
     def __init__(self, entities, relations):
         super().__init__(entities, relations)
@@ -181,15 +183,6 @@ class RotatE(EmbeddingScorer):
             raise InputError(
                 f"RotatE relations must have unit modulus (|r| = 1); found |r| between {float(modulus.min()):.6g} "
                 f"and {float(modulus.max()):.6g}. Pass relations as rotations (PyKEEN's RotatE stores them so)")
-
-    def query_vectors(self, batch, side):
-        r = self.relations[batch[:, 1]]
-        if side == "tail":
-            return _as_real(self.entities[batch[:, 0]] * r)
-        return _as_real(self.entities[batch[:, 2]] * torch.conj(r))
-
-    def candidate_vectors(self, side):
-        return _as_real(self.entities)
 
 
 class RESCAL(EmbeddingScorer):
