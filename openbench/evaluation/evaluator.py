@@ -151,8 +151,8 @@ class Evaluator:
             if side in positives:
                 self._check_positive_scores(side, torch.as_tensor(positives[side], device=self.device), true_scores)
             try:
-                gt, eq, _ = count_block(scores.clone(), 0, true_ids, true_scores, *filters[side],
-                                        self.lower_is_better)
+                work = scores if kernel_name(scores) == "c" else scores.clone()  # the torch path writes
+                gt, eq, _ = count_block(work, 0, true_ids, true_scores, *filters[side], self.lower_is_better)
             except NonFiniteRows as error:
                 error.side = side
                 raise
