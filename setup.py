@@ -13,6 +13,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["openbench", "openbench.*", "graphgen", "graphgen.*", "splits", "splits.*"]),
+    package_data={"graphgen": ["sample/files/*"]},
     install_requires=[
         "torch>=2.1",
         "numpy>=1.24",

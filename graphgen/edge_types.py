@@ -88,7 +88,7 @@ EDGE_TYPES: Dict[str, EdgeType] = {edge.name: edge for edge in [
     _edge("IS_A", 0, [("GO", "GO"), ("DIS", "DIS"), ("PHENOTYPE", "PHENOTYPE"), ("ANATOMY", "ANATOMY")]),
     _edge("PART_OF", 1, [("GO", "GO"), ("ANATOMY", "ANATOMY")]),
     _edge("GENE_GENE", 10, _GENE_GENE, directed=False, cutoffs=STRING_LIKE),
-    _edge("GENE_GO", 11, [("GENE", "GO")], cutoffs=EVIDENCE),
+    _edge("GENE_GO", 11, [("GENE", "GO")], cutoffs=EVIDENCE, true_negatives=True),  # GAF NOT qualifiers
     _edge("GENE_DIS", 12, [("GENE", "DIS")], cutoffs=DISGENET),
     _edge("GENE_DRUG", 13, [("GENE", "DRUG")], cutoffs=STRING_LIKE),
     _edge("GENE_PHENOTYPE", 14, [("GENE", "PHENOTYPE")]),

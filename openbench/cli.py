@@ -6,6 +6,7 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 import click
@@ -146,6 +147,56 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     result = evaluator.evaluate(batch_size=batch_size)
     click.echo(format_table(result), err=True)
     write_json(result, output)
+
+
+@main.command()
+@click.option("--output", "output_dir", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for graph_files/ (and in_files/ of the parse step).")
+@click.option("--cache", type=click.Path(file_okay=False), default=None,
+              help="Download cache [default: $XDG_CACHE_HOME/openbench/sources].")
+@click.option("--qual", "quality", default="hq", show_default=True, help="Quality cutoff level: hq, mq, lq or nq.")
+@click.option("--undirected", is_flag=True, help="Write undirected edge types once instead of in both directions.")
+@click.option("--no-download", is_flag=True, help="Use the files already in the cache or --sources-dir.")
+@click.option("--sources-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Read the source files from this folder (implies nothing is downloaded).")
+@click.option("--sources", "source_names", default=None, help="Comma-separated sources to build from "
+                                                               "(see --list-sources).")
+@click.option("--edge-types", "edge_type_names", default=None, help="Comma-separated edge types to build.")
+@click.option("--steps", default="download,parse,build", show_default=True,
+              help="Stages to run: download, parse, build (comma-separated).")
+@click.option("--output-format", type=click.Choice(["TSV"]), default="TSV", show_default=True)
+@click.option("--output-sep", default="\t", show_default="TAB", help="Separator of the graph files.")
+@click.option("--output-multi-file", is_flag=True, help="One file per edge type and per node type.")
+@click.option("--no-qscore", is_flag=True, help="Leave the quality-score column empty.")
+@click.option("--sample", is_flag=True, help="Build from the embedded sample sources (offline, seconds).")
+@click.option("--list-sources", is_flag=True, help="Print the sources and their URLs, then exit.")
+@click.option("--list-edge-types", is_flag=True, help="Print the edge-type registry, then exit.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+@_handle_errors
+def generate(output_dir, cache, quality, undirected, no_download, sources_dir, source_names, edge_type_names,
+             steps, output_format, output_sep, output_multi_file, no_qscore, sample, list_sources, list_edge_types,
+             progress):
+    """Build the graph (OpenBioLink's graph_files layout) from the public sources."""
+    from graphgen import pipeline
+
+    if list_sources or list_edge_types:
+        click.echo(pipeline.list_sources() if list_sources else pipeline.list_edge_types())
+        return
+    step_list = [part.strip() for part in steps.split(",") if part.strip()]
+    if sample:
+        sources_dir, no_download = str(pipeline.SAMPLE_DIR), True
+    if no_download or sources_dir:
+        step_list = [step for step in step_list if step != "download"]
+    if len(output_sep.encode("utf-8")) != 1:
+        raise click.BadParameter("expected a single-byte separator", param_hint="--output-sep")
+    split = lambda text: [part.strip() for part in text.split(",") if part.strip()] if text else None  # noqa: E731
+    graph = pipeline.generate(output_dir, cache=cache, sources_dir=sources_dir, quality=quality,
+                              directed=not undirected, steps=step_list, sources=split(source_names),
+                              edge_types=split(edge_type_names), sep=output_sep, multi_file=output_multi_file,
+                              no_qscore=no_qscore, progress=progress)
+    if graph is not None:
+        click.echo(f"{graph.edges.height} edges and {graph.nodes.height} nodes, {graph.tn_edges.height} true-negative "
+                   f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)
 
 
 @main.command()

@@ -99,6 +99,7 @@ def read_table(path, selection: Selection, *, separator: str = "\t", header: boo
         result = result.with_columns(pl.all().str.strip_chars(quote_char))
     missing = result.select(pl.any_horizontal([pl.col(c).is_null() for c in required]).arg_true()).to_series()
     if len(missing):
+        _raise_first_bad_line(path, comments, separator, skip, expected, exact=header_line is not None)
         row = int(missing[0])
         empty = [c for c in required if result[c][row] is None]
         raise InputError(f"column(s) {', '.join(empty)} empty or missing; expected a value", path,

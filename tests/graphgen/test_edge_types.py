@@ -22,7 +22,7 @@ def test_parents_directedness_and_signatures():
         assert all(head in NODE_TYPES and tail in NODE_TYPES for head, tail in edge.signatures)
     assert len(edge_type("IS_A").signatures) == 4
     assert {name for name, edge in EDGE_TYPES.items() if edge.true_negatives} == {
-        "DIS_DRUG", "DIS_PHENOTYPE", "GENE_EXPRESSED_ANATOMY", "GENE_OVEREXPRESSED_ANATOMY",
+        "DIS_DRUG", "DIS_PHENOTYPE", "GENE_GO", "GENE_EXPRESSED_ANATOMY", "GENE_OVEREXPRESSED_ANATOMY",
         "GENE_UNDEREXPRESSED_ANATOMY"}
 
 

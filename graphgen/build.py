@@ -1,0 +1,243 @@
+"""Graph assembly: raw edges -> id mapping (one-to-many) -> alt ids -> quality cutoff -> dedup.
+
+All steps are polars joins and filters over whole tables. Per recipe (see
+:mod:`graphgen.recipes`): each side is mapped through its mapping table (rows whose id has no
+mapping are reported in ``ids_no_mapping.tsv`` and dropped; several targets give several edges),
+prefixed to a CURIE, and replaced by its primary id when it is an ontology alt_id. The quality
+cutoff of the edge type at the chosen level keeps numeric scores strictly above the threshold
+or drops excluded evidence codes. The first occurrence of (id1, id2) wins. Undirected edge types
+are reduced to one direction and, in a directed graph, materialised in both.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import polars as pl
+from tqdm.auto import tqdm
+
+from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
+from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, Recipe, Side, SourceFiles
+
+logger = logging.getLogger(__name__)
+
+EDGE_COLUMNS = ["id1", "edge_type", "id2", "qscore", "source"]
+STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges no mapping", "Nr edges below cutoff",
+                 "Edges coverage", "Duplicated edges", "Nr edges return direction", "Nr edges after mapping",
+                 "Nr nodes1 no mapping", "Nr nodes2 no mapping", "Nr nodes1", "Nr nodes2", "nodes1 coverage",
+                 "nodes2 coverage"]
+# raw namespaces as OpenBioLink writes unmapped ids
+RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
+
+
+class Inputs:
+    """Parsed inputs of the build: raw edges per recipe, mapping tables, alt-id tables."""
+
+    def __init__(self, files: SourceFiles):
+        self.files = files
+        self._mappings: Dict[str, pl.DataFrame] = {}
+        self._alt: Dict[str, pl.DataFrame] = {}
+
+    def raw(self, recipe: Recipe) -> pl.DataFrame:
+        return recipe.load(self.files)
+
+    def mapping(self, name: str) -> pl.DataFrame:
+        if name not in self._mappings:
+            table = MAPPINGS[name].load(self.files).select("source", "target")
+            self._mappings[name] = table.filter(pl.col("source").is_not_null() & pl.col("target").is_not_null()) \
+                .unique(maintain_order=True)
+        return self._mappings[name]
+
+    def alt_ids(self, ontology: str) -> pl.DataFrame:
+        if ontology not in self._alt:
+            alt = self.files.ontology(ALT_ID_SOURCES[ontology]).alt_ids
+            self._alt[ontology] = alt.unique("alt_id", keep="first", maintain_order=True)
+        return self._alt[ontology]
+
+
+@dataclass
+class Part:
+    """The result of one recipe."""
+
+    recipe: Recipe
+    edges: pl.DataFrame
+    unmapped: pl.DataFrame
+    stats: dict
+
+
+@dataclass
+class Graph:
+    """Positive and true-negative edges (columns id1, edge_type, id2, qscore, source), nodes
+    (id, node_type), unmapped ids (id, edge_type) and one statistics row per recipe."""
+
+    edges: pl.DataFrame
+    tn_edges: pl.DataFrame
+    nodes: pl.DataFrame
+    tn_nodes: pl.DataFrame
+    unmapped: pl.DataFrame
+    tn_unmapped: pl.DataFrame
+    stats: List[dict] = field(default_factory=list)
+    tn_stats: List[dict] = field(default_factory=list)
+    directed: bool = True
+    quality: str = "hq"
+
+
+def _with_prefix(column: str, prefix: str) -> pl.Expr:
+    value = pl.col(column)
+    return pl.when(value.str.starts_with(prefix + ":")).then(value).otherwise(pl.lit(prefix + ":") + value)
+
+
+def _unmapped_ids(ids: pl.Series, side: Side) -> pl.Series:
+    frame = pl.DataFrame({"id": ids})
+    value = pl.col("id")
+    if side.strip:
+        value = value.str.replace(side.strip, "")
+    if side.unmapped_prefix:
+        value = pl.lit(side.unmapped_prefix + ":") + value
+    else:
+        prefix = value.str.extract(r"^([^:]+):", 1)
+        rest = value.str.replace(r"^[^:]+:", "")
+        value = pl.when(prefix.is_in(list(RAW_NAMESPACE_FIXES))).then(
+            prefix.replace_strict(RAW_NAMESPACE_FIXES, default=None) + ":" + rest).otherwise(value)
+    return frame.select(value.alias("id")).to_series()
+
+
+def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs):
+    """Returns (mapped frame, unmapped raw ids)."""
+    unmapped = pl.Series("id", [], dtype=pl.String)
+    if side.mapping:
+        mapping = inputs.mapping(side.mapping)
+        joined = frame.join(mapping, left_on=column, right_on="source", how="left", maintain_order="left")
+        missing = joined.filter(pl.col("target").is_null())
+        unmapped = _unmapped_ids(missing.get_column(column).unique(maintain_order=True), side)
+        frame = joined.filter(pl.col("target").is_not_null()).with_columns(pl.col("target").alias(column)) \
+            .drop("target")
+    if side.prefix:
+        frame = frame.with_columns(_with_prefix(column, side.prefix).alias(column))
+    if side.alt_ids:
+        alt = inputs.alt_ids(side.alt_ids)
+        frame = (frame.join(alt, left_on=column, right_on="alt_id", how="left", maintain_order="left")
+                 .with_columns(pl.coalesce("id", column).alias(column)).drop("id"))
+    return frame, unmapped
+
+
+def _quality_filter(edge_type: str, quality: str) -> Optional[pl.Expr]:
+    cutoff = EDGE_TYPES[edge_type].cutoff(quality)
+    if isinstance(cutoff, MinScore):
+        return pl.col("qscore").cast(pl.Float64, strict=False).fill_null(float("-inf")) > cutoff.threshold
+    if isinstance(cutoff, ExcludedScores):
+        return ~pl.col("qscore").fill_null("").is_in(sorted(cutoff.excluded))
+    return None
+
+
+def _node_type(column: str) -> pl.Expr:
+    prefix = pl.col(column).str.extract(r"^([^:]+):", 1)
+    return prefix.replace_strict(PREFIX_TO_NODE_TYPE, default=None)
+
+
+def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> Part:
+    """Map, cut and de-duplicate the raw edges of one recipe."""
+    edge = EDGE_TYPES[recipe.edge_type]
+    raw = inputs.raw(recipe).with_row_index("row")
+    frame, unmapped1 = _map_side(raw, "id1", recipe.side1, inputs)
+    frame, unmapped2 = _map_side(frame, "id2", recipe.side2, inputs)
+    rows_mapped = frame.get_column("row").n_unique() if frame.height else 0
+    keep = _quality_filter(recipe.edge_type, quality)
+    before_cut = frame.get_column("row").n_unique() if frame.height else 0
+    if keep is not None:
+        frame = frame.filter(keep)
+    below_cutoff = before_cut - (frame.get_column("row").n_unique() if frame.height else 0)
+    if keep is not None and below_cutoff == 0 and frame.height:
+        logger.info("%s from %s: the %s cutoff removed nothing", recipe.edge_type, recipe.source, quality)
+    frame = frame.with_columns(_node_type("id1").alias("type1"), _node_type("id2").alias("type2"))
+    allowed = pl.concat_str(["type1", "type2"], separator=">").is_in([f"{a}>{b}" for a, b in edge.signatures])
+    mistyped = frame.filter(~allowed.fill_null(False))
+    if mistyped.height:
+        logger.warning("%s from %s: %d edge(s) whose node types do not fit the edge type were dropped (first: %s)",
+                       recipe.edge_type, recipe.source, mistyped.height, mistyped.select("id1", "id2").row(0))
+        frame = frame.filter(allowed.fill_null(False))
+    with_duplicates = frame.height
+    if not edge.directed:
+        low, high = pl.min_horizontal("id1", "id2"), pl.max_horizontal("id1", "id2")
+        frame = frame.with_columns(low.alias("_lo"), high.alias("_hi")).unique(["_lo", "_hi"], keep="first",
+                                                                               maintain_order=True).drop("_lo", "_hi")
+    else:
+        frame = frame.unique(["id1", "id2"], keep="first", maintain_order=True)
+    duplicates = with_duplicates - frame.height
+    returned = 0
+    if not edge.directed and directed:
+        reverse = frame.rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns)
+        both = pl.concat([frame, reverse]).unique(["id1", "id2"], keep="first", maintain_order=True)
+        returned = both.height - frame.height
+        frame = both
+    edges = frame.select("id1", pl.lit(recipe.edge_type).alias("edge_type"), "id2", "qscore",
+                         pl.lit(recipe.source).alias("source"), "type1", "type2")
+    unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
+    stats = _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2)
+    unmapped_frame = pl.DataFrame({"id": unmapped.cast(pl.String)}).with_columns(
+        pl.lit(recipe.edge_type, dtype=pl.String).alias("edge_type"))
+    return Part(recipe, edges, unmapped_frame, stats)
+
+
+def _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2) -> dict:
+    head, tail = edge.signatures[0] if len(edge.signatures) == 1 else ("MULTI", "MULTI")
+    total = raw.height
+    nodes1 = raw.get_column("id1").n_unique() if total else 0
+    nodes2 = raw.get_column("id2").n_unique() if total else 0
+
+    def ratio(part, whole):
+        return "" if whole == 0 else f"{part / whole:.4f}"
+
+    return dict(zip(STATS_COLUMNS, [
+        recipe.edge_type, head, tail, total, total - rows_mapped, below_cutoff, ratio(rows_mapped, total), duplicates,
+        returned, edges.height, unmapped1.len(), unmapped2.len(), nodes1, nodes2,
+        ratio(nodes1 - unmapped1.len(), nodes1), ratio(nodes2 - unmapped2.len(), nodes2)]))
+
+
+def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality: str = "hq", directed: bool = True,
+                progress: bool = True) -> Graph:
+    """Run every recipe; union the parts per edge type (first occurrence wins across recipes)."""
+    quality = normalise_quality(quality)
+    recipes = RECIPES if recipes is None else recipes
+    parts: Dict[bool, List[Part]] = {False: [], True: []}
+    for recipe in tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True, leave=False):
+        part = run_recipe(recipe, inputs, quality, directed)
+        if part.edges.height == 0:
+            logger.warning("%s%s from %s: no edges", recipe.edge_type, " (TN)" if recipe.negative else "",
+                           recipe.source)
+        parts[recipe.negative].append(part)
+    edges = {negative: _union(parts[negative]) for negative in (False, True)}
+    unmapped = {negative: _unmapped(parts[negative]) for negative in (False, True)}
+    return Graph(edges=edges[False].select(EDGE_COLUMNS), tn_edges=edges[True].select(EDGE_COLUMNS),
+                 nodes=_nodes(edges[False]), tn_nodes=_nodes(edges[True]), unmapped=unmapped[False],
+                 tn_unmapped=unmapped[True], stats=[p.stats for p in parts[False]],
+                 tn_stats=[p.stats for p in parts[True]], directed=directed, quality=quality)
+
+
+def _union(parts: List[Part]) -> pl.DataFrame:
+    schema = {"id1": pl.String, "edge_type": pl.String, "id2": pl.String, "qscore": pl.String, "source": pl.String,
+              "type1": pl.String, "type2": pl.String}
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    frame = pl.concat([p.edges.cast(schema) for p in parts])
+    frame = frame.unique(["id1", "edge_type", "id2"], keep="first", maintain_order=True)
+    return frame.sort(["type1", "id1", "edge_type", "type2", "id2", "qscore"], nulls_last=False)
+
+
+def _nodes(edges: pl.DataFrame) -> pl.DataFrame:
+    nodes = pl.concat([edges.select(pl.col("id1").alias("id"), pl.col("type1").alias("node_type")),
+                       edges.select(pl.col("id2").alias("id"), pl.col("type2").alias("node_type"))])
+    return nodes.unique().sort(["node_type", "id"])
+
+
+def _unmapped(parts: List[Part]) -> pl.DataFrame:
+    if not parts:
+        return pl.DataFrame(schema={"id": pl.String, "edge_type": pl.String})
+    return pl.concat([p.unmapped for p in parts]).unique().sort(["edge_type", "id"])
+
+
+def build_from_folder(folder, **kwargs) -> Graph:
+    """Build from a folder of source files named as the sources' Remotes name them."""
+    return build_graph(Inputs(SourceFiles(Path(folder))), **kwargs)

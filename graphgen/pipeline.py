@@ -1,0 +1,171 @@
+"""``openbench generate``: select recipes, download their sources, parse, build, write.
+
+Stages (``--steps``): ``download`` fetches the needed source files into the cache; ``parse``
+reads them into intermediate tables (``<output>/in_files/*.parquet``: raw edges per recipe,
+mapping and alt-id tables); ``build`` assembles the graph (from ``in_files`` when ``parse`` is
+not among the steps) and writes ``<output>/graph_files``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import polars as pl
+
+from graphgen.build import Graph, Inputs, build_graph
+from graphgen.download import fetch
+from graphgen.edge_types import EDGE_TYPES
+from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
+from graphgen.writers.tsv import write_tsv
+from openbench.errors import InputError
+
+logger = logging.getLogger(__name__)
+
+STEPS = ("download", "parse", "build")
+SAMPLE_DIR = Path(__file__).resolve().parent / "sample" / "files"
+IN_FILES = "in_files"
+# files of a source that the recipes do not read (downloaded only on request)
+OPTIONAL_FILES = {("UniProt", "dat"), ("SIDER", "indications")}
+
+
+def default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "openbench" / "sources"
+
+
+@dataclass
+class Selection:
+    recipes: List[Recipe]
+    sources: List[str]       # every source read, closure included
+    added: List[str]         # sources added by the closure (mappings, alt ids)
+
+
+def _check_names(kind: str, names: Sequence[str], valid: Sequence[str]) -> None:
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        raise InputError(f"unknown {kind} {', '.join(unknown)}; valid: {', '.join(valid)}")
+
+
+def select(sources: Optional[Sequence[str]] = None, edge_types: Optional[Sequence[str]] = None) -> Selection:
+    """Recipes whose own source is in ``sources`` and whose edge type is in ``edge_types``."""
+    recipes = list(RECIPES)
+    if sources:
+        _check_names("source(s)", sources, list(SOURCES))
+        recipes = [r for r in recipes if r.needs[0] in sources]
+    if edge_types:
+        _check_names("edge type(s)", edge_types, list(EDGE_TYPES))
+        recipes = [r for r in recipes if r.edge_type in edge_types]
+    if not recipes:
+        raise InputError("the selection leaves no edge type to build")
+    needed = needed_sources(recipes)
+    added = [name for name in needed if sources and name not in sources]
+    return Selection(recipes, needed, added)
+
+
+def download(selection: Selection, cache: Path, progress: bool = True) -> List[Path]:
+    paths = []
+    for source in selection.sources:
+        for key, remote in SOURCES[source].items():
+            if (source, key) not in OPTIONAL_FILES:
+                paths.append(fetch(remote, cache, progress=progress))
+    return paths
+
+
+class StoredInputs(Inputs):
+    """Inputs read back from the parquet tables the parse step wrote."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.index = {id(recipe): i for i, recipe in enumerate(RECIPES)}
+
+    def _read(self, name: str) -> pl.DataFrame:
+        path = self.folder / name
+        if not path.exists():
+            raise InputError(f"intermediate table {name} is missing; run the parse step first", self.folder)
+        return pl.read_parquet(path)
+
+    def raw(self, recipe: Recipe) -> pl.DataFrame:
+        return self._read(_raw_name(self.index[id(recipe)], recipe))
+
+    def mapping(self, name: str) -> pl.DataFrame:
+        return self._read(f"mapping_{name}.parquet")
+
+    def alt_ids(self, ontology: str) -> pl.DataFrame:
+        return self._read(f"alt_ids_{ontology}.parquet")
+
+
+def _raw_name(index: int, recipe: Recipe) -> str:
+    return f"edges_{index:02d}_{recipe.edge_type}_{recipe.source}{'_TN' if recipe.negative else ''}.parquet"
+
+
+def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
+    """Write the raw edges, mappings and alt-id tables the selected recipes need."""
+    folder.mkdir(parents=True, exist_ok=True)
+    index = {id(recipe): i for i, recipe in enumerate(RECIPES)}
+    mappings, ontologies = set(), set()
+    for recipe in selection.recipes:
+        inputs.raw(recipe).write_parquet(folder / _raw_name(index[id(recipe)], recipe))
+        for side in (recipe.side1, recipe.side2):
+            if side.mapping:
+                mappings.add(side.mapping)
+            if side.alt_ids:
+                ontologies.add(side.alt_ids)
+    for name in sorted(mappings):
+        inputs.mapping(name).write_parquet(folder / f"mapping_{name}.parquet")
+    for name in sorted(ontologies):
+        inputs.alt_ids(name).write_parquet(folder / f"alt_ids_{name}.parquet")
+
+
+def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,
+             steps: Sequence[str] = STEPS, sources: Optional[Sequence[str]] = None,
+             edge_types: Optional[Sequence[str]] = None, sep: str = "\t", multi_file: bool = False,
+             no_qscore: bool = False, progress: bool = True) -> Optional[Graph]:
+    """Run the chosen stages; returns the graph when ``build`` ran."""
+    _check_names("step(s)", steps, STEPS)
+    output = Path(output)
+    selection = select(sources, edge_types)
+    if selection.added:
+        logger.warning("also reading %s (needed for id mappings and alt ids)", ", ".join(selection.added))
+    folder = Path(sources_dir) if sources_dir else Path(cache or default_cache())
+    if "download" in steps:
+        if sources_dir:
+            raise InputError("--sources-dir reads files as they are; combine it with --no-download")
+        download(selection, folder, progress)
+    inputs: Inputs = Inputs(SourceFiles(folder))
+    if "parse" in steps:
+        parse(selection, inputs, output / IN_FILES)
+    elif "build" in steps:
+        inputs = StoredInputs(output / IN_FILES)
+    if "build" not in steps:
+        return None
+    graph = build_graph(inputs, selection.recipes, quality=quality, directed=directed, progress=progress)
+    write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore)
+    return graph
+
+
+def list_sources() -> str:
+    lines = []
+    for name, remotes in SOURCES.items():
+        for key, remote in remotes.items():
+            lines.append(f"{name}\t{key}\t{remote.version}\t{remote.url}")
+    return "\n".join(lines)
+
+
+def list_edge_types() -> str:
+    lines = []
+    for edge in EDGE_TYPES.values():
+        signatures = ", ".join(f"{h}->{t}" for h, t in edge.signatures)
+        sources = sorted({r.source for r in RECIPES if r.edge_type == edge.name})
+        fields = [edge.name, signatures, "directed" if edge.directed else "undirected", f"parent {edge.parent}",
+                  ",".join(sources)] + (["true negatives"] if edge.true_negatives else [])
+        lines.append("\t".join(fields))
+    return "\n".join(lines)
+
+
+def mapping_sources() -> Dict[str, List[str]]:
+    """Mapping name -> the sources it reads (for documentation and tests)."""
+    return {name: list(mapping.needs) for name, mapping in MAPPINGS.items()} | {
+        f"alt_ids:{name}": [source] for name, source in ALT_ID_SOURCES.items()}
