@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -65,12 +65,16 @@ def select(sources: Optional[Sequence[str]] = None, edge_types: Optional[Sequenc
     return Selection(recipes, needed, added)
 
 
-def download(selection: Selection, cache: Path, progress: bool = True) -> List[Path]:
+def download(selection: Selection, cache: Path, progress: bool = True, mirror: Optional[str] = None) -> List[Path]:
+    """Fetch every file the selection reads; ``mirror`` replaces each URL by ``<mirror>/<filename>``."""
     paths = []
     for source in selection.sources:
         for key, remote in SOURCES[source].items():
-            if (source, key) not in OPTIONAL_FILES:
-                paths.append(fetch(remote, cache, progress=progress))
+            if (source, key) in OPTIONAL_FILES:
+                continue
+            if mirror:
+                remote = replace(remote, url=f"{mirror.rstrip('/')}/{remote.filename}")
+            paths.append(fetch(remote, cache, progress=progress))
     return paths
 
 
@@ -122,7 +126,7 @@ def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
 def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,
              steps: Sequence[str] = STEPS, sources: Optional[Sequence[str]] = None,
              edge_types: Optional[Sequence[str]] = None, sep: str = "\t", multi_file: bool = False,
-             no_qscore: bool = False, progress: bool = True) -> Optional[Graph]:
+             no_qscore: bool = False, progress: bool = True, mirror: Optional[str] = None) -> Optional[Graph]:
     """Run the chosen stages; returns the graph when ``build`` ran."""
     _check_names("step(s)", steps, STEPS)
     output = Path(output)
@@ -133,7 +137,7 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     if "download" in steps:
         if sources_dir:
             raise InputError("--sources-dir reads files as they are; combine it with --no-download")
-        download(selection, folder, progress)
+        download(selection, folder, progress, mirror)
     inputs: Inputs = Inputs(SourceFiles(folder))
     if "parse" in steps:
         parse(selection, inputs, output / IN_FILES)

@@ -174,3 +174,20 @@ def test_cli_generate_sample_and_lists(tmp_path):
     assert "STRING\tlinks" in runner.invoke(main, ["generate", "--list-sources"]).output
     bad = runner.invoke(main, ["generate", "--sample", "--output", str(tmp_path), "--qual", "best"])
     assert bad.exit_code == 1 and "unknown quality level 'best'" in bad.output
+
+
+def test_generate_downloads_from_a_local_mirror(tmp_path):
+    from tests.http_server import FileServer
+
+    files = {f"/{path.name}": path.read_bytes() for path in SAMPLE_DIR.iterdir()}
+    with FileServer(files) as server:
+        result = CliRunner().invoke(main, ["generate", "--output", str(tmp_path / "out"), "--cache",
+                                           str(tmp_path / "cache"), "--mirror", server.base_url, "--no-progress",
+                                           "--sources", "HPO,CTD"])
+        assert result.exit_code == 0, result.output
+        fetched = {path for path, _ in server.requests}
+    assert fetched == {"/phenotype.hpoa", "/genes_to_phenotype.txt", "/hp.obo", "/doid.obo",
+                       "/CTD_genes_pathways.tsv.gz"}
+    assert (tmp_path / "cache" / "hp.obo.sha256").exists()
+    edges = (tmp_path / "out" / "graph_files" / "edges.csv").read_text()
+    assert "\tGENE_PATHWAY\t" in edges and "\tDIS_PHENOTYPE\t" in edges
