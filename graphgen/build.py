@@ -11,6 +11,7 @@ are reduced to one direction and, in a directed graph, materialised in both.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -18,7 +19,7 @@ from typing import Dict, List, Optional
 import polars as pl
 from tqdm.auto import tqdm
 
-from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
+from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
 from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, Recipe, Side, SourceFiles
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,10 @@ STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges 
                  "nodes2 coverage"]
 # raw namespaces as OpenBioLink writes unmapped ids
 RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
+EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the output order
+NODE_TYPE_ENUM = pl.Enum(sorted(NODE_TYPES))
+EDGE_SCHEMA = {"id1": pl.String, "edge_type": EDGE_TYPE_ENUM, "id2": pl.String, "qscore": pl.String,
+               "source": pl.Categorical, "type1": NODE_TYPE_ENUM, "type2": NODE_TYPE_ENUM}
 
 
 class Inputs:
@@ -37,11 +42,14 @@ class Inputs:
 
     def __init__(self, files: SourceFiles):
         self.files = files
+        self._raw: Dict[int, pl.DataFrame] = {}
         self._mappings: Dict[str, pl.DataFrame] = {}
         self._alt: Dict[str, pl.DataFrame] = {}
 
     def raw(self, recipe: Recipe) -> pl.DataFrame:
-        return recipe.load(self.files)
+        if id(recipe) not in self._raw:  # the parse and build steps of one run share it
+            self._raw[id(recipe)] = recipe.load(self.files)
+        return self._raw[id(recipe)]
 
     def mapping(self, name: str) -> pl.DataFrame:
         if name not in self._mappings:
@@ -172,8 +180,9 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
         both = pl.concat([frame, reverse]).unique(["id1", "id2"], keep="first", maintain_order=True)
         returned = both.height - frame.height
         frame = both
-    edges = frame.select("id1", pl.lit(recipe.edge_type).alias("edge_type"), "id2", "qscore",
-                         pl.lit(recipe.source).alias("source"), "type1", "type2")
+    edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
+                         pl.lit(recipe.source, dtype=pl.Categorical).alias("source"),
+                         pl.col("type1").cast(NODE_TYPE_ENUM), pl.col("type2").cast(NODE_TYPE_ENUM))
     unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
     stats = _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2)
     unmapped_frame = pl.DataFrame({"id": unmapped.cast(pl.String)}).with_columns(
@@ -208,28 +217,38 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
             logger.warning("%s%s from %s: no edges", recipe.edge_type, " (TN)" if recipe.negative else "",
                            recipe.source)
         parts[recipe.negative].append(part)
-    edges = {negative: _union(parts[negative]) for negative in (False, True)}
+    (edges, nodes), (tn_edges, tn_nodes) = (_union(parts[negative]) for negative in (False, True))
     unmapped = {negative: _unmapped(parts[negative]) for negative in (False, True)}
-    return Graph(edges=edges[False].select(EDGE_COLUMNS), tn_edges=edges[True].select(EDGE_COLUMNS),
-                 nodes=_nodes(edges[False]), tn_nodes=_nodes(edges[True]), unmapped=unmapped[False],
+    return Graph(edges=edges.select(EDGE_COLUMNS), tn_edges=tn_edges.select(EDGE_COLUMNS),
+                 nodes=nodes, tn_nodes=tn_nodes, unmapped=unmapped[False],
                  tn_unmapped=unmapped[True], stats=[p.stats for p in parts[False]],
                  tn_stats=[p.stats for p in parts[True]], directed=directed, quality=quality)
 
 
-def _union(parts: List[Part]) -> pl.DataFrame:
-    schema = {"id1": pl.String, "edge_type": pl.String, "id2": pl.String, "qscore": pl.String, "source": pl.String,
-              "type1": pl.String, "type2": pl.String}
+
+
+def _union(parts: List[Part]):
+    """(edges sorted by (node1 type, id1, edge type, node2 type, id2), nodes sorted by (type, id)).
+
+    Only edge types that several recipes feed (IS_A, PART_OF) need de-duplication across recipes.
+    Sorting uses integer ranks of the node ids instead of the strings.
+    """
     if not parts:
-        return pl.DataFrame(schema=schema)
-    frame = pl.concat([p.edges.cast(schema) for p in parts])
-    frame = frame.unique(["id1", "edge_type", "id2"], keep="first", maintain_order=True)
-    return frame.sort(["type1", "id1", "edge_type", "type2", "id2", "qscore"], nulls_last=False)
-
-
-def _nodes(edges: pl.DataFrame) -> pl.DataFrame:
-    nodes = pl.concat([edges.select(pl.col("id1").alias("id"), pl.col("type1").alias("node_type")),
-                       edges.select(pl.col("id2").alias("id"), pl.col("type2").alias("node_type"))])
-    return nodes.unique().sort(["node_type", "id"])
+        return pl.DataFrame(schema=EDGE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
+    frame = pl.concat([p.edges.cast(EDGE_SCHEMA) for p in parts])
+    shared = [name for name, count in Counter(p.recipe.edge_type for p in parts).items() if count > 1]
+    if shared:
+        mask = pl.col("edge_type").is_in(shared)
+        frame = pl.concat([frame.filter(~mask),
+                           frame.filter(mask).unique(["id1", "edge_type", "id2"], keep="first", maintain_order=True)])
+    nodes = (pl.concat([frame.select(pl.col("id1").alias("id"), pl.col("type1").alias("node_type")).unique(),
+                        frame.select(pl.col("id2").alias("id"), pl.col("type2").alias("node_type")).unique()])
+             .unique().sort(["node_type", "id"]))
+    ranks = nodes.select("id", pl.int_range(pl.len(), dtype=pl.UInt32).alias("rank"))
+    frame = (frame.join(ranks.rename({"id": "id1", "rank": "rank1"}), on="id1", how="left")
+             .join(ranks.rename({"id": "id2", "rank": "rank2"}), on="id2", how="left")
+             .sort(["rank1", "edge_type", "rank2"]).drop("rank1", "rank2"))
+    return frame, nodes
 
 
 def _unmapped(parts: List[Part]) -> pl.DataFrame:

@@ -111,16 +111,16 @@ def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
     index = {id(recipe): i for i, recipe in enumerate(RECIPES)}
     mappings, ontologies = set(), set()
     for recipe in selection.recipes:
-        inputs.raw(recipe).write_parquet(folder / _raw_name(index[id(recipe)], recipe))
+        inputs.raw(recipe).write_parquet(folder / _raw_name(index[id(recipe)], recipe), compression="lz4")
         for side in (recipe.side1, recipe.side2):
             if side.mapping:
                 mappings.add(side.mapping)
             if side.alt_ids:
                 ontologies.add(side.alt_ids)
     for name in sorted(mappings):
-        inputs.mapping(name).write_parquet(folder / f"mapping_{name}.parquet")
+        inputs.mapping(name).write_parquet(folder / f"mapping_{name}.parquet", compression="lz4")
     for name in sorted(ontologies):
-        inputs.alt_ids(name).write_parquet(folder / f"alt_ids_{name}.parquet")
+        inputs.alt_ids(name).write_parquet(folder / f"alt_ids_{name}.parquet", compression="lz4")
 
 
 def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,

@@ -32,9 +32,9 @@ def _edge_rows(edges: pl.DataFrame, no_qscore: bool) -> pl.DataFrame:
     return edges.select("id1", "edge_type", "id2", qscore.alias("qscore"), "source")
 
 
-def _present(names, order) -> List[str]:
-    names = set(names)
-    return [name for name in order if name in names]
+def _present(names: pl.Series, order) -> List[str]:
+    present = set(names.unique().cast(pl.String).to_list())
+    return [name for name in order if name in present]
 
 
 def _write_list(path: Path, names: List[str]) -> None:
