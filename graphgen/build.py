@@ -176,10 +176,11 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
     duplicates = with_duplicates - frame.height
     returned = 0
     if not edge.directed and directed:
-        reverse = frame.rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns)
-        both = pl.concat([frame, reverse]).unique(["id1", "id2"], keep="first", maintain_order=True)
-        returned = both.height - frame.height
-        frame = both
+        # (lo, hi) pairs are unique, so reversing the non-loops cannot create duplicates
+        reverse = (frame.filter(pl.col("id1") != pl.col("id2"))
+                   .rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns))
+        returned = reverse.height
+        frame = pl.concat([frame, reverse])
     edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
                          pl.lit(recipe.source, dtype=pl.Categorical).alias("source"),
                          pl.col("type1").cast(NODE_TYPE_ENUM), pl.col("type2").cast(NODE_TYPE_ENUM))

@@ -1,9 +1,10 @@
 """``openbench generate``: select recipes, download their sources, parse, build, write.
 
 Stages (``--steps``): ``download`` fetches the needed source files into the cache; ``parse``
-reads them into intermediate tables (``<output>/in_files/*.parquet``: raw edges per recipe,
-mapping and alt-id tables); ``build`` assembles the graph (from ``in_files`` when ``parse`` is
-not among the steps) and writes ``<output>/graph_files``.
+reads them into intermediate tables, written to ``<output>/in_files/*.parquet`` (raw edges per
+recipe, mapping and alt-id tables) when no build follows in the same run (or with
+``--keep-in-files``); ``build`` assembles the graph (from ``in_files`` when ``parse`` is not among
+the steps) and writes ``<output>/graph_files``.
 """
 from __future__ import annotations
 
@@ -126,8 +127,13 @@ def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
 def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,
              steps: Sequence[str] = STEPS, sources: Optional[Sequence[str]] = None,
              edge_types: Optional[Sequence[str]] = None, sep: str = "\t", multi_file: bool = False,
-             no_qscore: bool = False, progress: bool = True, mirror: Optional[str] = None) -> Optional[Graph]:
-    """Run the chosen stages; returns the graph when ``build`` ran."""
+             no_qscore: bool = False, progress: bool = True, mirror: Optional[str] = None,
+             keep_in_files: bool = False) -> Optional[Graph]:
+    """Run the chosen stages; returns the graph when ``build`` ran.
+
+    When parse and build run together the parsed tables stay in memory; ``keep_in_files`` also
+    writes them to ``in_files/`` (a later ``--steps build`` reads them from there).
+    """
     _check_names("step(s)", steps, STEPS)
     output = Path(output)
     selection = select(sources, edge_types)
@@ -139,9 +145,9 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
             raise InputError("--sources-dir reads files as they are; combine it with --no-download")
         download(selection, folder, progress, mirror)
     inputs: Inputs = Inputs(SourceFiles(folder))
-    if "parse" in steps:
+    if "parse" in steps and ("build" not in steps or keep_in_files):
         parse(selection, inputs, output / IN_FILES)
-    elif "build" in steps:
+    elif "parse" not in steps and "build" in steps:
         inputs = StoredInputs(output / IN_FILES)
     if "build" not in steps:
         return None

@@ -170,13 +170,14 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
 @click.option("--no-qscore", is_flag=True, help="Leave the quality-score column empty.")
 @click.option("--sample", is_flag=True, help="Build from the embedded sample sources (offline, seconds).")
 @click.option("--mirror", default=None, help="Download every source file from <MIRROR>/<file name> instead.")
+@click.option("--keep-in-files", is_flag=True, help="Also write the parsed tables to in_files/ when building.")
 @click.option("--list-sources", is_flag=True, help="Print the sources and their URLs, then exit.")
 @click.option("--list-edge-types", is_flag=True, help="Print the edge-type registry, then exit.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
 @_handle_errors
 def generate(output_dir, cache, quality, undirected, no_download, sources_dir, source_names, edge_type_names,
-             steps, output_format, output_sep, output_multi_file, no_qscore, sample, mirror, list_sources,
-             list_edge_types, progress):
+             steps, output_format, output_sep, output_multi_file, no_qscore, sample, mirror, keep_in_files,
+             list_sources, list_edge_types, progress):
     """Build the graph (OpenBioLink's graph_files layout) from the public sources."""
     from graphgen import pipeline
 
@@ -194,7 +195,8 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
     graph = pipeline.generate(output_dir, cache=cache, sources_dir=sources_dir, quality=quality,
                               directed=not undirected, steps=step_list, sources=split(source_names),
                               edge_types=split(edge_type_names), sep=output_sep, multi_file=output_multi_file,
-                              no_qscore=no_qscore, progress=progress, mirror=mirror)
+                              no_qscore=no_qscore, progress=progress, mirror=mirror,
+                              keep_in_files=keep_in_files)
     if graph is not None:
         click.echo(f"{graph.edges.height} edges and {graph.nodes.height} nodes, {graph.tn_edges.height} true-negative "
                    f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)

@@ -108,7 +108,8 @@ def test_undirected_graph_writes_symmetric_types_once(tmp_path):
 
 
 def test_outputs_layout_determinism_and_steps(tmp_path):
-    first = generate(tmp_path / "a", sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False)
+    first = generate(tmp_path / "a", sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False,
+                     keep_in_files=True)
     generate(tmp_path / "b", sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False)
     files = sorted(p.name for p in (tmp_path / "a" / "graph_files").iterdir())
     assert files == ["ALL_nodes.csv", "TN_edges.csv", "TN_edges_list.csv", "TN_nodes.csv", "TN_nodes_list.csv",
@@ -121,6 +122,7 @@ def test_outputs_layout_determinism_and_steps(tmp_path):
     assert not (tmp_path / "a" / "graph_files" / "edges_list.csv").read_text().endswith("\n")
     props = json.loads((tmp_path / "a" / "graph_files" / "graph_props.json").read_text())
     assert props["DIRECTED"] is True and props["QUALITY"] == "HQ" and len(props["EDGE_TYPES"]) == 32
+    assert not (tmp_path / "b" / "in_files").exists()
     # build alone, from the parse step's tables, gives the same files
     shutil.rmtree(tmp_path / "a" / "graph_files")
     generate(tmp_path / "a", sources_dir=SAMPLE_DIR, steps=("build",), progress=False)
