@@ -42,14 +42,15 @@ class Inputs:
 
     def __init__(self, files: SourceFiles):
         self.files = files
-        self._raw: Dict[int, pl.DataFrame] = {}
         self._mappings: Dict[str, pl.DataFrame] = {}
         self._alt: Dict[str, pl.DataFrame] = {}
 
     def raw(self, recipe: Recipe) -> pl.DataFrame:
-        if id(recipe) not in self._raw:  # the parse and build steps of one run share it
-            self._raw[id(recipe)] = recipe.load(self.files)
-        return self._raw[id(recipe)]
+        return recipe.load(self.files)
+
+    def release(self, source: str) -> None:
+        """Forget the parsed tables of ``source`` (no later recipe reads them)."""
+        self.files.release(source)
 
     def mapping(self, name: str) -> pl.DataFrame:
         if name not in self._mappings:
@@ -212,8 +213,13 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
     quality = normalise_quality(quality)
     recipes = RECIPES if recipes is None else recipes
     parts: Dict[bool, List[Part]] = {False: [], True: []}
-    for recipe in tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True, leave=False):
+    last_use = {source: i for i, recipe in enumerate(recipes) for source in recipe.needs}
+    for i, recipe in enumerate(tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True,
+                                    leave=False)):
         part = run_recipe(recipe, inputs, quality, directed)
+        for source in recipe.needs:
+            if last_use[source] == i and not any(m.needs == (source,) for m in _mappings_of(recipes[i + 1:])):
+                inputs.release(source)  # keeps peak memory to the sources still ahead
         if part.edges.height == 0:
             logger.warning("%s%s from %s: no edges", recipe.edge_type, " (TN)" if recipe.negative else "",
                            recipe.source)
@@ -226,6 +232,10 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
                  tn_stats=[p.stats for p in parts[True]], directed=directed, quality=quality)
 
 
+
+
+def _mappings_of(recipes: List[Recipe]):
+    return [MAPPINGS[side.mapping] for recipe in recipes for side in (recipe.side1, recipe.side2) if side.mapping]
 
 
 def _union(parts: List[Part]):

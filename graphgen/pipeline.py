@@ -95,6 +95,9 @@ class StoredInputs(Inputs):
     def raw(self, recipe: Recipe) -> pl.DataFrame:
         return self._read(_raw_name(self.index[id(recipe)], recipe))
 
+    def release(self, source: str) -> None:  # nothing is cached
+        pass
+
     def mapping(self, name: str) -> pl.DataFrame:
         return self._read(f"mapping_{name}.parquet")
 

@@ -68,6 +68,10 @@ class SourceFiles:
                 raise InputError(f"{source} {key}: {error.reason}", error.path, error.line) from error
         return self._cache[(source, key, variant)]
 
+    def release(self, source: str) -> None:
+        for key in [key for key in self._cache if key[0] == source]:
+            del self._cache[key]
+
     def ontology(self, name: str) -> obo.Ontology:
         source = {"GO": "GO", "HPO": "HPO"}.get(name, name)
         return self.table(source, "ontology", obo.parse_obo)
