@@ -247,6 +247,8 @@ def _union(parts: List[Part]):
     if not parts:
         return pl.DataFrame(schema=EDGE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
     frame = pl.concat([p.edges.cast(EDGE_SCHEMA) for p in parts])
+    for part in parts:  # the union holds the rows now; let the per-recipe copies go
+        part.edges = part.edges.clear()
     shared = [name for name, count in Counter(p.recipe.edge_type for p in parts).items() if count > 1]
     if shared:
         mask = pl.col("edge_type").is_in(shared)

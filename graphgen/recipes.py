@@ -130,46 +130,45 @@ def _string_links(files):
     return _edges(files.table("STRING", "links", string.read_links), "protein1", "protein2", "score")
 
 
-def _string_actions(edge_type):
-    def load(files):
-        edges = files.table("STRING", "actions", lambda p: string.action_edges(string.read_actions(p)), "typed")
-        return _edges(edges.filter(pl.col("edge_type") == edge_type), "id1", "id2", "score")
+def _rows_where(source: str, key: str, reader: Callable, column: str, value, id1: str, id2: str,
+                qscore: Optional[str] = None, variant: str = ""):
+    """A loader: the rows of a parsed table whose ``column`` equals ``value``, as raw edges."""
+    def load(files: SourceFiles) -> pl.DataFrame:
+        frame = files.table(source, key, reader, variant)
+        return _edges(frame.filter(pl.col(column) == value), id1, id2, qscore)
     return load
+
+
+def _typed_string_actions(path):
+    return string.action_edges(string.read_actions(path))
+
+
+def _string_actions(edge_type):
+    return _rows_where("STRING", "actions", _typed_string_actions, "edge_type", edge_type, "id1", "id2", "score",
+                       variant="typed")
 
 
 def _stitch_actions(edge_type):
-    def load(files):
-        edges = files.table("STITCH", "actions", stitch.read_action_edges)
-        return _edges(edges.filter(pl.col("edge_type") == edge_type), "drug", "protein", "score")
-    return load
+    return _rows_where("STITCH", "actions", stitch.read_action_edges, "edge_type", edge_type, "drug", "protein",
+                       "score")
 
 
 def _go_annotations(negated: bool):
-    def load(files):
-        frame = files.table("GO", "annotations", go.read_annotations)
-        return _edges(frame.filter(pl.col("negated") == negated), "uniprot", "go", "evidence")
-    return load
+    return _rows_where("GO", "annotations", go.read_annotations, "negated", negated, "uniprot", "go", "evidence")
 
 
 def _hpo_diseases(negated: bool):
-    def load(files):
-        frame = files.table("HPO", "annotations", hpo.read_disease_phenotype)
-        return _edges(frame.filter(pl.col("negated") == negated), "disease", "hpo", "evidence")
-    return load
+    return _rows_where("HPO", "annotations", hpo.read_disease_phenotype, "negated", negated, "disease", "hpo",
+                       "evidence")
 
 
 def _bgee_expression(call: str):
-    def load(files):
-        frame = files.table("Bgee", "expression", bgee.read_expression)
-        return _edges(frame.filter(pl.col("expression") == call), "gene", "anatomy", "quality")
-    return load
+    return _rows_where("Bgee", "expression", bgee.read_expression, "expression", call, "gene", "anatomy", "quality")
 
 
 def _bgee_differential(direction: str):
-    def load(files):
-        frame = files.table("Bgee", "differential", bgee.read_differential)
-        return _edges(frame.filter(pl.col("direction") == direction), "gene", "anatomy", "quality")
-    return load
+    return _rows_where("Bgee", "differential", bgee.read_differential, "direction", direction, "gene", "anatomy",
+                       "quality")
 
 
 def _drugcentral(kind: str):
