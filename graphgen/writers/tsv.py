@@ -23,8 +23,6 @@ GRAPH_FOLDER = "graph_files"
 
 
 def _write_frame(frame: pl.DataFrame, path: Path, sep: str) -> None:
-    # plain contiguous string columns write several times faster than enum columns of a gathered frame
-    frame = frame.select(pl.all().cast(pl.String)).rechunk()
     frame.write_csv(path, include_header=False, separator=sep, quote_style="necessary", line_terminator="\n",
                     null_value="")
 

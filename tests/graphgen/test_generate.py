@@ -82,9 +82,9 @@ def test_cutoffs_per_level(graphs):
     scores = {}
     for a, b, s in _raw_string_links():
         scores[(a, b)] = s
-    hq_scores = graphs["hq"].edges.filter(pl.col("edge_type") == "GENE_GENE")["qscore"].cast(int)
+    hq_scores = graphs["hq"].edges.filter(pl.col("edge_type") == "GENE_GENE")["qscore"].cast(pl.String).cast(int)
     assert hq_scores.min() > 700
-    assert graphs["mq"].edges.filter(pl.col("edge_type") == "GENE_GENE")["qscore"].cast(int).min() > 400
+    assert graphs["mq"].edges.filter(pl.col("edge_type") == "GENE_GENE")["qscore"].cast(pl.String).cast(int).min() > 400
     go_hq = graphs["hq"].edges.filter(pl.col("edge_type") == "GENE_GO")["qscore"]
     assert "IEA" not in set(go_hq) and "IEA" in set(graphs["mq"].edges.filter(pl.col("edge_type") == "GENE_GO")["qscore"])
     expressed = graphs["hq"].edges.filter(pl.col("edge_type") == "GENE_EXPRESSED_ANATOMY")["qscore"]
