@@ -34,9 +34,8 @@ STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges 
 RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
 EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the output order
 NODE_TYPE_ENUM = pl.Enum(sorted(NODE_TYPES))
-EDGE_SCHEMA = {"id1": pl.String, "edge_type": EDGE_TYPE_ENUM, "id2": pl.String, "qscore": pl.String,
+EDGE_SCHEMA = {"id1": pl.Categorical, "edge_type": EDGE_TYPE_ENUM, "id2": pl.Categorical, "qscore": pl.Categorical,
                "source": pl.Categorical, "type1": NODE_TYPE_ENUM, "type2": NODE_TYPE_ENUM}
-EMPTY_EDGES = {**EDGE_SCHEMA, "id1": pl.Categorical, "id2": pl.Categorical, "qscore": pl.Categorical}
 
 
 class Inputs:
@@ -185,7 +184,10 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
                    .rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns))
         returned = reverse.height
         frame = pl.concat([frame, reverse])
-    edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
+    # categorical ids and scores: 4 bytes a value while the parts wait for the union
+    edges = frame.select(pl.col("id1").cast(pl.Categorical),
+                         pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"),
+                         pl.col("id2").cast(pl.Categorical), pl.col("qscore").cast(pl.Categorical),
                          pl.lit(recipe.source, dtype=pl.Categorical).alias("source"),
                          pl.col("type1").cast(NODE_TYPE_ENUM), pl.col("type2").cast(NODE_TYPE_ENUM))
     unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
@@ -248,7 +250,7 @@ def _union(parts: List[Part]):
     Sorting uses integer ranks of the node ids instead of the strings.
     """
     if not parts:
-        return pl.DataFrame(schema=EMPTY_EDGES), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
+        return pl.DataFrame(schema=EDGE_SCHEMA), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
     frame = pl.concat([p.edges.cast(EDGE_SCHEMA) for p in parts])
     for part in parts:  # the union holds the rows now; let the per-recipe copies go
         part.edges = part.edges.clear()
@@ -260,8 +262,6 @@ def _union(parts: List[Part]):
     # categorical codes are shared by both id columns: the node table and the ranks are built on
     # the distinct ids only, the sort runs on integers, and reordering moves 4-byte codes instead
     # of strings (the edges keep categorical id and score columns)
-    frame = frame.with_columns(pl.col("id1").cast(pl.Categorical), pl.col("id2").cast(pl.Categorical),
-                               pl.col("qscore").cast(pl.Categorical))
     categorical = frame
     distinct = pl.concat([categorical["id1"], categorical["id2"]]).unique()
     nodes = (pl.DataFrame({"id": distinct.cast(pl.String), "code": distinct.to_physical()})
