@@ -143,6 +143,25 @@ def _quality_filter(edge_type: str, quality: str) -> Optional[pl.Expr]:
     return None
 
 
+NODE_TYPE_CODE = {name: code for code, name in enumerate(sorted(NODE_TYPES))}
+_NO_TYPE = 255
+
+
+def _per_id_tables(frame: pl.DataFrame):
+    """Lookup arrays indexed by categorical code: node-type code (255: unknown prefix) and lexical rank."""
+    distinct = pl.concat([frame.get_column("id1"), frame.get_column("id2")]).unique()
+    table = pl.DataFrame({"id": distinct.cast(pl.String), "code": distinct.to_physical()}).with_columns(
+        _node_type("id").replace_strict(NODE_TYPE_CODE, default=_NO_TYPE, return_dtype=pl.UInt8).alias("type")
+    ).sort("id")
+    size = int(table.get_column("code").max()) + 1 if table.height else 1
+    type_of = np.full(size, _NO_TYPE, dtype=np.uint8)
+    rank_of = np.zeros(size, dtype=np.uint32)
+    code = table.get_column("code").to_numpy()
+    type_of[code] = table.get_column("type").to_numpy()
+    rank_of[code] = np.arange(table.height, dtype=np.uint32)
+    return type_of, rank_of
+
+
 def _node_type(column: str) -> pl.Expr:
     prefix = pl.col(column).str.extract(r"^([^:]+):", 1)
     return prefix.replace_strict(PREFIX_TO_NODE_TYPE, default=None)
@@ -156,24 +175,32 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
     frame, unmapped2 = _map_side(frame, "id2", recipe.side2, inputs)
     rows_mapped = frame.get_column("row").n_unique() if frame.height else 0
     keep = _quality_filter(recipe.edge_type, quality)
-    before_cut = frame.get_column("row").n_unique() if frame.height else 0
     if keep is not None:
         frame = frame.filter(keep)
-    below_cutoff = before_cut - (frame.get_column("row").n_unique() if frame.height else 0)
+    below_cutoff = rows_mapped - (frame.get_column("row").n_unique() if frame.height else 0)
     if keep is not None and below_cutoff == 0 and frame.height:
         logger.info("%s from %s: the %s cutoff removed nothing", recipe.edge_type, recipe.source, quality)
-    frame = frame.with_columns(_node_type("id1").alias("type1"), _node_type("id2").alias("type2"))
-    allowed = pl.concat_str(["type1", "type2"], separator=">").is_in([f"{a}>{b}" for a, b in edge.signatures])
-    mistyped = frame.filter(~allowed.fill_null(False))
+    # from here on ids are categorical: typing, checks and de-duplication work on 4-byte codes,
+    # and per-id work (the prefix regex, lexical order) runs on the distinct ids only
+    frame = frame.with_columns(pl.col("id1").cast(pl.Categorical), pl.col("id2").cast(pl.Categorical),
+                               pl.col("qscore").cast(pl.Categorical))
+    codes = {side: frame.get_column(side).to_physical().to_numpy() for side in ("id1", "id2")}
+    type_of, rank_of = _per_id_tables(frame)
+    frame = frame.with_columns(pl.Series("type1", type_of[codes["id1"]]), pl.Series("type2", type_of[codes["id2"]]))
+    allowed = [NODE_TYPE_CODE[a] * 8 + NODE_TYPE_CODE[b] for a, b in edge.signatures]
+    fits = (pl.col("type1").cast(pl.Int32) * 8 + pl.col("type2").cast(pl.Int32)).is_in(allowed)
+    mistyped = frame.filter(~fits)
     if mistyped.height:
         logger.warning("%s from %s: %d edge(s) whose node types do not fit the edge type were dropped (first: %s)",
                        recipe.edge_type, recipe.source, mistyped.height, mistyped.select("id1", "id2").row(0))
-        frame = frame.filter(allowed.fill_null(False))
+        frame = frame.filter(fits)
     with_duplicates = frame.height
-    if not edge.directed:
-        low, high = pl.min_horizontal("id1", "id2"), pl.max_horizontal("id1", "id2")
-        frame = frame.with_columns(low.alias("_lo"), high.alias("_hi")).unique(["_lo", "_hi"], keep="first",
-                                                                               maintain_order=True).drop("_lo", "_hi")
+    if not edge.directed:  # one orientation per pair: the lexically smaller id first
+        rank1 = pl.Series(rank_of[frame.get_column("id1").to_physical().to_numpy()])
+        rank2 = pl.Series(rank_of[frame.get_column("id2").to_physical().to_numpy()])
+        frame = (frame.with_columns(pl.min_horizontal(rank1, rank2).alias("_lo"), pl.max_horizontal(rank1, rank2)
+                                    .alias("_hi"))
+                 .unique(["_lo", "_hi"], keep="first", maintain_order=True).drop("_lo", "_hi"))
     else:
         frame = frame.unique(["id1", "id2"], keep="first", maintain_order=True)
     duplicates = with_duplicates - frame.height
@@ -184,12 +211,12 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
                    .rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns))
         returned = reverse.height
         frame = pl.concat([frame, reverse])
-    # categorical ids and scores: 4 bytes a value while the parts wait for the union
-    edges = frame.select(pl.col("id1").cast(pl.Categorical),
-                         pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"),
-                         pl.col("id2").cast(pl.Categorical), pl.col("qscore").cast(pl.Categorical),
-                         pl.lit(recipe.source, dtype=pl.Categorical).alias("source"),
-                         pl.col("type1").cast(NODE_TYPE_ENUM), pl.col("type2").cast(NODE_TYPE_ENUM))
+    type_names = sorted(NODE_TYPES)
+    as_enum = lambda column: pl.col(column).replace_strict(list(range(len(type_names))), type_names,  # noqa: E731
+                                                           return_dtype=NODE_TYPE_ENUM)
+    edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
+                         pl.lit(recipe.source, dtype=pl.Categorical).alias("source"), as_enum("type1").alias("type1"),
+                         as_enum("type2").alias("type2"))
     unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
     stats = _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2)
     unmapped_frame = pl.DataFrame({"id": unmapped.cast(pl.String)}).with_columns(
