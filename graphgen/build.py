@@ -295,11 +295,13 @@ def _union(parts: List[Part]):
              .with_columns(_node_type("id").cast(NODE_TYPE_ENUM).alias("node_type")).sort(["node_type", "id"]))
     rank_of = np.zeros(int(nodes["code"].max()) + 1, dtype=np.uint32)
     rank_of[nodes["code"].to_numpy()] = np.arange(nodes.height, dtype=np.uint32)
-    order = frame.select(
-        pl.Series("rank1", rank_of[categorical["id1"].to_physical().to_numpy()]),
-        pl.col("edge_type").to_physical().alias("edge_rank"),
-        pl.Series("rank2", rank_of[categorical["id2"].to_physical().to_numpy()]),
-    ).with_row_index("row").sort(["rank1", "edge_rank", "rank2"])["row"]
+    # one 64-bit key (rank1 | edge type | rank2) sorts much faster than three columns
+    if nodes.height >= 2 ** 24:
+        raise ValueError(f"{nodes.height} nodes exceed the 24 bits the sort key gives node ranks")
+    key = ((rank_of[categorical["id1"].to_physical().to_numpy()].astype(np.uint64) << np.uint64(40))
+           | (frame["edge_type"].to_physical().to_numpy().astype(np.uint64) << np.uint64(32))
+           | rank_of[categorical["id2"].to_physical().to_numpy()].astype(np.uint64))
+    order = pl.Series("key", key).arg_sort()
     return frame[order], nodes.select("id", "node_type")
 
 
