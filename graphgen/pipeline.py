@@ -12,14 +12,14 @@ import logging
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import polars as pl
 
 from graphgen.build import Graph, Inputs, build_graph
 from graphgen.download import fetch
 from graphgen.edge_types import EDGE_TYPES
-from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
+from graphgen.recipes import RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
 from graphgen.writers.tsv import write_tsv
 from openbench.errors import InputError
 
@@ -176,9 +176,3 @@ def list_edge_types() -> str:
                   ",".join(sources)] + (["true negatives"] if edge.true_negatives else [])
         lines.append("\t".join(fields))
     return "\n".join(lines)
-
-
-def mapping_sources() -> Dict[str, List[str]]:
-    """Mapping name -> the sources it reads (for documentation and tests)."""
-    return {name: list(mapping.needs) for name, mapping in MAPPINGS.items()} | {
-        f"alt_ids:{name}": [source] for name, source in ALT_ID_SOURCES.items()}

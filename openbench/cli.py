@@ -39,7 +39,7 @@ def _int_list(option: str, text: str) -> List[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise click.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option)
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
     if not values or any(value < 1 for value in values):
         raise click.BadParameter(f"expected positive integers, got {text!r}", param_hint=option)
     return values

@@ -8,7 +8,6 @@ from graphgen.sources.tables import read_table
 
 REMOTES = {"pathways": Remote("CTD", "http://ctdbase.org/reports/CTD_genes_pathways.tsv.gz",
                               "CTD_genes_pathways.tsv.gz")}
-COLUMNS = ("GeneSymbol", "GeneID", "PathwayName", "PathwayID")
 
 
 def read_gene_pathways(path) -> pl.DataFrame:

@@ -34,7 +34,7 @@ def read_dump_tables(path, tables: Dict[str, Sequence[str]]) -> Dict[str, pl.Dat
     headers: Dict[str, List[str]] = {}
     current = None
     with _open_text(path) as handle:
-        for number, raw in enumerate(handle, start=1):
+        for raw in handle:
             line = raw.rstrip("\r\n")
             if current is not None:
                 if line == "\\.":

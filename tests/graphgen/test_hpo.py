@@ -1,5 +1,4 @@
 """HPO parsers on the real excerpts and on both older layouts."""
-import polars as pl
 import pytest
 
 from graphgen.sources.hpo import read_disease_phenotype, read_gene_phenotype
@@ -61,4 +60,3 @@ def test_errors(tmp_path):
     empty.write_text("#only comments\n")
     with pytest.raises(InputError, match="empty"):
         read_disease_phenotype(empty)
-    assert isinstance(read_gene_phenotype(fixture("sources", "hpo", "genes_to_phenotype.txt")), pl.DataFrame)
