@@ -1,0 +1,68 @@
+"""Leakage removal between a training set and an evaluation set (polars anti-joins, no row loops).
+
+Frames hold the split layout's columns ``id1, relation, id2, qscore, value, source`` (strings;
+``value`` "1" for positives, "0" for negatives). Each function returns the kept evaluation rows
+and what it removed, so the caller can report counts per step.
+
+* unseen nodes: evaluation rows touching a node that no training row (positive or negative)
+  touches;
+* reverse edges (directed graphs): evaluation ``(a, r, b)`` when training has ``(b, r, a)``
+  with the same value;
+* hierarchy: evaluation rows whose relation's parent or child (``graphgen.edge_types``) joins
+  the same *unordered* pair in training with the same value. DRUG_x_GENE points drug→gene while
+  its parent GENE_DRUG points gene→drug, so orientation must not hide a pair.
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import polars as pl
+
+from graphgen.edge_types import EDGE_TYPES
+
+PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
+
+
+def nodes_of(frame: pl.DataFrame) -> pl.Series:
+    """Distinct node ids of a frame's id1 and id2 columns."""
+    return pl.concat([frame.get_column("id1"), frame.get_column("id2")]).unique().rename("id")
+
+
+def drop_unseen_nodes(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.Series]:
+    """(evaluation rows whose both nodes occur in training, sorted ids of the unseen nodes)."""
+    seen = nodes_of(training).implode()
+    evaluated = nodes_of(evaluation)
+    unseen = evaluated.filter(~evaluated.is_in(seen)).sort()
+    kept = evaluation.filter(pl.col("id1").is_in(seen) & pl.col("id2").is_in(seen))
+    return kept, unseen
+
+
+def drop_reverse_edges(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept, removed): evaluation (a, r, b) whose reverse (b, r, a) with the same value is in training."""
+    reversed_training = training.select(pl.col("id2").alias("id1"), "relation", pl.col("id1").alias("id2"),
+                                        "value").unique()
+    keys = ["id1", "relation", "id2", "value"]
+    removed = evaluation.join(reversed_training, on=keys, how="semi", maintain_order="left")
+    kept = evaluation.join(reversed_training, on=keys, how="anti", maintain_order="left")
+    return kept, removed
+
+
+def _unordered(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.min_horizontal("id1", "id2").alias("_lo"), pl.max_horizontal("id1", "id2").alias("_hi"))
+
+
+def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept, removed): evaluation rows whose relation's parent or a child of it joins the same
+    unordered node pair in training with the same value (siblings do not count)."""
+    parent = pl.col("relation").replace_strict(PARENT, default=None, return_dtype=pl.String)
+    train = _unordered(training).select("_lo", "_hi", "value", pl.col("relation").alias("train_relation"),
+                                        parent.alias("train_parent")).unique()
+    candidates = _unordered(evaluation).with_row_index("_row").with_columns(parent.alias("_parent"))
+    joined = candidates.join(train, on=["_lo", "_hi", "value"], how="inner")
+    related = joined.filter(
+        (pl.col("train_relation") != pl.col("relation"))
+        & ((pl.col("train_relation") == pl.col("_parent")) | (pl.col("train_parent") == pl.col("relation"))))
+    leaking = related.get_column("_row").unique().implode()
+    flagged = candidates.with_columns(pl.col("_row").is_in(leaking).alias("_leak"))
+    columns = evaluation.columns
+    return (flagged.filter(~pl.col("_leak")).select(columns), flagged.filter(pl.col("_leak")).select(columns))
