@@ -202,6 +202,46 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
                    f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)
 
 
+@main.group()
+def split():
+    """Leakage-free train/validation/test splits of a generated graph."""
+
+
+@split.command("rand")
+@click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Positive edges (graph_files/edges.csv).")
+@click.option("--tn-edges", "tn_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="True-negative edges (graph_files/TN_edges.csv).")
+@click.option("--nodes", "nodes_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Nodes to draw negatives from (graph_files/ALL_nodes.csv or nodes.csv).")
+@click.option("--sep", default="\t", show_default="TAB", help="Separator of the three input files.")
+@click.option("--output", "output_dir", default="train_test_data", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for the split files (replaced atomically).")
+@click.option("--test-frac", type=float, default=0.05, show_default=True, help="Test share of all samples.")
+@click.option("--val", type=float, default=0.05, show_default=True, help="Validation share of the rest (0: none).")
+@click.option("--crossval", is_flag=True, help="ceil(1/val) cross-validation folds in fold_<i>/.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--neg-ratio", type=float, default=1.0, show_default=True, help="Negatives per positive.")
+@click.option("--no-neg-train-val", is_flag=True, help="No negatives for training and validation.")
+@click.option("--no-neg-test", is_flag=True, help="No negatives for the test set.")
+@click.option("--undirected", is_flag=True, help="The graph is undirected: keep reverse edges.")
+@_handle_errors
+def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val, crossval, seed, neg_ratio,
+               no_neg_train_val, no_neg_test, undirected):
+    """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
+    from splits.io import check_nodes_known, read_edges, read_nodes
+    from splits.random_split import random_split
+
+    positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
+    nodes = read_nodes(nodes_path, sep)
+    check_nodes_known(positives, nodes, edges_path)
+    check_nodes_known(true_negatives, nodes, tn_path)
+    info = random_split(positives, true_negatives, nodes, output_dir, test_frac=test_frac, val=val, crossval=crossval,
+                        seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
+                        neg_test=not no_neg_test, neg_ratio=neg_ratio)
+    click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)", err=True)
+
+
 @main.command()
 @click.option("--out", "out_dir", default="demo_out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the dataset, the trained model and result.json.")

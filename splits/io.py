@@ -1,0 +1,63 @@
+"""Reading a graph (OpenBioLink's graph_files layout) for splitting, with line-precise errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
+from graphgen.sources.tables import read_table
+from openbench.errors import InputError
+
+SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
+
+
+def _line_of(path: Path, row: int) -> int:
+    seen = -1
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                seen += 1
+                if seen == row:
+                    return number
+    return row + 1
+
+
+def read_edges(path, value: str, sep: str = "\t") -> pl.DataFrame:
+    """Edges ``id1, EDGE_TYPE, id2, qscore, source`` as split rows with ``value`` ("1" or "0")."""
+    path = Path(path)
+    frame = read_table(path, {0: "id1", 1: "relation", 2: "id2", 3: "qscore", 4: "source"}, separator=sep,
+                       header=False, width=5, comment_prefixes=(), required=("id1", "relation", "id2"))
+    unknown = frame.select((~pl.col("relation").is_in(list(EDGE_TYPES))).arg_true()).to_series()
+    if len(unknown):
+        row = int(unknown[0])
+        raise InputError(f"unknown relation {frame['relation'][row]!r}; expected one of the 32 edge types "
+                         f"(openbench generate --list-edge-types)", path, _line_of(path, row))
+    return frame.select("id1", "relation", "id2", pl.col("qscore").fill_null(""), pl.lit(value).alias("value"),
+                        pl.col("source").fill_null(""))
+
+
+def read_nodes(path, sep: str = "\t") -> pl.DataFrame:
+    """Nodes ``id, NODE_TYPE``; the type must agree with the id's CURIE prefix."""
+    path = Path(path)
+    frame = read_table(path, {0: "id", 1: "node_type"}, separator=sep, header=False, width=2, comment_prefixes=(),
+                       required=("id", "node_type"))
+    prefix_type = pl.col("id").str.extract(r"^([^:]+):", 1).replace_strict(PREFIX_TO_NODE_TYPE, default=None,
+                                                                         return_dtype=pl.String)
+    bad = frame.select((prefix_type.is_null() | (prefix_type != pl.col("node_type"))).arg_true()).to_series()
+    if len(bad):
+        row = int(bad[0])
+        raise InputError(f"node {frame['id'][row]!r} of type {frame['node_type'][row]!r}: its prefix maps to no "
+                         f"node type, or to another; expected prefixes {', '.join(PREFIX_TO_NODE_TYPE)}",
+                         path, _line_of(path, row))
+    return frame.unique("id", keep="first", maintain_order=True)
+
+
+def check_nodes_known(edges: pl.DataFrame, nodes: pl.DataFrame, path) -> None:
+    """Every edge node must be listed in the nodes file; the error names the first edge line that fails."""
+    known = nodes.get_column("id").implode()
+    missing = edges.select((~pl.col("id1").is_in(known) | ~pl.col("id2").is_in(known)).arg_true()).to_series()
+    if len(missing):
+        row = int(missing[0])
+        node = edges["id1"][row] if edges["id1"][row] not in set(nodes["id"].to_list()) else edges["id2"][row]
+        raise InputError(f"node {node!r} is missing from the nodes file", Path(path), _line_of(Path(path), row))

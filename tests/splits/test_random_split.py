@@ -1,0 +1,151 @@
+"""The random split on the generated sample graph and on random graphs: leakage invariants, files."""
+import json
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphgen.edge_types import EDGE_TYPES
+from graphgen.pipeline import SAMPLE_DIR, generate
+from openbench.errors import InputError
+from splits.io import check_nodes_known, read_edges, read_nodes
+from splits.random_split import random_split
+
+PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    out = tmp_path_factory.mktemp("graph")
+    generate(out, sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=False)
+    folder = out / "graph_files"
+    return read_edges(folder / "edges.csv", "1"), read_edges(folder / "TN_edges.csv", "0"), \
+        read_nodes(folder / "ALL_nodes.csv")
+
+
+def _read(folder, name):
+    path = folder / name
+    if not path.exists() or not path.read_text():
+        return []
+    return [tuple(line.split("\t")) for line in path.read_text().splitlines()]
+
+
+def _check_invariants(folder, positives, directed=True):
+    splits = {name: _read(folder, f"{name}_sample.csv") for name in ("train", "val", "test")}
+    negatives = {name: _read(folder, f"negative_{name}_sample.csv") for name in ("train", "val", "test")}
+    keys = {name: {r[:3] for r in rows} for name, rows in splits.items()}
+    assert not keys["train"] & keys["test"] and not keys["train"] & keys["val"] and not keys["val"] & keys["test"]
+    train_pairs = {(a, r, b) for a, r, b, *_ in splits["train"]}
+    train_unordered = {(frozenset((a, b)), r) for a, r, b, *_ in splits["train"]}
+    train_nodes = {n for rows in (splits["train"], negatives["train"]) for a, _, b, *_ in rows for n in (a, b)}
+    for name in ("val", "test"):
+        for a, r, b, *_ in splits[name]:
+            if directed:
+                assert (b, r, a) not in train_pairs
+            for (pair, tr) in ((frozenset((a, b)), other) for other in EDGE_TYPES):
+                if (pair, tr) in train_unordered and tr != r:
+                    assert tr != PARENT[r] and PARENT[tr] != r, (a, r, b, tr)
+            assert a in train_nodes and b in train_nodes
+    positive_pairs = {(frozenset((a, b)), r) for a, r, b, *_ in positives.rows()}
+    for rows in negatives.values():
+        for a, r, b, *_ in rows:
+            assert (frozenset((a, b)), r) not in positive_pairs
+    return splits, negatives
+
+
+def test_sample_graph_split(graph, tmp_path):
+    positives, tn, nodes = graph
+    info = random_split(positives, tn, nodes, tmp_path / "tt", test_frac=0.2, val=0.1, seed=5)
+    splits, negatives = _check_invariants(tmp_path / "tt", positives)
+    total = sum(len(rows) for rows in splits.values())
+    assert 0.1 < len(splits["test"]) / total < 0.25 and negatives["train"]
+    assert sorted(p.name for p in (tmp_path / "tt").iterdir()) == [
+        "negative_test_sample.csv", "negative_train_sample.csv", "negative_val_sample.csv", "removed_test_nodes.csv",
+        "removed_val_nodes.csv", "split_info.json", "test_nodes.csv", "test_sample.csv", "train_nodes.csv",
+        "train_sample.csv", "val_nodes.csv", "val_sample.csv"]
+    assert json.loads((tmp_path / "tt" / "split_info.json").read_text())["parameters"]["seed"] == 5
+    assert info["split"]["train"]["positives"] == len(splits["train"])
+    line = (tmp_path / "tt" / "train_sample.csv").read_text().splitlines()[0].split("\t")
+    assert len(line) == 6 and line[4] == "1"
+
+
+def test_same_seed_same_bytes_other_seed_differs(graph, tmp_path):
+    positives, tn, nodes = graph
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        random_split(positives, tn, nodes, tmp_path / name, seed=seed, test_frac=0.2)
+    for file in ("train_sample.csv", "test_sample.csv", "negative_train_sample.csv", "split_info.json"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
+    assert (tmp_path / "a" / "test_sample.csv").read_bytes() != (tmp_path / "c" / "test_sample.csv").read_bytes()
+
+
+def test_crossval_folds_each_filtered_against_their_own_training(graph, tmp_path):
+    positives, tn, nodes = graph
+    random_split(positives, tn, nodes, tmp_path / "cv", val=0.25, crossval=True, test_frac=0.2, seed=3)
+    folds = sorted(p.name for p in (tmp_path / "cv").iterdir() if p.name.startswith("fold_"))
+    assert folds == ["fold_0", "fold_1", "fold_2", "fold_3"]
+    for fold in folds:
+        _check_invariants(tmp_path / "cv" / fold, positives)
+
+
+GENES = [f"NCBIGENE:{i}" for i in range(12)]
+DRUGS = [f"PUBCHEM.COMPOUND:{i}" for i in range(8)]
+edge_rows = st.lists(st.one_of(
+    st.tuples(st.sampled_from(GENES), st.sampled_from(["GENE_GENE", "GENE_BINDING_GENE", "GENE_ACTIVATION_GENE"]),
+              st.sampled_from(GENES)),
+    st.tuples(st.sampled_from(GENES), st.just("GENE_DRUG"), st.sampled_from(DRUGS)),
+    st.tuples(st.sampled_from(DRUGS), st.just("DRUG_BINDING_GENE"), st.sampled_from(GENES))), min_size=5, max_size=60)
+
+
+@settings(max_examples=25, deadline=None)
+@given(edge_rows, st.integers(0, 3), st.booleans())
+def test_invariants_on_random_graphs(tmp_path_factory, rows, seed, directed):
+    rows = [r for r in dict.fromkeys(rows) if r[0] != r[2]]
+    positives = pl.DataFrame([(a, r, b, "", "1", "S") for a, r, b in rows],
+                             schema={c: pl.String for c in ["id1", "relation", "id2", "qscore", "value", "source"]},
+                             orient="row")
+    nodes = pl.DataFrame({"id": GENES + DRUGS, "node_type": ["GENE"] * 12 + ["DRUG"] * 8})
+    folder = tmp_path_factory.mktemp("random") / "tt"
+    random_split(positives, positives.clear(), nodes, folder, test_frac=0.3, val=0.2, seed=seed, directed=directed)
+    _check_invariants(folder, positives, directed)
+
+
+def test_bad_inputs(tmp_path, graph):
+    positives, tn, nodes = graph
+    with pytest.raises(InputError, match=r"--test-frac must lie in \(0, 1\)"):
+        random_split(positives, tn, nodes, tmp_path / "x", test_frac=1.5)
+    edges = tmp_path / "edges.csv"
+    edges.write_text("NCBIGENE:1\tGENE_GENE\tNCBIGENE:2\t900\tSTRING\nNCBIGENE:1\tGENE_FOO\tNCBIGENE:3\t\tX\n")
+    with pytest.raises(InputError, match=r"edges\.csv, line 2: unknown relation 'GENE_FOO'"):
+        read_edges(edges, "1")
+    node_file = tmp_path / "nodes.csv"
+    node_file.write_text("NCBIGENE:1\tGENE\nUMLS:C1\tDIS\n")
+    with pytest.raises(InputError, match=r"nodes\.csv, line 2: node 'UMLS:C1' of type 'DIS'"):
+        read_nodes(node_file)
+    node_file.write_text("NCBIGENE:1\tGENE\n")
+    edges.write_text("NCBIGENE:1\tGENE_GENE\tNCBIGENE:2\t900\tSTRING\n")
+    with pytest.raises(InputError, match=r"edges\.csv, line 1: node 'NCBIGENE:2' is missing from the nodes file"):
+        check_nodes_known(read_edges(edges, "1"), read_nodes(node_file), edges)
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_split_rand(tmp_path):
+    from click.testing import CliRunner
+
+    from openbench.cli import main
+
+    runner = CliRunner()
+    assert runner.invoke(main, ["generate", "--sample", "--output", str(tmp_path), "--no-progress"]).exit_code == 0
+    graph_files = tmp_path / "graph_files"
+    args = ["split", "rand", "--edges", str(graph_files / "edges.csv"), "--tn-edges", str(graph_files / "TN_edges.csv"),
+            "--nodes", str(graph_files / "ALL_nodes.csv"), "--output", str(tmp_path / "tt"), "--test-frac", "0.2"]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "tt" / "train_sample.csv").exists() and (tmp_path / "tt" / "negative_test_sample.csv").exists()
+    # the split feeds the evaluator directly
+    from openbench.evaluation.dataset import load_dataset
+
+    dataset = load_dataset(tmp_path / "tt", drop_unknown=True)
+    assert dataset.counts()["test"] > 0
+    bad = runner.invoke(main, args[:-2] + ["--test-frac", "0"])
+    assert bad.exit_code == 1 and "--test-frac must lie in (0, 1)" in bad.output
