@@ -28,3 +28,15 @@ def write_text_atomic(path: Union[str, Path], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def line_of_row(path: Union[str, Path], row: int) -> int:
+    """1-based line number of the ``row``-th (0-based) non-empty line of a text file."""
+    seen = -1
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                seen += 1
+                if seen == row:
+                    return number
+    return row + 1

@@ -7,20 +7,10 @@ import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
 from graphgen.sources.tables import read_table
+from openbench._io import line_of_row
 from openbench.errors import InputError
 
 SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
-
-
-def _line_of(path: Path, row: int) -> int:
-    seen = -1
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                seen += 1
-                if seen == row:
-                    return number
-    return row + 1
 
 
 def read_edges(path, value: str, sep: str = "\t") -> pl.DataFrame:
@@ -32,7 +22,7 @@ def read_edges(path, value: str, sep: str = "\t") -> pl.DataFrame:
     if len(unknown):
         row = int(unknown[0])
         raise InputError(f"unknown relation {frame['relation'][row]!r}; expected one of the 32 edge types "
-                         f"(openbench generate --list-edge-types)", path, _line_of(path, row))
+                         f"(openbench generate --list-edge-types)", path, line_of_row(path, row))
     return frame.select("id1", "relation", "id2", pl.col("qscore").fill_null(""), pl.lit(value).alias("value"),
                         pl.col("source").fill_null(""))
 
@@ -49,7 +39,7 @@ def read_nodes(path, sep: str = "\t") -> pl.DataFrame:
         row = int(bad[0])
         raise InputError(f"node {frame['id'][row]!r} of type {frame['node_type'][row]!r}: its prefix maps to no "
                          f"node type, or to another; expected prefixes {', '.join(PREFIX_TO_NODE_TYPE)}",
-                         path, _line_of(path, row))
+                         path, line_of_row(path, row))
     return frame.unique("id", keep="first", maintain_order=True)
 
 
@@ -60,4 +50,4 @@ def check_nodes_known(edges: pl.DataFrame, nodes: pl.DataFrame, path) -> None:
     if len(missing):
         row = int(missing[0])
         node = edges["id1"][row] if edges["id1"][row] not in set(nodes["id"].to_list()) else edges["id2"][row]
-        raise InputError(f"node {node!r} is missing from the nodes file", Path(path), _line_of(Path(path), row))
+        raise InputError(f"node {node!r} is missing from the nodes file", Path(path), line_of_row(Path(path), row))

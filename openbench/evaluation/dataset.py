@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from openbench._io import line_of_row
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def read_id_map(path: Path, kind: str) -> List[str]:
         _raise_first_bad_line(path, allowed_widths=(2,), required=2)
         row = int(bad[0])
         raise InputError(f"expected an integer id and a label, found {ids_text[row]!r}, {labels[row]!r}", path,
-                         _line_of_row(path, row))
+                         line_of_row(path, row))
     n = len(ids)
     ids_np = ids.to_numpy()
     if ids_np.min() < 0 or ids_np.max() >= n or len(np.unique(ids_np)) != n:
@@ -172,29 +173,17 @@ def read_id_map(path: Path, kind: str) -> List[str]:
         for row, value in enumerate(ids_np):
             if value < 0 or value >= n or seen[value]:
                 raise InputError(f"id {value} is out of range or repeated; expected each id 0..{n - 1} exactly once",
-                                 path, _line_of_row(path, row))
+                                 path, line_of_row(path, row))
             seen[value] = True
     repeated = ~labels.is_first_distinct()
     if repeated.any():
         row = int(repeated.arg_true()[0])
         raise InputError(f"label {labels[row]!r} appears more than once; labels must be unique", path,
-                         _line_of_row(path, row))
+                         line_of_row(path, row))
     result = [""] * n
     for value, label in zip(ids_np.tolist(), labels.to_list()):
         result[value] = label
     return result
-
-
-def _line_of_row(path: Path, row: int) -> int:
-    """1-based line number of the ``row``-th non-empty line of ``path``."""
-    seen = -1
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                seen += 1
-                if seen == row:
-                    return number
-    return row + 1
 
 
 def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.Tensor:
@@ -215,7 +204,7 @@ def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.
         row = int(bad_rows[0])
         raise InputError(
             f"expected integer ids head < {num_entities}, relation < {num_relations}, tail < {num_entities}; "
-            f"found {frame.row(row)}", path, _line_of_row(path, row))
+            f"found {frame.row(row)}", path, line_of_row(path, row))
     return torch.from_numpy(numbers.to_numpy().astype(np.int64, copy=False).reshape(-1, 3).copy())
 
 
