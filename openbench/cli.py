@@ -242,6 +242,41 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
     click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)", err=True)
 
 
+@split.command("time")
+@click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--tn-edges", "tn_path", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--nodes", "nodes_path", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--tmo-edges", "tmo_edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Positive edges of the older (t-1) graph.")
+@click.option("--tmo-tn-edges", "tmo_tn_path", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--tmo-nodes", "tmo_nodes_path", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--sep", default="\t", show_default="TAB", help="Separator of the input files.")
+@click.option("--output", "output_dir", default="train_test_data", show_default=True,
+              type=click.Path(file_okay=False))
+@click.option("--val", type=float, default=0.0, show_default=True, help="Validation share carved from t-1.")
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--neg-ratio", type=float, default=1.0, show_default=True)
+@click.option("--no-neg-train-val", is_flag=True)
+@click.option("--no-neg-test", is_flag=True)
+@click.option("--undirected", is_flag=True)
+@_handle_errors
+def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep, output_dir, val,
+               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected):
+    """Time-slice split: train on the t-1 graph, test on the edges new at t."""
+    from splits.io import check_nodes_known, read_edges, read_nodes
+    from splits.time_split import time_split
+
+    graphs = []
+    for edges, tn, node_file in ((edges_path, tn_path, nodes_path), (tmo_edges_path, tmo_tn_path, tmo_nodes_path)):
+        positives, negatives, nodes = read_edges(edges, "1", sep), read_edges(tn, "0", sep), read_nodes(node_file, sep)
+        check_nodes_known(positives, nodes, edges)
+        check_nodes_known(negatives, nodes, tn)
+        graphs += [positives, negatives, nodes]
+    info = time_split(*graphs, output_dir, val=val, seed=seed, directed=not undirected,
+                      neg_train_val=not no_neg_train_val, neg_test=not no_neg_test, neg_ratio=neg_ratio)
+    click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)", err=True)
+
+
 @main.command()
 @click.option("--out", "out_dir", default="demo_out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the dataset, the trained model and result.json.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import polars as pl
@@ -42,13 +42,15 @@ def _unordered_pairs(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame,
-                     ratio: float = 1.0, seed: int = 42) -> pl.DataFrame:
+                     ratio: float = 1.0, seed: int = 42, known: Optional[pl.DataFrame] = None) -> pl.DataFrame:
     """Negatives (value "0") for ``positives``; columns as in the split files.
 
     :param positives: id1, relation, id2, … of the positive edges.
     :param true_negatives: the graph's true-negative edges (same columns).
     :param nodes: id, node_type of every node that corruption may draw.
+    :param known: further positives that no negative may equal (default: ``positives`` only).
     """
+    excluded = positives if known is None else pl.concat([positives.select(COLUMNS), known.select(COLUMNS)])
     typed = _typed(positives, nodes)
     typed_tn = _typed(true_negatives, nodes)
     by_type = {kind: frame.get_column("id").sort().to_numpy()
@@ -72,7 +74,7 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
             tn = tn[np.sort(rng.choice(tn.height, need, replace=False))]
         taken = [tn.with_columns(pl.lit("0").alias("value"))]
         if relation not in family_pairs:
-            family = positives.filter(pl.col("relation").is_in(_family(relation)))
+            family = excluded.filter(pl.col("relation").is_in(_family(relation)))
             family_pairs[relation] = _unordered_pairs(family).unique()
         missing = need - tn.height
         if missing > 0:

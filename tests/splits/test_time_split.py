@@ -1,0 +1,71 @@
+"""The time-slice split on the sample graph and an older version of it."""
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from openbench.cli import main
+from openbench.errors import InputError
+from splits.io import read_edges, read_nodes
+from splits.time_split import time_split
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("now")
+    assert CliRunner().invoke(main, ["generate", "--sample", "--output", str(out), "--no-progress"]).exit_code == 0
+    folder = out / "graph_files"
+    positives, tn = read_edges(folder / "edges.csv", "1"), read_edges(folder / "TN_edges.csv", "0")
+    nodes = read_nodes(folder / "ALL_nodes.csv")
+    # the t-1 graph: every third positive and TN missing, plus one edge that has since vanished
+    tmo_positives = positives.filter(pl.int_range(pl.len()) % 3 != 0)
+    vanished = pl.DataFrame([("NCBIGENE:1001", "GENE_GENE", "NCBIGENE:1003", "999", "1", "STRING")],
+                            schema=positives.schema, orient="row")
+    tmo_positives = pl.concat([tmo_positives, vanished])
+    tmo_tn = tn.filter(pl.int_range(pl.len()) % 3 != 0)
+    tmo_ids = pl.concat([tmo_positives["id1"], tmo_positives["id2"], tmo_tn["id1"], tmo_tn["id2"]]).unique()
+    tmo_nodes = nodes.filter(pl.col("id").is_in(tmo_ids.implode()))
+    return positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, folder
+
+
+def _rows(path):
+    text = path.read_text()
+    return [tuple(line.split("\t")) for line in text.splitlines()] if text else []
+
+
+def test_time_split_invariants(graphs, tmp_path):
+    positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
+    info = time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts", seed=1)
+    train, test = _rows(tmp_path / "ts" / "train_sample.csv"), _rows(tmp_path / "ts" / "test_sample.csv")
+    test_negatives = _rows(tmp_path / "ts" / "negative_test_sample.csv")
+    tmo_keys = set(tmo_positives.select("id1", "relation", "id2").rows())
+    assert test and all(row[:3] not in tmo_keys for row in test)
+    assert {row[:3] for row in train} <= tmo_keys
+    assert all(row[4] == "1" for row in test) and all(row[4] == "0" for row in test_negatives)
+    all_positive_pairs = {(frozenset((a, b)), r) for a, r, b, *_ in pl.concat([positives, tmo_positives]).rows()}
+    assert not any((frozenset((a, b)), r) in all_positive_pairs for a, r, b, *_ in test_negatives)
+    tmo_node_ids = set(tmo_nodes["id"])
+    assert all(a in tmo_node_ids and b in tmo_node_ids for a, _, b, *_ in test)
+    assert _rows(tmp_path / "ts" / "vanished_edges.csv")[0][:3] == ("NCBIGENE:1001", "GENE_GENE", "NCBIGENE:1003")
+    assert info["input"]["vanished"] >= 1
+    again = time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts2", seed=1)
+    assert again == info
+    assert (tmp_path / "ts" / "test_sample.csv").read_bytes() == (tmp_path / "ts2" / "test_sample.csv").read_bytes()
+    with pytest.raises(InputError, match=r"--val must lie in \[0, 1\)"):
+        time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "bad", val=2)
+
+
+def test_cli_split_time(graphs, tmp_path):
+    positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, folder = graphs
+    tmo = tmp_path / "tmo"
+    tmo.mkdir()
+    for name, frame in (("edges.csv", tmo_positives), ("TN_edges.csv", tmo_tn)):
+        frame.select("id1", "relation", "id2", "qscore", "source").write_csv(tmo / name, include_header=False,
+                                                                             separator="\t")
+    tmo_nodes.write_csv(tmo / "nodes.csv", include_header=False, separator="\t")
+    result = CliRunner().invoke(main, [
+        "split", "time", "--edges", str(folder / "edges.csv"), "--tn-edges", str(folder / "TN_edges.csv"),
+        "--nodes", str(folder / "ALL_nodes.csv"), "--tmo-edges", str(tmo / "edges.csv"), "--tmo-tn-edges",
+        str(tmo / "TN_edges.csv"), "--tmo-nodes", str(tmo / "nodes.csv"), "--output", str(tmp_path / "out"),
+        "--val", "0.1"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "val_sample.csv").exists() and (tmp_path / "out" / "vanished_edges.csv").exists()
