@@ -39,9 +39,8 @@ def drop_unseen_nodes(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple
 
 def drop_reverse_edges(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:
     """(kept, removed): evaluation (a, r, b) whose reverse (b, r, a) with the same value is in training."""
-    reversed_training = training.select(pl.col("id2").alias("id1"), "relation", pl.col("id1").alias("id2"),
-                                        "value").unique()
-    keys = ["id1", "relation", "id2", "value"]
+    reversed_training = training.select(pl.col("id2").alias("id1"), "relation", pl.col("id1").alias("id2"), "value")
+    keys = ["id1", "relation", "id2", "value"]  # semi and anti joins need no unique right side
     removed = evaluation.join(reversed_training, on=keys, how="semi", maintain_order="left")
     kept = evaluation.join(reversed_training, on=keys, how="anti", maintain_order="left")
     return kept, removed
@@ -55,9 +54,11 @@ def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> 
     """(kept, removed): evaluation rows whose relation's parent or a child of it joins the same
     unordered node pair in training with the same value (siblings do not count)."""
     parent = pl.col("relation").replace_strict(PARENT, default=None, return_dtype=pl.String)
-    train = _unordered(training).select("_lo", "_hi", "value", pl.col("relation").alias("train_relation"),
-                                        parent.alias("train_parent")).unique()
     candidates = _unordered(evaluation).with_row_index("_row").with_columns(parent.alias("_parent"))
+    # only training rows on a pair the evaluation set has can matter: a semi-join shrinks them first
+    train = (_unordered(training).join(candidates.select("_lo", "_hi").unique(), on=["_lo", "_hi"], how="semi")
+             .select("_lo", "_hi", "value", pl.col("relation").alias("train_relation"), parent.alias("train_parent"))
+             .unique())
     joined = candidates.join(train, on=["_lo", "_hi", "value"], how="inner")
     related = joined.filter(
         (pl.col("train_relation") != pl.col("relation"))

@@ -42,9 +42,11 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
-    """Drop every row whose (id1, relation, id2) occurs with both values."""
-    both = rows.group_by(KEY).agg(pl.col("value").n_unique().alias("n")).filter(pl.col("n") > 1).select(KEY)
-    return rows.join(both, on=KEY, how="anti", maintain_order="left").unique(KEY + ["value"], maintain_order=True)
+    """Drop repeated rows, and every row whose (id1, relation, id2) occurs with both values."""
+    rows = rows.unique(KEY + ["value"], maintain_order=True)
+    positive, negative = rows.filter(pl.col("value") == "1"), rows.filter(pl.col("value") == "0")
+    both = positive.join(negative, on=KEY, how="semi").select(KEY)
+    return rows.join(both, on=KEY, how="anti", maintain_order="left")
 
 
 def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed: bool) -> SplitSet:
