@@ -75,7 +75,7 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
         taken = [tn.with_columns(pl.lit("0").alias("value"))]
         if relation not in family_pairs:
             family = excluded.filter(pl.col("relation").is_in(_family(relation)))
-            family_pairs[relation] = _unordered_pairs(family).unique()
+            family_pairs[relation] = _unordered_pairs(family)  # anti-joins need no unique right side
         missing = need - tn.height
         if missing > 0:
             taken.append(_corrupt(rng, relation, by_type[type1], by_type[type2], missing,
@@ -89,7 +89,7 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
 def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: np.ndarray, missing: int,
              forbidden: pl.DataFrame, already: pl.DataFrame, key: str) -> pl.DataFrame:
     """``missing`` random (head, tail) pairs of the given node pools, none forbidden or repeated."""
-    blocked = pl.concat([forbidden, already]).unique()
+    blocked = pl.concat([forbidden, already])
     found = pl.DataFrame(schema={"id1": pl.String, "id2": pl.String})
     for _ in range(MAX_ROUNDS):
         size = 2 * (missing - found.height) + 16
@@ -101,7 +101,7 @@ def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: 
         found = pl.concat([found, draw]).unique(maintain_order=True)
         if found.height >= missing:
             break
-        blocked = pl.concat([blocked, _unordered_pairs(found)]).unique()
+        blocked = pl.concat([blocked, _unordered_pairs(found)])
     if found.height < missing:
         logger.warning("%s: only %d of %d random negatives could be drawn", key, found.height, missing)
     return found.head(missing).select("id1", pl.lit(relation).alias("relation"), "id2",
