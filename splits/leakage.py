@@ -55,8 +55,10 @@ def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> 
     unordered node pair in training with the same value (siblings do not count)."""
     parent = pl.col("relation").replace_strict(PARENT, default=None, return_dtype=pl.String)
     candidates = _unordered(evaluation).with_row_index("_row").with_columns(parent.alias("_parent"))
-    # only training rows on a pair the evaluation set has can matter: a semi-join shrinks them first
-    train = (_unordered(training).join(candidates.select("_lo", "_hi").unique(), on=["_lo", "_hi"], how="semi")
+    # only training rows on a pair the evaluation set has can matter: filter by node, then by pair
+    evaluated = nodes_of(evaluation).implode()
+    near = training.filter(pl.col("id1").is_in(evaluated) & pl.col("id2").is_in(evaluated))
+    train = (_unordered(near).join(candidates.select("_lo", "_hi").unique(), on=["_lo", "_hi"], how="semi")
              .select("_lo", "_hi", "value", pl.col("relation").alias("train_relation"), parent.alias("train_parent"))
              .unique())
     joined = candidates.join(train, on=["_lo", "_hi", "value"], how="inner")

@@ -51,13 +51,12 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
     :param known: further positives that no negative may equal (default: ``positives`` only).
     """
     excluded = positives if known is None else pl.concat([positives.select(COLUMNS), known.select(COLUMNS)])
-    typed = _typed(positives, nodes)
+    meta = _typed(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
     typed_tn = _typed(true_negatives, nodes)
     by_type = {kind: frame.get_column("id").sort().to_numpy()
                for (kind,), frame in nodes.partition_by("node_type", as_dict=True).items()}
-    family_pairs = {}
+    family_pairs = {}  # holds only the current relation's pairs, to keep peak memory down
     parts = []
-    meta = typed.group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
     for type1, relation, type2, count in meta.iter_rows():
         need = int(round(count * ratio))
         if need == 0:
@@ -75,7 +74,7 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
         taken = [tn.with_columns(pl.lit("0").alias("value"))]
         if relation not in family_pairs:
             family = excluded.filter(pl.col("relation").is_in(_family(relation)))
-            family_pairs[relation] = _unordered_pairs(family)  # anti-joins need no unique right side
+            family_pairs = {relation: _unordered_pairs(family)}  # anti-joins need no unique right side
         missing = need - tn.height
         if missing > 0:
             taken.append(_corrupt(rng, relation, by_type[type1], by_type[type2], missing,
