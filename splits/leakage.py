@@ -23,6 +23,11 @@ from graphgen.edge_types import EDGE_TYPES
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
 
 
+def categorical_ids(frame: pl.DataFrame) -> pl.DataFrame:
+    """id1 and id2 as categoricals (a no-op when they are): joins need one dtype on both sides."""
+    return frame.with_columns(pl.col("id1").cast(pl.Categorical), pl.col("id2").cast(pl.Categorical))
+
+
 def nodes_of(frame: pl.DataFrame) -> pl.Series:
     """Distinct node ids of a frame's id1 and id2 columns."""
     return pl.concat([frame.get_column("id1"), frame.get_column("id2")]).unique().rename("id")
@@ -30,15 +35,17 @@ def nodes_of(frame: pl.DataFrame) -> pl.Series:
 
 def drop_unseen_nodes(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.Series]:
     """(evaluation rows whose both nodes occur in training, sorted ids of the unseen nodes)."""
+    evaluation, training = categorical_ids(evaluation), categorical_ids(training)
     seen = nodes_of(training).implode()
     evaluated = nodes_of(evaluation)
-    unseen = evaluated.filter(~evaluated.is_in(seen)).sort()
+    unseen = evaluated.filter(~evaluated.is_in(seen)).cast(pl.String).sort()
     kept = evaluation.filter(pl.col("id1").is_in(seen) & pl.col("id2").is_in(seen))
     return kept, unseen
 
 
 def drop_reverse_edges(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:
     """(kept, removed): evaluation (a, r, b) whose reverse (b, r, a) with the same value is in training."""
+    evaluation, training = categorical_ids(evaluation), categorical_ids(training)
     reversed_training = training.select(pl.col("id2").alias("id1"), "relation", pl.col("id1").alias("id2"), "value")
     keys = ["id1", "relation", "id2", "value"]  # semi and anti joins need no unique right side
     removed = evaluation.join(reversed_training, on=keys, how="semi", maintain_order="left")
@@ -53,6 +60,7 @@ def _unordered(frame: pl.DataFrame) -> pl.DataFrame:
 def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:
     """(kept, removed): evaluation rows whose relation's parent or a child of it joins the same
     unordered node pair in training with the same value (siblings do not count)."""
+    evaluation, training = categorical_ids(evaluation), categorical_ids(training)
     parent = pl.col("relation").replace_strict(PARENT, default=None, return_dtype=pl.String)
     candidates = _unordered(evaluation).with_row_index("_row").with_columns(parent.alias("_parent"))
     # only training rows on a pair the evaluation set has can matter: filter by node, then by pair

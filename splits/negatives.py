@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES
+from splits.leakage import categorical_ids
 
 logger = logging.getLogger(__name__)
 
@@ -50,10 +51,13 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
     :param nodes: id, node_type of every node that corruption may draw.
     :param known: further positives that no negative may equal (default: ``positives`` only).
     """
-    excluded = positives if known is None else pl.concat([positives.select(COLUMNS), known.select(COLUMNS)])
+    positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
+    nodes = nodes.with_columns(pl.col("id").cast(pl.Categorical))
+    excluded = positives if known is None else pl.concat([positives.select(COLUMNS),
+                                                          categorical_ids(known).select(COLUMNS)])
     meta = _typed(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
     typed_tn = _typed(true_negatives, nodes)
-    by_type = {kind: frame.get_column("id").sort().to_numpy()
+    by_type = {kind: frame.get_column("id").cast(pl.String).sort().to_numpy()
                for (kind,), frame in nodes.partition_by("node_type", as_dict=True).items()}
     family_pairs = {}  # holds only the current relation's pairs, to keep peak memory down
     parts = []
@@ -81,7 +85,7 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
                                   family_pairs[relation], _unordered_pairs(tn), key))
         parts.append(pl.concat(taken))
     if not parts:
-        return pl.DataFrame(schema={c: pl.String for c in COLUMNS})
+        return categorical_ids(pl.DataFrame(schema={c: pl.String for c in COLUMNS}))
     return pl.concat(parts).select(COLUMNS)
 
 
@@ -89,11 +93,11 @@ def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: 
              forbidden: pl.DataFrame, already: pl.DataFrame, key: str) -> pl.DataFrame:
     """``missing`` random (head, tail) pairs of the given node pools, none forbidden or repeated."""
     blocked = pl.concat([forbidden, already])
-    found = pl.DataFrame(schema={"id1": pl.String, "id2": pl.String})
+    found = pl.DataFrame(schema={"id1": pl.Categorical, "id2": pl.Categorical})
     for _ in range(MAX_ROUNDS):
         size = 2 * (missing - found.height) + 16
         draw = pl.DataFrame({"id1": heads[rng.integers(0, len(heads), size)],
-                             "id2": tails[rng.integers(0, len(tails), size)]})
+                             "id2": tails[rng.integers(0, len(tails), size)]}).cast(pl.Categorical)
         draw = draw.filter(pl.col("id1") != pl.col("id2"))
         draw = (draw.with_columns(pl.min_horizontal("id1", "id2").alias("lo"), pl.max_horizontal("id1", "id2").alias("hi"))
                 .join(blocked, on=["lo", "hi"], how="anti", maintain_order="left").drop("lo", "hi"))

@@ -21,7 +21,7 @@ import polars as pl
 
 from openbench.errors import InputError
 from splits.io import SPLIT_COLUMNS
-from splits.leakage import drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
+from splits.leakage import categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
 from splits.negatives import sample_negatives
 
 logger = logging.getLogger(__name__)
@@ -38,14 +38,17 @@ class SplitSet:
 
 
 def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
-    return frame.sort(["relation", "id1", "id2", "value"])
+    # by the id text, not the categorical codes, whose order depends on what the process saw first
+    return frame.sort(["relation", pl.col("id1").cast(pl.String), pl.col("id2").cast(pl.String), "value"])
 
 
 def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
     """Drop repeated rows, and every row whose (id1, relation, id2) occurs with both values."""
     rows = rows.unique(KEY + ["value"], maintain_order=True)
-    positive, negative = rows.filter(pl.col("value") == "1"), rows.filter(pl.col("value") == "0")
-    both = positive.join(negative, on=KEY, how="semi").select(KEY)
+    both = (rows.filter(pl.col("value") == "1").select(KEY)
+            .join(rows.filter(pl.col("value") == "0").select(KEY), on=KEY, how="semi"))
+    if both.height == 0:
+        return rows
     return rows.join(both, on=KEY, how="anti", maintain_order="left")
 
 
@@ -82,16 +85,19 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     if crossval and val == 0:
         raise InputError("--crossval needs 0 < --val < 1 (the folds are ceil(1 / val))")
     rng = np.random.default_rng(seed)
-    negatives = (sample_negatives(positives, true_negatives, nodes, neg_ratio, seed)
-                 if (neg_train_val or neg_test) else pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS}))
+    positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
+    negatives = (sample_negatives(positives, true_negatives, nodes, neg_ratio, seed) if (neg_train_val or neg_test)
+                 else categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS})))
     rows = remove_inconsistent(pl.concat([positives.select(SPLIT_COLUMNS), negatives.select(SPLIT_COLUMNS)]))
+    sampled = negatives.height
+    del negatives  # rows holds them now; peak memory matters at HQ scale
     train_val, test = _carve(rows, test_frac, rng)
     test = clean_evaluation(test, train_val, directed)
     info = {"parameters": {"test_frac": test_frac, "val": val, "crossval": crossval, "seed": seed,
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
                            "neg_ratio": neg_ratio},
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
-                      "negatives_sampled": negatives.height, "after_inconsistent": rows.height}}
+                      "negatives_sampled": sampled, "after_inconsistent": rows.height}}
     output = Path(output)
     staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent if output.parent.exists() else None))
     try:
@@ -141,8 +147,10 @@ def _write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataF
         _write_rows(folder / f"{name}_sample.csv", frame.filter(pl.col("value") == "1"))
         if with_negatives:
             _write_rows(folder / f"negative_{name}_sample.csv", frame.filter(pl.col("value") == "0"))
-        node_table = nodes.filter(pl.col("id").is_in(pl.concat([frame["id1"], frame["id2"]]).implode()))
-        node_table.sort("id").write_csv(folder / f"{name}_nodes.csv", include_header=False, separator="\t")
+        node_ids = pl.concat([frame["id1"], frame["id2"]]).cast(pl.String).implode()
+        node_table = nodes.filter(pl.col("id").cast(pl.String).is_in(node_ids))
+        node_table.sort(pl.col("id").cast(pl.String)).write_csv(folder / f"{name}_nodes.csv", include_header=False,
+                                                                separator="\t")
         counts[name] = {"positives": frame.filter(pl.col("value") == "1").height,
                         "negatives": frame.filter(pl.col("value") == "0").height}
     for name, cleaned in sets.items():

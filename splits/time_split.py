@@ -17,6 +17,7 @@ import polars as pl
 
 from openbench.errors import InputError
 from splits.io import SPLIT_COLUMNS
+from splits.leakage import categorical_ids
 from splits.negatives import sample_negatives
 from splits.random_split import KEY, _carve, _write_fold, remove_inconsistent
 
@@ -29,7 +30,11 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
     if not 0 <= val < 1:
         raise InputError(f"--val must lie in [0, 1), got {val}")
     rng = np.random.default_rng(seed)
-    empty = pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS})
+    positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
+    tmo_positives, tmo_true_negatives = categorical_ids(tmo_positives), categorical_ids(tmo_true_negatives)
+    nodes = nodes.with_columns(pl.col("id").cast(pl.Categorical))
+    tmo_nodes = tmo_nodes.with_columns(pl.col("id").cast(pl.Categorical))
+    empty = categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS}))
     train_negatives = (sample_negatives(tmo_positives, tmo_true_negatives, tmo_nodes, neg_ratio, seed)
                        if neg_train_val else empty)
     train = remove_inconsistent(pl.concat([tmo_positives.select(SPLIT_COLUMNS), train_negatives]))
