@@ -105,6 +105,8 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             n_folds = math.ceil(1 / val)
             order = rng.permutation(train_val.height)
             chunks = np.array_split(order, n_folds)
+            # as OpenBioLink: the whole train+validation set and the test set at the top, folds below
+            info["split"] = _write_fold(staging, train_val, None, test.rows, directed, neg_train_val, neg_test, nodes)
             info["folds"] = []
             for i in range(n_folds):
                 val_rows = np.sort(chunks[(n_folds - 1 + i) % n_folds])
@@ -149,7 +151,9 @@ def _write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataF
             _write_rows(folder / f"negative_{name}_sample.csv", frame.filter(pl.col("value") == "0"))
         node_ids = pl.concat([frame["id1"], frame["id2"]]).cast(pl.String).implode()
         node_table = nodes.filter(pl.col("id").cast(pl.String).is_in(node_ids))
-        node_table.sort(pl.col("id").cast(pl.String)).write_csv(folder / f"{name}_nodes.csv", include_header=False,
+        # OpenBioLink names the training nodes train_val_nodes.csv when there is no validation set
+        node_file = "train_val_nodes.csv" if name == "train" and validation is None else f"{name}_nodes.csv"
+        node_table.sort(pl.col("id").cast(pl.String)).write_csv(folder / node_file, include_header=False,
                                                                 separator="\t")
         counts[name] = {"positives": frame.filter(pl.col("value") == "1").height,
                         "negatives": frame.filter(pl.col("value") == "0").height}

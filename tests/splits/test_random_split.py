@@ -66,6 +66,13 @@ def test_sample_graph_split(graph, tmp_path):
         "train_sample.csv", "val_nodes.csv", "val_sample.csv"]
     assert json.loads((tmp_path / "tt" / "split_info.json").read_text())["parameters"]["seed"] == 5
     assert info["split"]["train"]["positives"] == len(splits["train"])
+    # fractions hold exactly, up to rounding, once the cleaning steps' removals are added back
+    n = info["input"]["after_inconsistent"]
+    test_rows = len(splits["test"]) + len(negatives["test"])
+    cleaned_test = sum(info["test_cleaning"].values()) + sum(info["split"]["test_cleaning_fold"].values())
+    assert test_rows + cleaned_test == int(n * 0.2)
+    val_rows = len(splits["val"]) + len(negatives["val"])
+    assert val_rows + sum(info["split"]["val_cleaning"].values()) == int((n - int(n * 0.2)) * 0.1)
     line = (tmp_path / "tt" / "train_sample.csv").read_text().splitlines()[0].split("\t")
     assert len(line) == 6 and line[4] == "1"
 
@@ -84,6 +91,9 @@ def test_crossval_folds_each_filtered_against_their_own_training(graph, tmp_path
     random_split(positives, tn, nodes, tmp_path / "cv", val=0.25, crossval=True, test_frac=0.2, seed=3)
     folds = sorted(p.name for p in (tmp_path / "cv").iterdir() if p.name.startswith("fold_"))
     assert folds == ["fold_0", "fold_1", "fold_2", "fold_3"]
+    top = {p.name for p in (tmp_path / "cv").iterdir() if p.is_file()}
+    assert {"train_sample.csv", "train_val_nodes.csv", "test_sample.csv", "removed_test_nodes.csv"} <= top
+    _check_invariants(tmp_path / "cv", positives)
     for fold in folds:
         _check_invariants(tmp_path / "cv" / fold, positives)
 
