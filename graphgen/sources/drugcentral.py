@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import _open_text, read_table
+from graphgen.sources.tables import open_text, read_table
 from openbench.errors import InputError
 
 REMOTES = {
@@ -33,7 +33,7 @@ def read_dump_tables(path, tables: Dict[str, Sequence[str]]) -> Dict[str, pl.Dat
     blocks: Dict[str, List[str]] = {}
     headers: Dict[str, List[str]] = {}
     current = None
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for raw in handle:
             line = raw.rstrip("\r\n")
             if current is not None:

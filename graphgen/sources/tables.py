@@ -21,7 +21,7 @@ from openbench.errors import InputError
 Selection = Union[Dict[str, str], Dict[int, str]]
 
 
-def _open_text(path: Path) -> io.TextIOBase:
+def open_text(path: Path) -> io.TextIOBase:
     """A text stream over a plain, gzip or single-member zip file."""
     if path.suffix == ".gz":
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace", newline="")
@@ -47,7 +47,7 @@ def _source_bytes(path: Path):
 
 def iter_lines(path: Path, comment_prefixes: Tuple[str, ...]) -> Iterator[Tuple[int, str]]:
     """(1-based line number, line) of the non-comment, non-empty lines."""
-    with _open_text(path) as handle:
+    with open_text(path) as handle:
         for number, raw in enumerate(handle, start=1):
             line = raw.rstrip("\r\n")
             if line.strip() and not line.startswith(comment_prefixes):

@@ -76,3 +76,11 @@ def test_a_cached_file_that_changed_is_noticed(tmp_path, obo_bytes):
         path.write_bytes(obo_bytes[:-10])
         with pytest.raises(DownloadError, match="delete it to download .* again"):
             fetch(remote, tmp_path, progress=False)
+
+
+def test_a_partial_file_the_server_cannot_resume_is_restarted(tmp_path, obo_bytes):
+    (tmp_path / "hp.obo.part").write_bytes(b"x" * (len(obo_bytes) + 10))  # longer than the file: 416
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        path = fetch(_remote(server, "/hp.obo"), tmp_path, backoff=0.01, progress=False)
+        assert [r for _, r in server.requests] == [f"bytes={len(obo_bytes) + 10}-", None]
+    assert path.read_bytes() == obo_bytes

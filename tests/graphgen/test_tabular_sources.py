@@ -103,3 +103,14 @@ def test_missing_required_value_names_the_line(tmp_path):
         sider.read_side_effects(path)
     with pytest.raises(InputError, match="source file does not exist"):
         sider.read_side_effects(tmp_path / "absent.tsv")
+
+
+def test_header_errors(tmp_path):
+    from graphgen.sources.tables import read_table
+
+    path = tmp_path / "only_comments.tsv"
+    path.write_text("# nothing but comments\n")
+    with pytest.raises(InputError, match="no header line found"):
+        read_table(path, {"a": "a"})
+    with pytest.raises(InputError, match="no header line found starting with '#DatabaseID'"):
+        read_table(path, {"a": "a"}, header_prefix="#DatabaseID")
