@@ -30,6 +30,8 @@ SAMPLE_DIR = Path(__file__).resolve().parent / "sample" / "files"
 IN_FILES = "in_files"
 # files of a source that the recipes do not read (downloaded only on request)
 OPTIONAL_FILES = {("UniProt", "dat"), ("SIDER", "indications")}
+# a recipe's position in RECIPES names its intermediate table
+RECIPE_INDEX = {id(recipe): i for i, recipe in enumerate(RECIPES)}
 
 
 def default_cache() -> Path:
@@ -84,7 +86,6 @@ class StoredInputs(Inputs):
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.index = {id(recipe): i for i, recipe in enumerate(RECIPES)}
 
     def _read(self, name: str) -> pl.DataFrame:
         path = self.folder / name
@@ -93,7 +94,7 @@ class StoredInputs(Inputs):
         return pl.read_parquet(path)
 
     def raw(self, recipe: Recipe) -> pl.DataFrame:
-        return self._read(_raw_name(self.index[id(recipe)], recipe))
+        return self._read(_raw_name(RECIPE_INDEX[id(recipe)], recipe))
 
     def release(self, source: str) -> None:  # nothing is cached
         pass
@@ -112,10 +113,9 @@ def _raw_name(index: int, recipe: Recipe) -> str:
 def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
     """Write the raw edges, mappings and alt-id tables the selected recipes need."""
     folder.mkdir(parents=True, exist_ok=True)
-    index = {id(recipe): i for i, recipe in enumerate(RECIPES)}
     mappings, ontologies = set(), set()
     for recipe in selection.recipes:
-        inputs.raw(recipe).write_parquet(folder / _raw_name(index[id(recipe)], recipe), compression="lz4")
+        inputs.raw(recipe).write_parquet(folder / _raw_name(RECIPE_INDEX[id(recipe)], recipe), compression="lz4")
         for side in (recipe.side1, recipe.side2):
             if side.mapping:
                 mappings.add(side.mapping)

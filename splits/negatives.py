@@ -18,11 +18,11 @@ import numpy as np
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES
+from splits.io import SPLIT_COLUMNS as COLUMNS
 from splits.leakage import categorical_ids
 
 logger = logging.getLogger(__name__)
 
-COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
 MAX_ROUNDS = 25
 
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import numpy as np
 import polars as pl
@@ -170,7 +170,3 @@ def _write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataF
 def _write_rows(path: Path, frame: pl.DataFrame) -> None:
     _sorted(frame).select(SPLIT_COLUMNS).write_csv(path, include_header=False, separator="\t", quote_style="never",
                                                    null_value="")
-
-
-def list_files(folder) -> List[str]:
-    return sorted(p.name for p in Path(folder).iterdir())

@@ -180,10 +180,7 @@ def read_id_map(path: Path, kind: str) -> List[str]:
         row = int(repeated.arg_true()[0])
         raise InputError(f"label {labels[row]!r} appears more than once; labels must be unique", path,
                          line_of_row(path, row))
-    result = [""] * n
-    for value, label in zip(ids_np.tolist(), labels.to_list()):
-        result[value] = label
-    return result
+    return labels.gather(np.argsort(ids_np)).to_list()  # ids are a permutation of 0..n-1
 
 
 def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.Tensor:

@@ -3,7 +3,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from splits.negatives import COLUMNS, sample_negatives
+from splits.io import SPLIT_COLUMNS as COLUMNS
+from splits.negatives import sample_negatives
 
 GENES = [f"NCBIGENE:{i}" for i in range(30)]
 DRUGS = [f"PUBCHEM.COMPOUND:{i}" for i in range(20)]

@@ -159,3 +159,12 @@ def test_cli_split_rand(tmp_path):
     assert dataset.counts()["test"] > 0
     bad = runner.invoke(main, args[:-2] + ["--test-frac", "0"])
     assert bad.exit_code == 1 and "--test-frac must lie in (0, 1)" in bad.output
+
+
+def test_fraction_options_are_checked(graph, tmp_path):
+    positives, tn, nodes = graph
+    with pytest.raises(InputError, match=r"--val must lie in \[0, 1\), got 1.2"):
+        random_split(positives, tn, nodes, tmp_path / "x", val=1.2)
+    with pytest.raises(InputError, match="--crossval needs 0 < --val < 1"):
+        random_split(positives, tn, nodes, tmp_path / "x", val=0, crossval=True)
+    assert not (tmp_path / "x").exists()
