@@ -26,8 +26,10 @@ setup(
         "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "setuptools>=77.0.3,<81"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
-    # torch implementation of the same contract is used
+    # torch (counting) and polars (row writing) implementations of the same contracts are used
     ext_modules=[Extension("openbench.evaluation._counting", sources=["openbench/evaluation/_counting.c"],
+                           extra_compile_args=["-O3"], optional=True),
+                 Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],
                            extra_compile_args=["-O3"], optional=True)],
     entry_points={"console_scripts": ["openbench = openbench.cli:main"]},
 )

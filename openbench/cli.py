@@ -198,7 +198,7 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
                               no_qscore=no_qscore, progress=progress, mirror=mirror,
                               keep_in_files=keep_in_files)
     if graph is not None:
-        click.echo(f"{graph.edges.height} edges and {graph.nodes.height} nodes, {graph.tn_edges.height} true-negative "
+        click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} true-negative "
                    f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)
 
 

@@ -14,10 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import List
 
+import numpy as np
 import polars as pl
 
-from graphgen.build import STATS_COLUMNS, Graph
+from graphgen.build import STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
+from graphgen.writers.coded import Column, write_coded
 
 GRAPH_FOLDER = "graph_files"
 
@@ -27,9 +29,26 @@ def _write_frame(frame: pl.DataFrame, path: Path, sep: str) -> None:
                     null_value="")
 
 
-def _edge_rows(edges: pl.DataFrame, no_qscore: bool) -> pl.DataFrame:
-    qscore = pl.lit(None, dtype=pl.String) if no_qscore else pl.col("qscore")
-    return edges.select("id1", "edge_type", "id2", qscore.alias("qscore"), "source")
+def _coded(series: pl.Series) -> Column:
+    """A categorical or enum column as (codes (n,) uint32, dictionary) for :func:`write_coded`."""
+    if series.dtype == pl.Enum:
+        return series.to_physical().to_numpy().astype(np.uint32), series.dtype.categories.to_list()
+    distinct = series.unique()
+    dictionary = distinct.cast(pl.String).to_list()
+    physical = distinct.to_physical()
+    top = int(physical.max()) if physical.null_count() < len(physical) else -1
+    lookup = np.zeros(top + 2, dtype=np.uint32)  # the last slot stands for null
+    lookup[physical.fill_null(top + 1).to_numpy()] = np.arange(len(dictionary), dtype=np.uint32)
+    return lookup[series.to_physical().fill_null(top + 1).to_numpy()], dictionary
+
+
+def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool, order: np.ndarray) -> None:
+    """Rows ``order`` of ``table``: id1, EDGE_TYPE, id2, qscore, source."""
+    frame = table.frame
+    qscore = (np.zeros(frame.height, dtype=np.uint32), [None]) if no_qscore else _coded(frame["qscore"])
+    columns = [(table.rank1, table.node_ids), _coded(frame["edge_type"]), (table.rank2, table.node_ids), qscore,
+               _coded(frame["source"])]
+    write_coded(path, columns, order, sep)
 
 
 def _present(names: pl.Series, order) -> List[str]:
@@ -64,17 +83,21 @@ def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = Fals
 
 def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore: bool) -> None:
     all_nodes = pl.concat([graph.nodes, graph.tn_nodes]).unique().sort(["node_type", "id"])
-    for prefix, edges, nodes in (("", graph.edges, graph.nodes), ("TN_", graph.tn_edges, graph.tn_nodes)):
-        rows = _edge_rows(edges, no_qscore)
+    for prefix, table, nodes in (("", graph.edge_table, graph.nodes), ("TN_", graph.tn_edge_table, graph.tn_nodes)):
+        present = _present(table.frame["edge_type"], EDGE_TYPES)
         if multi_file:
-            for name, part in rows.partition_by("edge_type", as_dict=True, maintain_order=True).items():
-                _write_frame(part, folder / f"{prefix}edges_{name[0]}.csv", sep)
+            types_in_order = table.frame["edge_type"].to_physical().to_numpy()[table.order]
+            categories = table.frame["edge_type"].dtype.categories.to_list()
+            for name in present:
+                code = categories.index(name)
+                _write_edges(table, folder / f"{prefix}edges_{name}.csv", sep, no_qscore,
+                             table.order[types_in_order == code])
             for name, part in nodes.partition_by("node_type", as_dict=True, maintain_order=True).items():
                 _write_frame(part, folder / f"{prefix}nodes_{name[0]}.csv", sep)
         else:
-            _write_frame(rows, folder / f"{prefix}edges.csv", sep)
+            _write_edges(table, folder / f"{prefix}edges.csv", sep, no_qscore, table.order)
             _write_frame(nodes, folder / f"{prefix}nodes.csv", sep)
-        _write_list(folder / f"{prefix}edges_list.csv", _present(edges["edge_type"], EDGE_TYPES))
+        _write_list(folder / f"{prefix}edges_list.csv", present)
         _write_list(folder / f"{prefix}nodes_list.csv", _present(nodes["node_type"], NODE_TYPES))
     _write_frame(all_nodes, folder / "ALL_nodes.csv", sep)
     _write_frame(graph.unmapped, folder / "ids_no_mapping.tsv", "\t")
@@ -83,7 +106,7 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
         lines = ["\t".join(STATS_COLUMNS)] + ["\t".join(str(row[c]) for c in STATS_COLUMNS) for row in stats]
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     namespaces = sorted(set(all_nodes["id"].str.extract(r"^([^:]+):", 1).drop_nulls()))
-    props = {"DIRECTED": graph.directed, "EDGE_TYPES": _present(graph.edges["edge_type"], EDGE_TYPES),
+    props = {"DIRECTED": graph.directed, "EDGE_TYPES": _present(graph.edge_table.frame["edge_type"], EDGE_TYPES),
              "NODE_NAMESPACES": namespaces, "NODE_TYPES": _present(all_nodes["node_type"], NODE_TYPES),
              "QUALITY": graph.quality.upper()}
     (folder / "graph_props.json").write_text(json.dumps(props, indent=2, sort_keys=True) + "\n", encoding="utf-8")
