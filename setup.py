@@ -20,10 +20,13 @@ setup(
         "polars>=1.0",
         "click>=8.1",
         "tqdm>=4.60",
+        "rdflib>=7.0",
     ],
     extras_require={
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],
-        "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "setuptools>=77.0.3,<81"],
+        # pybel imports pkg_resources, gone from setuptools 81; torch needs setuptools >= 77.0.3
+        "bel": ["pybel==0.15.5", "setuptools>=77.0.3,<81"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting) and polars (row writing) implementations of the same contracts are used
@@ -31,5 +34,5 @@ setup(
                            extra_compile_args=["-O3"], optional=True),
                  Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],
                            extra_compile_args=["-O3"], optional=True)],
-    entry_points={"console_scripts": ["openbench = openbench.cli:main"]},
+    entry_points={"console_scripts": ["openbench = openbench.cli:main", "meta-eval = openbench.cli:metaeval_main"]},
 )

@@ -20,7 +20,8 @@ from graphgen.build import Graph, Inputs, build_graph
 from graphgen.download import fetch
 from graphgen.edge_types import EDGE_TYPES
 from graphgen.recipes import RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
-from graphgen.writers.tsv import write_tsv
+from graphgen.export import FORMATS, export, tables_of_graph
+from graphgen.writers.tsv import GRAPH_FOLDER, write_tsv
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -131,13 +132,17 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
              steps: Sequence[str] = STEPS, sources: Optional[Sequence[str]] = None,
              edge_types: Optional[Sequence[str]] = None, sep: str = "\t", multi_file: bool = False,
              no_qscore: bool = False, progress: bool = True, mirror: Optional[str] = None,
-             keep_in_files: bool = False) -> Optional[Graph]:
+             keep_in_files: bool = False, output_format: str = "TSV") -> Optional[Graph]:
     """Run the chosen stages; returns the graph when ``build`` ran.
+
+    ``output_format``: TSV (OpenBioLink's layout) or one of :data:`graphgen.export.FORMATS`,
+    written into ``<output>/graph_files`` either way.
 
     When parse and build run together the parsed tables stay in memory; ``keep_in_files`` also
     writes them to ``in_files/`` (a later ``--steps build`` reads them from there).
     """
     _check_names("step(s)", steps, STEPS)
+    _check_names("output format", [output_format.upper()], ("TSV",) + FORMATS)
     output = Path(output)
     selection = select(sources, edge_types)
     if selection.added:
@@ -155,7 +160,10 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     if "build" not in steps:
         return None
     graph = build_graph(inputs, selection.recipes, quality=quality, directed=directed, progress=progress)
-    write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore)
+    if output_format.upper() == "TSV":
+        write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore)
+    else:
+        export(tables_of_graph(graph), output / GRAPH_FOLDER, output_format)
     return graph
 
 

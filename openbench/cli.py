@@ -164,7 +164,9 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
 @click.option("--edge-types", "edge_type_names", default=None, help="Comma-separated edge types to build.")
 @click.option("--steps", default="download,parse,build", show_default=True,
               help="Stages to run: download, parse, build (comma-separated).")
-@click.option("--output-format", type=click.Choice(["TSV"]), default="TSV", show_default=True)
+@click.option("--output-format", type=click.Choice(["TSV", "BEL", "RDF-N3", "RDF-NT", "RDF-TTL", "PARQUET"],
+                                                  case_sensitive=False), default="TSV", show_default=True,
+              help="TSV is OpenBioLink's layout; BEL, RDF and Parquet are exports of the same graph.")
 @click.option("--output-sep", default="\t", show_default="TAB", help="Separator of the graph files.")
 @click.option("--output-multi-file", is_flag=True, help="One file per edge type and per node type.")
 @click.option("--no-qscore", is_flag=True, help="Leave the quality-score column empty.")
@@ -196,10 +198,65 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
                               directed=not undirected, steps=step_list, sources=split(source_names),
                               edge_types=split(edge_type_names), sep=output_sep, multi_file=output_multi_file,
                               no_qscore=no_qscore, progress=progress, mirror=mirror,
-                              keep_in_files=keep_in_files)
+                              keep_in_files=keep_in_files, output_format=output_format)
     if graph is not None:
         click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} true-negative "
                    f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)
+
+
+@main.command("export")
+@click.option("--graph", "graph_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="A TSV graph: graph_files/ (or the folder holding it).")
+@click.option("--format", "fmt", required=True,
+              type=click.Choice(["BEL", "RDF-N3", "RDF-NT", "RDF-TTL", "PARQUET"], case_sensitive=False))
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder to write (replaced if it exists).")
+@click.option("--sep", default="\t", show_default="TAB", help="Separator of the TSV graph files.")
+@_handle_errors
+def export_command(graph_dir, fmt, output_dir, sep):
+    """Convert an existing TSV graph to BEL, RDF or Parquet without rebuilding it."""
+    from graphgen.export import export, read_graph_folder
+
+    counts = export(read_graph_folder(graph_dir, sep=sep), output_dir, fmt)
+    click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+               err=True)
+
+
+@main.group()
+def text():
+    """Text-mining evaluation side modules (Meta-Eval, …)."""
+
+
+@click.command("metaeval")
+@click.option("--input", "input_dir", required=True, type=click.Path(), help="Folder of <field>.tsv predictions.")
+@click.option("--truth", "truth_dir", required=True, type=click.Path(), help="Folder of <field>.tsv truth files.")
+@click.option("--output", "output_dir", default=None, type=click.Path(file_okay=False),
+              help="Write PR.txt and details/ here (default: print only).")
+@click.option("--semantics", default="set", show_default=True, type=click.Choice(["set", "multiset", "compat"]),
+              help="set: Meta-Eval's README; multiset: min-count; compat: the original program's counting.")
+@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]),
+              help="json also writes summary.json (with --output) and prints it.")
+@_handle_errors
+def metaeval_command(input_dir, truth_dir, output_dir, semantics, fmt):
+    """Precision/recall of extracted paper metadata (a port of allenai/meta-eval)."""
+    from openbench.text import metaeval
+
+    results = metaeval.evaluate(Path(input_dir), Path(truth_dir), semantics)
+    if output_dir:
+        metaeval.write_outputs(results, Path(output_dir), semantics, json_summary=fmt == "json")
+    if fmt == "json":
+        click.echo(json.dumps(metaeval.summary(results, semantics), indent=2))
+    else:
+        click.echo(metaeval.terminal_table(results))
+
+
+text.add_command(metaeval_command)
+
+
+def metaeval_main() -> None:
+    """The ``meta-eval`` console script: ``openbench text metaeval`` under its original name."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    metaeval_command(prog_name="meta-eval")
 
 
 @main.group()

@@ -60,12 +60,18 @@ def train_embeddings(dataset: Dataset, model: str = "DistMult", dim: int = 32, e
     kge = model_resolver.make(name, triples_factory=factory, embedding_dim=dim, random_seed=seed, **arguments)
     loop = SLCWATrainingLoop(model=kge, triples_factory=factory, optimizer="Adam",
                              optimizer_kwargs={"lr": learning_rate})
-    with warnings.catch_warnings():
-        # PyKEEN's data loader asks for pinned memory and warns about shuffling on every CPU run
-        warnings.filterwarnings("ignore", message=".*pin_memory.*")
-        warnings.filterwarnings("ignore", message="Training instances are always shuffled")
-        losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
-                            use_tqdm=progress and sys.stderr.isatty(), use_tqdm_batch=False)
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    try:
+        # deterministic kernels (e.g. the embedding gradients' scatter-add) for byte-identical arrays
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        with warnings.catch_warnings():
+            # PyKEEN's data loader asks for pinned memory and warns about shuffling on every CPU run
+            warnings.filterwarnings("ignore", message=".*pin_memory.*")
+            warnings.filterwarnings("ignore", message="Training instances are always shuffled")
+            losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
+                                use_tqdm=progress and sys.stderr.isatty(), use_tqdm_batch=False)
+    finally:
+        torch.use_deterministic_algorithms(deterministic_before)
     logger.info("trained %s for %d epochs, final loss %.4f", model, epochs, losses[-1] if losses else float("nan"))
     with torch.no_grad():
         entities = kge.entity_representations[0](indices=None).detach().cpu()

@@ -12,7 +12,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import List
+from typing import Callable, List
 
 import numpy as np
 import polars as pl
@@ -60,17 +60,16 @@ def _write_list(path: Path, names: List[str]) -> None:
     path.write_text("\n".join(names), encoding="utf-8")  # OpenBioLink: no trailing newline
 
 
-def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False) -> Path:
-    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one); returns that folder."""
-    output_dir = Path(output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    final = output_dir / GRAPH_FOLDER
-    staging = Path(tempfile.mkdtemp(prefix=f".{GRAPH_FOLDER}.", dir=output_dir))
+def replace_folder(final: Path, fill: Callable[[Path], None]) -> Path:
+    """Run ``fill`` on a temporary folder beside ``final``, then rename it onto ``final`` (replacing
+    a previous one); on failure nothing is left behind."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
-        _write_all(graph, staging, sep, multi_file, no_qscore)
+        fill(staging)
         if final.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{GRAPH_FOLDER}.old.", dir=output_dir))
-            final.rename(retired / GRAPH_FOLDER)
+            retired = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
+            final.rename(retired / final.name)
             staging.rename(final)
             shutil.rmtree(retired)
         else:
@@ -79,6 +78,21 @@ def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = Fals
         if staging.exists():
             shutil.rmtree(staging)
     return final
+
+
+def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False) -> Path:
+    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one); returns that folder."""
+    return replace_folder(Path(output_dir) / GRAPH_FOLDER, lambda folder: _write_all(graph, folder, sep, multi_file,
+                                                                                     no_qscore))
+
+
+def graph_props(graph: Graph) -> dict:
+    """``graph_props.json``'s content: real JSON values (OpenBioLink stringified them)."""
+    all_ids = pl.concat([graph.nodes, graph.tn_nodes])
+    namespaces = sorted(set(all_ids["id"].str.extract(r"^([^:]+):", 1).drop_nulls()))
+    return {"DIRECTED": graph.directed, "EDGE_TYPES": _present(graph.edge_table.frame["edge_type"], EDGE_TYPES),
+            "NODE_NAMESPACES": namespaces, "NODE_TYPES": _present(all_ids["node_type"], NODE_TYPES),
+            "QUALITY": graph.quality.upper()}
 
 
 def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore: bool) -> None:
@@ -105,8 +119,5 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
     for name, stats in (("stats.txt", graph.stats), ("tn_stats.txt", graph.tn_stats)):
         lines = ["\t".join(STATS_COLUMNS)] + ["\t".join(str(row[c]) for c in STATS_COLUMNS) for row in stats]
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    namespaces = sorted(set(all_nodes["id"].str.extract(r"^([^:]+):", 1).drop_nulls()))
-    props = {"DIRECTED": graph.directed, "EDGE_TYPES": _present(graph.edge_table.frame["edge_type"], EDGE_TYPES),
-             "NODE_NAMESPACES": namespaces, "NODE_TYPES": _present(all_nodes["node_type"], NODE_TYPES),
-             "QUALITY": graph.quality.upper()}
+    props = graph_props(graph)
     (folder / "graph_props.json").write_text(json.dumps(props, indent=2, sort_keys=True) + "\n", encoding="utf-8")
