@@ -102,7 +102,12 @@ def _quiet_pykeen() -> None:
 @click.option("--no-filter", is_flag=True, help="Raw ranking: no known answers are removed.")
 @click.option("--hits-at", default="1,3,10", show_default=True, help="Comma-separated k of hits@k.")
 @click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
-@click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates.")
+@click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates "
+                                                           "(always on for --predictions, as SAFRAN does).")
+@click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="An AnyBURL/SAFRAN top-k prediction file (triple / Heads: / Tails: lines) instead of embeddings.")
+@click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="An OBL2021 submission (.npz with pred_top10) against the integer-id layout's test triples.")
 @click.option("--drop-unknown", is_flag=True, help="Drop evaluation triples with labels missing from the maps "
                                                    "(recorded as a warning) instead of failing.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
@@ -113,9 +118,16 @@ def _quiet_pykeen() -> None:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
-             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, drop_unknown,
-             device, batch_size, seed, output, progress):
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, predictions_path,
+             submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
+    if predictions_path or submission_path:
+        if predictions_path and submission_path or entity_embeddings or relation_embeddings or model_name:
+            raise click.UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, "
+                                   "--model), --predictions or --submission")
+        _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, no_filter, hits_at,
+                        predictions_path, submission_path, drop_unknown, seed, output)
+        return
     embedding_inputs = [entity_embeddings, relation_embeddings, model_name]
     if not all(embedding_inputs):
         missing = [name for name, value in zip(("--entity-embeddings", "--relation-embeddings", "--model"),
@@ -145,6 +157,31 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                                    device=device, exclude_query_entity=exclude_query_entity, seed=seed,
                                    progress=progress)
     result = evaluator.evaluate(batch_size=batch_size)
+    click.echo(format_table(result), err=True)
+    write_json(result, output)
+
+
+def _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, no_filter, hits_at, predictions_path,
+                    submission_path, drop_unknown, seed, output):
+    """Truncated rankings: AnyBURL/SAFRAN files (re-filtered) or OBL2021 submissions (as defined)."""
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.report import format_table
+    from openbench.evaluation.topk import (OBL2021Evaluator, TopKEvaluator, read_obl2021_submission,
+                                           read_safran_predictions)
+
+    hits = _int_list("--hits-at", hits_at)
+    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                           drop_unknown=drop_unknown)
+    if submission_path:
+        if filter_text or no_filter:
+            raise click.UsageError("OBL2021 submissions are filtered by the submitter; --filter does not apply")
+        evaluator = OBL2021Evaluator(dataset, read_obl2021_submission(submission_path), Path(submission_path),
+                                     hits_at=hits, seed=seed, progress=False)
+    else:
+        filter_sets = [] if no_filter else _split_list(filter_text or "train,valid,test")
+        evaluator = TopKEvaluator(dataset, read_safran_predictions(predictions_path, dataset), Path(predictions_path),
+                                  filter_sets=filter_sets, hits_at=hits, seed=seed, progress=False)
+    result = evaluator.evaluate()
     click.echo(format_table(result), err=True)
     write_json(result, output)
 

@@ -1,0 +1,243 @@
+"""Evaluating truncated rankings: AnyBURL/SAFRAN prediction files and OBL2021 submissions.
+
+These tools hand over only the best few candidates of each query, not a score per entity, so a
+true answer outside the list gets no credit (reciprocal rank 0, no hit) and the MRR is a lower
+bound of the full-ranking MRR (spec evaluators.md P13). Every one of the 2T tasks of the
+evaluation split counts in the denominator, also those the file does not list (P17).
+
+* **AnyBURL/SAFRAN** (three lines per triple: ``h r t`` / ``Heads: e<TAB>conf<TAB>…`` /
+  ``Tails: …``): the listed candidates are re-filtered with openbench's own index (other known
+  answers leave the list; the query entity too with ``exclude_query_entity``, which SAFRAN itself
+  always does), then the true answer is ranked among what remains by confidence, ties counted as
+  everywhere else (optimistic, realistic, pessimistic). A full list whose last confidence equals
+  the true answer's is a tie at the cut-off: the tie block may continue past the list, so the
+  rank is reported as listed and the case is counted.
+* **OBL2021** (``pred_top10`` (2T, 10) integer ids, tail queries first): exactly as OBL2021
+  defines it, without re-filtering (the participant's job): hits@k = the true id among the first k,
+  MRR = 1 / its position, else 0. A row repeating an id is refused.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+from openbench.errors import InputError
+from openbench.evaluation.dataset import Dataset
+from openbench.evaluation.evaluator import Evaluator
+from openbench.evaluation.ranking import RankCounts
+
+QUERY_CHUNK = 4096
+Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_safran_predictions(path, dataset: Dataset) -> Dict[Tuple[int, int, int], Dict[str, Listing]]:
+    """(h, r, t) ids -> {"head": listing, "tail": listing} from an AnyBURL/SAFRAN top-k file."""
+    path = Path(path)
+    entity_id = {label: i for i, label in enumerate(dataset.entity_labels)}
+    relation_id = {label: i for i, label in enumerate(dataset.relation_labels)}
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot read the prediction file ({error})", path) from error
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if len(lines) % 3:
+        raise InputError(f"expected three lines per triple (triple, Heads:, Tails:), found {len(lines)} lines",
+                         path, len(lines))
+    listings: Dict[Tuple[int, int, int], Dict[str, Listing]] = {}
+    for start in range(0, len(lines), 3):
+        parts = lines[start].strip().split(" ")
+        if len(parts) != 3:
+            raise InputError(f"expected a space-separated triple 'head relation tail', found {lines[start]!r}",
+                             path, start + 1)
+        try:
+            triple = (entity_id[parts[0]], relation_id[parts[1]], entity_id[parts[2]])
+        except KeyError as error:
+            raise InputError(f"{error.args[0]!r} is not an entity or relation of the dataset", path,
+                             start + 1) from None
+        sides = {}
+        for offset, side, prefix in ((1, "head", "Heads:"), (2, "tail", "Tails:")):
+            sides[side] = _listing(lines[start + offset], prefix, entity_id, path, start + offset + 1)
+        listings.setdefault(triple, sides)
+    return listings
+
+
+def _listing(line: str, prefix: str, entity_id: Dict[str, int], path: Path, number: int) -> Listing:
+    line = line.rstrip("\r")
+    if not line.startswith(prefix):
+        raise InputError(f"expected a line starting with {prefix!r}", path, number)
+    fields = [f for f in line[len(prefix):].strip(" ").split("\t") if f != ""]
+    if len(fields) % 2:
+        raise InputError("expected entity<TAB>confidence pairs", path, number)
+    try:
+        ids = np.array([entity_id[name] for name in fields[0::2]], dtype=np.int64)
+    except KeyError as error:
+        raise InputError(f"candidate {error.args[0]!r} is not an entity of the dataset", path, number) from None
+    try:
+        confidences = np.array([float(value) for value in fields[1::2]], dtype=np.float64)
+    except ValueError as error:
+        raise InputError(f"expected numeric confidences ({error})", path, number) from None
+    return ids, confidences
+
+
+class TopKEvaluator(Evaluator):
+    """Ranks from listed candidates (see the module docstring); the result has the usual layout."""
+
+    model_name = "AnyBURL/SAFRAN predictions"
+    model_kind = "topk"
+
+    def __init__(self, dataset: Dataset, listings: Dict[Tuple[int, int, int], Dict[str, Listing]],
+                 source: Optional[Path] = None, **options):
+        options.setdefault("exclude_query_entity", True)
+        super().__init__(dataset, device="cpu", **options)
+        self.listings = listings
+        self.source = Path(source) if source else None
+        self.stats: Dict[str, int] = {}
+
+    def model_description(self) -> dict:
+        return {"name": self.model_name, "kind": self.model_kind,
+                "params": {"list_length": self.stats.get("list_length", 0)},
+                "source_sha256": _sha256(self.source) if self.source else None}
+
+    def evaluate(self, batch_size: Optional[int] = None) -> dict:
+        started = time.perf_counter()
+        triples = self.dataset.triples[self.evaluation_split]
+        keys = [tuple(row) for row in triples.tolist()]
+        split_keys = set(keys)
+        extra = [key for key in self.listings if key not in split_keys]
+        if extra:
+            h, r, t = extra[0]
+            labels = self.dataset.entity_labels, self.dataset.relation_labels
+            raise InputError(f"{len(extra)} triple(s) of the prediction file are not in the {self.evaluation_split} "
+                             f"split (first: {labels[0][h]} {labels[1][r]} {labels[0][t]}); wrong dataset?",
+                             self.source)
+        length = max((len(listing[side][0]) for listing in self.listings.values() for side in ("head", "tail")),
+                     default=0)
+        self.stats = {"list_length": length, "missing_from_file": sum(1 for key in keys if key not in self.listings)}
+        counts = {side: self._count_side(triples, keys, side, length) for side in ("head", "tail")}
+        for name in ("not_listed", "tie_at_cutoff"):
+            self.stats[name] = sum(self.stats.pop(f"{side}.{name}") for side in ("head", "tail"))
+        if any(k > length for k in self.hits_at):
+            self.warnings.append(f"hits@k for k > {length} (the longest list) cannot reward anything past the list")
+        if self.stats["tie_at_cutoff"]:
+            self.warnings.append(f"{self.stats['tie_at_cutoff']} true answer(s) tie with the last entry of a full list; "
+                                 "the tie may continue past the cut-off, so their ranks are optimistic")
+        result = self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+        result["protocol"].update(candidates="listed (top-k)", mrr_is_lower_bound=True, refiltered=True,
+                                  **{key: value for key, value in self.stats.items() if key != "list_length"})
+        return result
+
+    def _count_side(self, triples: torch.Tensor, keys: List[tuple], side: str, length: int) -> RankCounts:
+        n = len(keys)
+        greater = np.full(n, np.inf)
+        equal = np.zeros(n, dtype=np.int64)
+        candidates = np.full(n, self.num_entities, dtype=np.int64)
+        not_listed = tie_at_cutoff = 0
+        true_column = 0 if side == "head" else 2
+        for start in range(0, n, QUERY_CHUNK):
+            batch = triples[start:start + QUERY_CHUNK]
+            rows, cols = self._filter_pairs(batch, side)
+            removed = set((rows * self.num_entities + cols).tolist())
+            candidates[start:start + len(batch)] -= np.bincount(rows.numpy(), minlength=len(batch))
+            for offset, key in enumerate(keys[start:start + len(batch)]):
+                listing = self.listings.get(key)
+                true_id = key[true_column]
+                if listing is None:
+                    not_listed += 1
+                    continue
+                ids, confidences = listing[side]
+                keep = np.array([offset * self.num_entities + int(c) not in removed for c in ids], dtype=bool)
+                ids, confidences = ids[keep], confidences[keep]
+                where = np.flatnonzero(ids == true_id)
+                if len(where) == 0:
+                    not_listed += 1
+                    continue
+                true_confidence = confidences[where[0]]
+                others = np.delete(confidences, where[0])
+                greater[start + offset] = float(np.sum(others > true_confidence))
+                equal[start + offset] = int(np.sum(others == true_confidence))
+                full = len(listing[side][0]) == length and length > 0
+                if full and listing[side][1][-1] == true_confidence:
+                    tie_at_cutoff += 1
+        self.stats[f"{side}.not_listed"] = not_listed
+        self.stats[f"{side}.tie_at_cutoff"] = tie_at_cutoff
+        return RankCounts(torch.from_numpy(greater), torch.from_numpy(equal), torch.from_numpy(candidates))
+
+
+def read_obl2021_submission(path) -> np.ndarray:
+    """``pred_top10`` of an OBL2021 submission (``.npz``) as an int64 (2T, k) array."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if "pred_top10" not in archive:
+                raise InputError(f"expected an array named pred_top10, found {', '.join(archive.files) or 'none'}", path)
+            predictions = archive["pred_top10"]
+    except (OSError, ValueError) as error:
+        raise InputError(f"not a readable .npz file ({error})", path) from error
+    if predictions.ndim != 2 or not np.issubdtype(predictions.dtype, np.integer):
+        raise InputError(f"expected a 2-d integer array (2T, 10), found {predictions.dtype} {predictions.shape}", path)
+    return predictions.astype(np.int64)
+
+
+def obl2021_counts(predictions: np.ndarray, test: torch.Tensor, num_entities: int,
+                   path: Optional[Path] = None) -> Tuple[RankCounts, RankCounts]:
+    """(head, tail) counts from OBL2021's tail-then-head rows: position p of the true id gives
+    ``n_greater = p`` (no ties: the order is the submitter's); not listed gives +inf."""
+    tasks = test.shape[0]
+    if predictions.shape[0] != 2 * tasks:
+        raise InputError(f"expected {2 * tasks} rows (tail predictions for the {tasks} test triples, then head "
+                         f"predictions), found {predictions.shape[0]}", path)
+    if predictions.size and (predictions.min() < 0 or predictions.max() >= num_entities):
+        raise InputError(f"entity ids must lie in [0, {num_entities})", path)
+    ordered = np.sort(predictions, axis=1)
+    repeated = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+    if len(repeated):
+        raise InputError(f"row {int(repeated[0])} lists an entity twice; each row must hold distinct ids", path)
+    truths = {"tail": test[:, 2].numpy(), "head": test[:, 0].numpy()}
+    counts = {}
+    for side, rows in (("tail", predictions[:tasks]), ("head", predictions[tasks:])):
+        match = rows == truths[side][:, None]
+        position = np.where(match.any(axis=1), match.argmax(axis=1).astype(np.float64), np.inf)
+        counts[side] = RankCounts(torch.from_numpy(position), torch.zeros(tasks, dtype=torch.long),
+                                  torch.full((tasks,), num_entities, dtype=torch.long))
+    return counts["head"], counts["tail"]
+
+
+class OBL2021Evaluator(Evaluator):
+    """An OBL2021 submission against the test triples of the integer-id layout."""
+
+    model_name = "OBL2021 submission"
+    model_kind = "obl2021"
+
+    def __init__(self, dataset: Dataset, predictions: np.ndarray, source: Optional[Path] = None, **options):
+        super().__init__(dataset, device="cpu", filter_sets=[], **options)
+        self.predictions = predictions
+        self.source = Path(source) if source else None
+
+    def model_description(self) -> dict:
+        return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": self.predictions.shape[1]},
+                "source_sha256": _sha256(self.source) if self.source else None}
+
+    def evaluate(self, batch_size: Optional[int] = None) -> dict:
+        started = time.perf_counter()
+        test = self.dataset.triples[self.evaluation_split]
+        head, tail = obl2021_counts(self.predictions, test, self.num_entities, self.source)
+        result = self._result(head, tail, test[:, 1], time.perf_counter() - started)
+        not_listed = int(torch.isinf(head.n_greater).sum() + torch.isinf(tail.n_greater).sum())
+        result["protocol"].update(candidates="listed (OBL2021 top-10, order as submitted)", mrr_is_lower_bound=True,
+                                  refiltered=False, not_listed=not_listed,
+                                  tie_rule="none visible: the submitted order is the rank")
+        return result
