@@ -104,6 +104,10 @@ def _quiet_pykeen() -> None:
 @click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
 @click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates "
                                                            "(always on for --predictions, as SAFRAN does).")
+@click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="A DGL-KE checkpoint folder (config.json + <dataset>_<model>_entity/relation.npy).")
+@click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
+              help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="An AnyBURL/SAFRAN top-k prediction file (triple / Heads: / Tails: lines) instead of embeddings.")
 @click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -118,18 +122,20 @@ def _quiet_pykeen() -> None:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
-             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, predictions_path,
-             submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, model_dir,
+             dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
+    given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
+             bool(submission_path)]
+    if sum(given) > 1:
+        raise click.UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
+                               "--model-dir, --predictions or --submission")
     if predictions_path or submission_path:
-        if predictions_path and submission_path or entity_embeddings or relation_embeddings or model_name:
-            raise click.UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, "
-                                   "--model), --predictions or --submission")
         _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, no_filter, hits_at,
                         predictions_path, submission_path, drop_unknown, seed, output)
         return
     embedding_inputs = [entity_embeddings, relation_embeddings, model_name]
-    if not all(embedding_inputs):
+    if not model_dir and not all(embedding_inputs):
         missing = [name for name, value in zip(("--entity-embeddings", "--relation-embeddings", "--model"),
                                                embedding_inputs) if not value]
         raise click.UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
@@ -144,15 +150,26 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     from openbench.evaluation.report import format_table
     from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class, load_array
 
-    get_scorer_class(model_name)
-    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                           drop_unknown=drop_unknown)
-    scorer = build_scorer(model_name, load_array(entity_embeddings), load_array(relation_embeddings),
-                          dataset.num_entities, dataset.num_relations, complex_layout=complex_layout,
-                          entity_path=entity_embeddings, relation_path=relation_embeddings)
-    params = {"complex_layout": complex_layout} if scorer.complex_valued else {}
-    evaluator = EmbeddingEvaluator(dataset, scorer, model_params=params,
-                                   source_sha256=file_sha256(entity_embeddings, relation_embeddings),
+    if model_dir:
+        from openbench.evaluation.dglke import is_dglke_checkpoint, load_dglke
+
+        if not is_dglke_checkpoint(Path(model_dir)):
+            raise click.UsageError(f"{model_dir} is not a model folder openbench reads yet (expected a DGL-KE "
+                                   "checkpoint: config.json and <dataset>_<model>_entity.npy)")
+        dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                               drop_unknown=drop_unknown)
+        scorer, description = load_dglke(model_dir, dataset, dglke_data)
+        params, source = description["params"], description["source_sha256"]
+    else:
+        get_scorer_class(model_name)
+        dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                               drop_unknown=drop_unknown)
+        scorer = build_scorer(model_name, load_array(entity_embeddings), load_array(relation_embeddings),
+                              dataset.num_entities, dataset.num_relations, complex_layout=complex_layout,
+                              entity_path=entity_embeddings, relation_path=relation_embeddings)
+        params = {"complex_layout": complex_layout} if scorer.complex_valued else {}
+        source = file_sha256(entity_embeddings, relation_embeddings)
+    evaluator = EmbeddingEvaluator(dataset, scorer, model_params=params, source_sha256=source,
                                    filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
                                    device=device, exclude_query_entity=exclude_query_entity, seed=seed,
                                    progress=progress)

@@ -5,7 +5,8 @@ that one side's score rows are one of
 
 * ``dot``: S = q · Cᵀ (a GEMM): DistMult, ComplEx, RESCAL;
 * ``l2``:  S = -sqrt(max(‖q‖² + ‖c‖² - 2 q · Cᵀ, 0)): TransE-L2, RotatE;
-* ``l1``:  S = -‖q - c‖₁: TransE-L1.
+* ``l1``:  S = -‖q - c‖₁: TransE-L1;
+* ``moduli``: S = -Σ_k |q_k - c_k| over complex coordinates: DGL-KE's RotatE (``RotatE-DGLKE``).
 
 Tail queries (h, r, ?) and head queries (?, r, t) use different q and C:
 
@@ -101,7 +102,8 @@ class EmbeddingScorer:
         c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
         if not (math.isfinite(c_max) and math.isfinite(q_max)):
             return False
-        bound = {"dot": dim * q_max * c_max, "l2": dim * (q_max + c_max) ** 2, "l1": dim * (q_max + c_max)}[self.kind]
+        bound = {"dot": dim * q_max * c_max, "l2": dim * (q_max + c_max) ** 2, "l1": dim * (q_max + c_max),
+                 "moduli": dim * (q_max + c_max)}[self.kind]
         return bound < FINITE_BOUND
 
     def score_chunk(self, queries: torch.Tensor, side: str, start: int, stop: int,
@@ -125,11 +127,29 @@ class EmbeddingScorer:
                 out.copy_(scores)
                 scores = out
             return scores.neg_()
+        if self.kind == "moduli":
+            return _moduli_scores(queries, candidates, out)
         raise ValueError(f"unknown score kind {self.kind!r}")
 
     def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
         """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""
         return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)
+
+
+MODULI_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × half-width) elements per temporary
+
+
+def _moduli_scores(queries: torch.Tensor, candidates: torch.Tensor, out: Optional[torch.Tensor]) -> torch.Tensor:
+    """-Σ_k |q_k - c_k| over complex coordinates given as [Re | Im] halves: (B, 2d), (C, 2d) -> (B, C)."""
+    half = queries.shape[1] // 2
+    scores = out if out is not None else queries.new_empty((queries.shape[0], candidates.shape[0]))
+    step = max(1, MODULI_BLOCK_ELEMENTS // max(1, queries.shape[0] * half))
+    q_re, q_im = queries[:, None, :half], queries[:, None, half:]
+    for start in range(0, candidates.shape[0], step):
+        block = candidates[start:start + step]
+        moduli = torch.hypot(q_re - block[None, :, :half], q_im - block[None, :, half:])
+        scores[:, start:start + step] = moduli.sum(dim=2)
+    return scores.neg_()
 
 
 def _as_real(z: torch.Tensor) -> torch.Tensor:
@@ -185,6 +205,13 @@ class RotatE(ComplEx):
                 f"and {float(modulus.max()):.6g}. Pass relations as rotations (PyKEEN's RotatE stores them so)")
 
 
+class RotatEModuli(RotatE):
+    """DGL-KE's RotatE: the *sum of the complex moduli* Σ_k |h_k r_k - t_k| instead of PyKEEN's
+    Euclidean norm; head queries use t ∘ conj(r), exact because |r_k| = 1."""
+
+    name, kind = "RotatE-DGLKE", "moduli"
+
+
 class RESCAL(EmbeddingScorer):
     name, kind = "RESCAL", "dot"
 
@@ -196,7 +223,7 @@ class RESCAL(EmbeddingScorer):
 
 
 SCORERS: Dict[str, Type[EmbeddingScorer]] = {
-    cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RESCAL)}
+    cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RotatEModuli, RESCAL)}
 
 
 def get_scorer_class(name: str) -> Type[EmbeddingScorer]:

@@ -22,16 +22,18 @@ def _reference(name, ent, rel, h, r, t):
         return np.real((ent[h] * rel[r] * np.conj(ent[t])).sum())
     if name == "RotatE":
         return -np.sqrt((np.abs(ent[h] * rel[r] - ent[t]) ** 2).sum())
+    if name == "RotatE-DGLKE":  # the sum of the complex moduli
+        return -np.abs(ent[h] * rel[r] - ent[t]).sum()
     if name == "RESCAL":
         return ent[h] @ rel[r] @ ent[t]
     raise AssertionError(name)
 
 
 def _arrays(name, rng):
-    if name in ("ComplEx", "RotatE"):
+    if name in ("ComplEx", "RotatE", "RotatE-DGLKE"):
         ent = rng.normal(size=(E, D)) + 1j * rng.normal(size=(E, D))
         rel = rng.normal(size=(R, D)) + 1j * rng.normal(size=(R, D))
-        if name == "RotatE":
+        if name.startswith("RotatE"):
             rel = np.exp(1j * rng.uniform(-np.pi, np.pi, size=(R, D)))
         return ent.astype(np.complex128), rel.astype(np.complex128)
     ent = rng.normal(size=(E, D))
