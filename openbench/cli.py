@@ -106,6 +106,7 @@ def _quiet_pykeen() -> None:
                                                            "(always on for --predictions, as SAFRAN does).")
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="A DGL-KE checkpoint folder (config.json + <dataset>_<model>_entity/relation.npy).")
+@click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
 @click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -123,7 +124,7 @@ def _quiet_pykeen() -> None:
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, model_dir,
-             dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
     given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
              bool(submission_path)]
@@ -152,10 +153,23 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
 
     if model_dir:
         from openbench.evaluation.dglke import is_dglke_checkpoint, load_dglke
+        from openbench.evaluation.pykeen_model import is_pykeen_directory, pykeen_evaluator
 
+        if is_pykeen_directory(Path(model_dir)):
+            _quiet_pykeen()
+            dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                                   drop_unknown=drop_unknown)
+            evaluator = pykeen_evaluator(model_dir, dataset, trust_pickle, filter_sets=filter_sets, hits_at=hits,
+                                         exclude_query_entity=exclude_query_entity, seed=seed, progress=progress,
+                                         device=device)
+            result = evaluator.evaluate(batch_size=batch_size)
+            click.echo(format_table(result), err=True)
+            write_json(result, output)
+            return
         if not is_dglke_checkpoint(Path(model_dir)):
-            raise click.UsageError(f"{model_dir} is not a model folder openbench reads yet (expected a DGL-KE "
-                                   "checkpoint: config.json and <dataset>_<model>_entity.npy)")
+            raise click.UsageError(f"{model_dir} is not a model folder openbench reads yet (expected PyKEEN's "
+                                   "trained_model.pkl, or a DGL-KE checkpoint: config.json and "
+                                   "<dataset>_<model>_entity.npy)")
         dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                                drop_unknown=drop_unknown)
         scorer, description = load_dglke(model_dir, dataset, dglke_data)
@@ -273,6 +287,37 @@ def export_command(graph_dir, fmt, output_dir, sep):
 
     counts = export(read_graph_folder(graph_dir, sep=sep), output_dir, fmt)
     click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
+               err=True)
+
+
+@main.command()
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="A split folder (as for evaluate).")
+@click.option("--model", "model_name", required=True, help="Any PyKEEN model name (TransE, DistMult, RotatE, ...).")
+@click.option("--dim", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@click.option("--no-early-stopping", is_flag=True, help="Train all epochs even with validation triples.")
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Model folder to write (PyKEEN's layout plus openbench-model.json).")
+@_handle_errors
+def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed, device, no_early_stopping,
+          output_dir):
+    """Train a PyKEEN model on a split's training triples (validation for early stopping)."""
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.device import resolve_device
+    from openbench.training import train_pipeline
+
+    _quiet_pykeen()
+    dataset = load_dataset(dataset_path)
+    description = train_pipeline(dataset, output_dir, model=model_name, dim=dim, epochs=epochs,
+                                 batch_size=batch_size, learning_rate=learning_rate, seed=seed,
+                                 device=str(resolve_device(device)), early_stopping=not no_early_stopping)
+    click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
+               f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle",
                err=True)
 
 

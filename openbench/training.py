@@ -83,3 +83,70 @@ def _to_array(values: torch.Tensor) -> np.ndarray:
     if values.is_complex():
         values = torch.cat([values.real, values.imag], dim=-1)
     return np.ascontiguousarray(values.reshape(values.shape[0], -1).numpy(), dtype=np.float32)
+
+
+def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 200, epochs: int = 100,
+                   batch_size: int = 256, learning_rate: float = 0.01, seed: int = 0, device: str = "cpu",
+                   early_stopping: bool = True) -> dict:
+    """Train any PyKEEN model by name with PyKEEN's pipeline; save it to ``output`` atomically.
+
+    Ids are the dataset's (the factories use its label maps), validation triples drive early
+    stopping when there are any, and PyKEEN's own test evaluation lands in ``results.json``. The
+    folder gets ``openbench-model.json`` describing the run. Returns that description.
+    """
+    _require_pykeen()
+    import json
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from pykeen.models import model_resolver
+    from pykeen.pipeline import pipeline
+    from pykeen.triples import TriplesFactory
+
+    from openbench import __version__
+
+    try:
+        model_class = model_resolver.lookup(model)
+    except (KeyError, ValueError) as error:
+        raise InputError(f"unknown PyKEEN model {model!r} ({error})") from None
+    entity_to_id = {label: i for i, label in enumerate(dataset.entity_labels)}
+    relation_to_id = {label: i for i, label in enumerate(dataset.relation_labels)}
+    factories = {split: TriplesFactory(mapped_triples=triples, entity_to_id=entity_to_id,
+                                       relation_to_id=relation_to_id)
+                 for split, triples in dataset.triples.items()}
+    validation = factories["valid"] if dataset.triples["valid"].shape[0] else None
+    stopper = "early" if early_stopping and validation is not None else None
+    deterministic_before = torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*pin_memory.*")
+            warnings.filterwarnings("ignore", message="Training instances are always shuffled")
+            result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
+                              model=model_class, dimensions=dim, optimizer="Adam",
+                              optimizer_kwargs={"lr": learning_rate},
+                              training_kwargs={"num_epochs": epochs, "batch_size": batch_size},
+                              stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
+                              random_seed=seed, device=device)
+    finally:
+        torch.use_deterministic_algorithms(deterministic_before)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    description = {"kind": "pykeen", "model": model_class.__name__, "dimensions": dim, "epochs": epochs,
+                   "epochs_run": len(result.losses), "batch_size": batch_size, "learning_rate": learning_rate,
+                   "seed": seed, "early_stopping": stopper is not None, "dataset": dataset.path,
+                   "dataset_fingerprint": dataset.fingerprint, "final_loss": result.losses[-1] if result.losses else None,
+                   "openbench_version": __version__}
+    try:
+        result.save_to_directory(staging)
+        (staging / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+        if output.exists():
+            shutil.rmtree(output)
+        staging.rename(output)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)
+    return description

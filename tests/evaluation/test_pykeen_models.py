@@ -1,0 +1,88 @@
+"""openbench train / evaluate --model-dir on PyKEEN's bundled Nations, cross-checked with PyKEEN's evaluator."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from openbench.cli import main
+from tests.helpers import write_samples
+
+pykeen = pytest.importorskip("pykeen")
+
+
+@pytest.fixture(scope="module")
+def nations(tmp_path_factory):
+    from pykeen.datasets import Nations
+
+    data = Nations()
+    splits = {name: [tuple(row) for row in factory.triples.tolist()]
+              for name, factory in (("train", data.training), ("valid", data.validation), ("test", data.testing))}
+    return write_samples(tmp_path_factory.mktemp("nations"), splits, negatives=False)
+
+
+@pytest.fixture(scope="module")
+def trained(nations, tmp_path_factory):
+    out = tmp_path_factory.mktemp("models") / "transe"
+    result = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", "TransE", "--dim", "16",
+                                       "--epochs", "10", "--seed", "1", "--no-early-stopping", "--device", "cpu",
+                                       "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_train_writes_pykeen_layout_and_a_description(trained):
+    assert (trained / "trained_model.pkl").is_file()
+    assert (trained / "training_triples" / "entity_to_id.tsv.gz").is_file()
+    description = json.loads((trained / "openbench-model.json").read_text())
+    assert description["model"] == "TransE" and description["epochs_run"] == 10 and description["seed"] == 1
+
+
+def test_pickles_load_only_when_trusted(nations, trained):
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(nations), "--model-dir", str(trained)])
+    assert result.exit_code == 1 and "--trust-pickle" in result.output and "runs code" in result.output
+
+
+def test_metrics_equal_pykeens_evaluator(nations, trained):
+    import torch
+    from pykeen.datasets import Nations
+    from pykeen.evaluation import RankBasedEvaluator
+
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(nations), "--model-dir", str(trained),
+                                       "--trust-pickle", "--no-progress", "--hits-at", "1,3,10"])
+    assert result.exit_code == 0, result.output
+    ours = json.loads(result.stdout)["metrics"]
+
+    data = Nations()
+    model = torch.load(trained / "trained_model.pkl", weights_only=False)
+    # map Nations' ids to the saved model's (both come from labels)
+    from openbench.evaluation.pykeen_model import read_pykeen_map
+    entity_map = read_pykeen_map(trained / "training_triples" / "entity_to_id.tsv.gz")
+    relation_map = read_pykeen_map(trained / "training_triples" / "relation_to_id.tsv.gz")
+
+    def mapped(factory):
+        return torch.tensor([[entity_map[h], relation_map[r], entity_map[t]] for h, r, t in factory.triples.tolist()])
+
+    theirs = RankBasedEvaluator(filtered=True).evaluate(
+        model, mapped(data.testing), additional_filter_triples=[mapped(data.training), mapped(data.validation)],
+        batch_size=64, use_tqdm=False)
+    for side in ("both", "head", "tail"):
+        for rank_type in ("realistic", "optimistic", "pessimistic"):
+            assert ours[side][rank_type]["mrr"] == pytest.approx(
+                theirs.get_metric(f"{side}.{rank_type}.inverse_harmonic_mean_rank"), abs=1e-6)
+            for k in (1, 3, 10):
+                assert ours[side][rank_type][f"hits@{k}"] == pytest.approx(
+                    theirs.get_metric(f"{side}.{rank_type}.hits_at_{k}"), abs=1e-6)
+
+
+def test_the_datasets_id_order_does_not_matter(nations, trained, tmp_path):
+    from openbench.evaluation.pykeen_model import read_pykeen_map
+
+    labels = sorted(read_pykeen_map(trained / "training_triples" / "entity_to_id.tsv.gz"), reverse=True)
+    entity_map = tmp_path / "entities.tsv"
+    entity_map.write_text("".join(f"{i}\t{label}\n" for i, label in enumerate(labels)))  # reversed ids
+    base = ["evaluate", "--dataset", str(nations), "--model-dir", str(trained), "--trust-pickle", "--no-progress"]
+    runs = [CliRunner().invoke(main, base), CliRunner().invoke(main, base + ["--entity-map", str(entity_map)])]
+    assert all(run.exit_code == 0 for run in runs), [run.output for run in runs]
+    records = [json.loads(run.stdout) for run in runs]
+    assert records[0]["dataset"]["id_map_sha256"] != records[1]["dataset"]["id_map_sha256"]
+    assert records[0]["metrics"]["both"]["realistic"] == pytest.approx(records[1]["metrics"]["both"]["realistic"])
