@@ -42,22 +42,32 @@ def test_pickles_load_only_when_trusted(nations, trained):
     assert result.exit_code == 1 and "--trust-pickle" in result.output and "runs code" in result.output
 
 
-def test_metrics_equal_pykeens_evaluator(nations, trained):
+@pytest.mark.parametrize("dataset_name", ["Nations", "UMLS"])
+@pytest.mark.parametrize("model_name", ["TransE", "DistMult"])
+def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
+    import pykeen.datasets
     import torch
-    from pykeen.datasets import Nations
     from pykeen.evaluation import RankBasedEvaluator
 
-    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(nations), "--model-dir", str(trained),
-                                       "--trust-pickle", "--no-progress", "--hits-at", "1,3,10"])
+    from openbench.evaluation.pykeen_model import read_pykeen_map
+
+    data = getattr(pykeen.datasets, dataset_name)()  # bundled inside the pykeen package: no download
+    splits = {name: [tuple(row) for row in factory.triples.tolist()]
+              for name, factory in (("train", data.training), ("valid", data.validation), ("test", data.testing))}
+    folder = write_samples(tmp_path / "data", splits, negatives=False)
+    model_dir = tmp_path / "model"
+    runner = CliRunner()
+    trained = runner.invoke(main, ["train", "--dataset", str(folder), "--model", model_name, "--dim", "16",
+                                   "--epochs", "5", "--no-early-stopping", "--device", "cpu", "--output", str(model_dir)])
+    assert trained.exit_code == 0, trained.output
+    result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--model-dir", str(model_dir),
+                                  "--trust-pickle", "--no-progress", "--hits-at", "1,3,10"])
     assert result.exit_code == 0, result.output
     ours = json.loads(result.stdout)["metrics"]
 
-    data = Nations()
-    model = torch.load(trained / "trained_model.pkl", weights_only=False)
-    # map Nations' ids to the saved model's (both come from labels)
-    from openbench.evaluation.pykeen_model import read_pykeen_map
-    entity_map = read_pykeen_map(trained / "training_triples" / "entity_to_id.tsv.gz")
-    relation_map = read_pykeen_map(trained / "training_triples" / "relation_to_id.tsv.gz")
+    model = torch.load(model_dir / "trained_model.pkl", weights_only=False)
+    entity_map = read_pykeen_map(model_dir / "training_triples" / "entity_to_id.tsv.gz")
+    relation_map = read_pykeen_map(model_dir / "training_triples" / "relation_to_id.tsv.gz")
 
     def mapped(factory):
         return torch.tensor([[entity_map[h], relation_map[r], entity_map[t]] for h, r, t in factory.triples.tolist()])
