@@ -78,7 +78,11 @@ def main(verbose: int) -> None:
 
 def _quiet_pykeen() -> None:
     """PyKEEN sets its logger to INFO when imported; follow the -v level of this command instead."""
-    import pykeen  # noqa: F401
+    import warnings
+
+    with warnings.catch_warnings():  # pykeen imports pybel, which imports pkg_resources (deprecated)
+        warnings.simplefilter("ignore")
+        import pykeen  # noqa: F401
 
     root = logging.getLogger().getEffectiveLevel()
     logging.getLogger("pykeen").setLevel(logging.DEBUG if root <= logging.DEBUG else logging.WARNING)
@@ -435,24 +439,36 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
 
 @main.command()
 @click.option("--out", "out_dir", default="demo_out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for the dataset, the trained model and result.json.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the graph and of training.")
-@click.option("--epochs", type=click.IntRange(min=1), default=40, show_default=True, help="Training epochs.")
+              help="Folder for the graph, the split, the trained models and the results.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, the graph and of training.")
+@click.option("--epochs", type=click.IntRange(min=1), default=None, help="Training epochs [default: 60; 40 with "
+                                                                         "--planted].")
+@click.option("--planted", is_flag=True, help="Instead: a seeded planted-structure graph and one baseline, where a "
+                                              "trained model must land far above chance.")
 @click.option("--model", "model_name", default="DistMult", show_default=True,
-              help="Baseline to train: TransE-L1, TransE-L2, DistMult, ComplEx, RotatE, RESCAL.")
+              help="With --planted: the baseline to train (TransE-L1, TransE-L2, DistMult, ComplEx, RotatE, RESCAL).")
 @click.option("--device", default="auto", show_default=True, help="Evaluation device: auto, cpu, cuda or cuda:N.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
 @_handle_errors
-def demo(out_dir, seed, epochs, model_name, device, progress):
-    """Offline end-to-end run: planted graph, PyKEEN baseline, openbench evaluation."""
+def demo(out_dir, seed, epochs, planted, model_name, device, progress):
+    """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
     from pathlib import Path
 
-    from openbench.demo import run_demo
+    from openbench.demo import run_demo, run_pipeline_demo, results_table
     from openbench.evaluation.report import format_table
 
     _quiet_pykeen()
     out = Path(out_dir)
-    result = run_demo(out, seed=seed, epochs=epochs, model=model_name, device=device, progress=progress)
+    if not planted:
+        results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
+        click.echo(results_table(results), err=True)
+        click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
+                   f"results: {out / 'results'}\nthe same evaluation from the command line:\n"
+                   f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
+                   f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "
+                   f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}", err=True)
+        return
+    result = run_demo(out, seed=seed, epochs=epochs or 40, model=model_name, device=device, progress=progress)
     write_json(result, str(out / "result.json"))
     click.echo(format_table(result), err=True)
     click.echo(f"\nresult: {out / 'result.json'}\nthe same evaluation from the command line:\n"

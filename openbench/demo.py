@@ -106,3 +106,63 @@ def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult"
                                    source_sha256=file_sha256(paths["entities"], paths["relations"]),
                                    device=device, seed=seed, progress=progress)
     return evaluator.evaluate()
+
+
+PIPELINE_MODELS = ("DistMult", "TransE-L2")
+
+
+def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, device: str = "auto",
+                      progress: bool = True) -> Dict[str, dict]:
+    """The whole job on the embedded sample sources, offline: generate the graph (nq), split it
+    (random, with negatives and leakage removal), train two PyKEEN baselines, evaluate both.
+
+    Writes ``out/graph/graph_files``, ``out/split``, ``out/models/<model>/*.npy`` and
+    ``out/results/<model>.json``; returns {model: result}.
+    """
+    from graphgen.pipeline import SAMPLE_DIR, generate
+    from openbench.cli import write_json
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.scorers import build_scorer, file_sha256
+    from openbench.training import train_embeddings
+    from splits.io import read_edges, read_nodes
+    from splits.random_split import random_split
+
+    out = Path(out)
+    logger.info("generating the graph from the embedded sample sources")
+    generate(out / "graph", sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=progress)
+    graph = out / "graph" / "graph_files"
+    logger.info("splitting %s", graph)
+    random_split(read_edges(graph / "edges.csv", "1"), read_edges(graph / "TN_edges.csv", "0"),
+                 read_nodes(graph / "ALL_nodes.csv"), out / "split", test_frac=0.1, val=0.1, seed=seed)
+    dataset = load_dataset(out / "split")
+    results = {}
+    for model in PIPELINE_MODELS:
+        logger.info("training %s with PyKEEN for %d epochs", model, epochs)
+        entities, relations = train_embeddings(dataset, model=model, dim=dim, epochs=epochs, seed=seed,
+                                               progress=progress)
+        folder = out / "models" / model
+        folder.mkdir(parents=True, exist_ok=True)
+        paths = {"entities": folder / "entities.npy", "relations": folder / "relations.npy"}
+        for name, array in (("entities", entities), ("relations", relations)):
+            with atomic_path(paths[name]) as tmp:
+                with open(tmp, "wb") as handle:
+                    np.save(handle, array)
+        scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+        evaluator = EmbeddingEvaluator(dataset, scorer, model_params={"trained_by": "pykeen", "epochs": epochs},
+                                       source_sha256=file_sha256(paths["entities"], paths["relations"]),
+                                       device=device, seed=seed, progress=progress)
+        results[model] = evaluator.evaluate()
+        write_json(results[model], str(out / "results" / f"{model}.json"))
+    return results
+
+
+def results_table(results: Dict[str, dict]) -> str:
+    """One row per model: realistic MRR, hits@1, hits@10 and AMRI over both sides."""
+    rows = [f"{'model':<12} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'AMRI':>7}"]
+    for model, result in results.items():
+        block = result["metrics"]["both"]["realistic"]
+        cell = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
+        rows.append(f"{model:<12} {cell(block['mrr']):>7} {cell(block.get('hits@1')):>7} "
+                    f"{cell(block.get('hits@10')):>8} {cell(block['amri']):>7}")
+    return "\n".join(rows)
