@@ -18,6 +18,7 @@ from typing import Callable, Dict
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
+from openbench._io import replace_folder
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -148,8 +149,6 @@ def export(tables: GraphTables, output, fmt: str) -> Dict[str, int]:
     fmt = fmt.upper()
     if fmt not in WRITERS:
         raise InputError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
-    from graphgen.writers.tsv import replace_folder
-
     counts: Dict[str, int] = {}
 
     def fill(folder: Path) -> None:

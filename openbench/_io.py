@@ -1,11 +1,12 @@
-"""Atomic file writes: write to a temporary name in the same folder, then rename."""
+"""Atomic writes: a file or a whole folder is filled under a temporary name beside it, then renamed."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Union
+from typing import Callable, Iterator, Union
 
 
 @contextmanager
@@ -40,3 +41,23 @@ def line_of_row(path: Union[str, Path], row: int) -> int:
                 if seen == row:
                     return number
     return row + 1
+
+
+def replace_folder(final: Path, fill: Callable[[Path], None]) -> Path:
+    """Run ``fill`` on a temporary folder beside ``final``, then rename it onto ``final`` (replacing
+    a previous one); on failure nothing is left behind."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        fill(staging)
+        if final.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
+            final.rename(retired / final.name)
+            staging.rename(final)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    return final

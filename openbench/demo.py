@@ -83,20 +83,26 @@ def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult"
              device: str = "auto", progress: bool = True) -> dict:
     """Build the demo graph under ``out``, train ``model`` with PyKEEN, evaluate it; return the result."""
     from openbench.evaluation.dataset import load_dataset
+
+    out = Path(out)
+    data = out / "dataset"
+    logger.info("writing the planted graph (seed %d) to %s", seed, data)
+    write_samples(data, planted_graph(seed), seed)
+    return train_and_evaluate(load_dataset(data), model, out / "model", dim, epochs, seed, device, progress)
+
+
+def train_and_evaluate(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, device: str,
+                       progress: bool) -> dict:
+    """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``, evaluate with openbench."""
     from openbench.evaluation.evaluator import EmbeddingEvaluator
     from openbench.evaluation.scorers import build_scorer, file_sha256
     from openbench.training import train_embeddings
 
-    out = Path(out)
-    data, model_dir = out / "dataset", out / "model"
-    logger.info("writing the planted graph (seed %d) to %s", seed, data)
-    write_samples(data, planted_graph(seed), seed)
-    dataset = load_dataset(data)
     logger.info("training %s with PyKEEN for %d epochs", model, epochs)
     entities, relations = train_embeddings(dataset, model=model, dim=dim, epochs=epochs, seed=seed,
                                            progress=progress)
-    model_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"entities": model_dir / "entities.npy", "relations": model_dir / "relations.npy"}
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"entities": folder / "entities.npy", "relations": folder / "relations.npy"}
     for name, array in (("entities", entities), ("relations", relations)):
         with atomic_path(paths[name]) as tmp:
             with open(tmp, "wb") as handle:
@@ -106,7 +112,6 @@ def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult"
                                    source_sha256=file_sha256(paths["entities"], paths["relations"]),
                                    device=device, seed=seed, progress=progress)
     return evaluator.evaluate()
-
 
 PIPELINE_MODELS = ("DistMult", "TransE-L2")
 
@@ -122,9 +127,6 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     from graphgen.pipeline import SAMPLE_DIR, generate
     from openbench.cli import write_json
     from openbench.evaluation.dataset import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.scorers import build_scorer, file_sha256
-    from openbench.training import train_embeddings
     from splits.io import read_edges, read_nodes
     from splits.random_split import random_split
 
@@ -138,21 +140,8 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     dataset = load_dataset(out / "split")
     results = {}
     for model in PIPELINE_MODELS:
-        logger.info("training %s with PyKEEN for %d epochs", model, epochs)
-        entities, relations = train_embeddings(dataset, model=model, dim=dim, epochs=epochs, seed=seed,
-                                               progress=progress)
-        folder = out / "models" / model
-        folder.mkdir(parents=True, exist_ok=True)
-        paths = {"entities": folder / "entities.npy", "relations": folder / "relations.npy"}
-        for name, array in (("entities", entities), ("relations", relations)):
-            with atomic_path(paths[name]) as tmp:
-                with open(tmp, "wb") as handle:
-                    np.save(handle, array)
-        scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-        evaluator = EmbeddingEvaluator(dataset, scorer, model_params={"trained_by": "pykeen", "epochs": epochs},
-                                       source_sha256=file_sha256(paths["entities"], paths["relations"]),
-                                       device=device, seed=seed, progress=progress)
-        results[model] = evaluator.evaluate()
+        results[model] = train_and_evaluate(dataset, model, out / "models" / model, dim, epochs, seed, device,
+                                            progress)
         write_json(results[model], str(out / "results" / f"{model}.json"))
     return results
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from contextlib import contextmanager
 from typing import Dict, Tuple
 
 import numpy as np
 import torch
 
+from openbench._io import replace_folder
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 
@@ -27,6 +29,21 @@ PYKEEN_MODELS: Dict[str, Tuple[str, dict]] = {
     "RotatE": ("RotatE", {}),
     "RESCAL": ("RESCAL", {}),
 }
+
+
+@contextmanager
+def _deterministic_training():
+    """Deterministic kernels (e.g. the scatter-add of embedding gradients) for byte-identical
+    arrays, and PyKEEN's per-run CPU warnings (pinned memory, shuffling) silenced; restored after."""
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*pin_memory.*")
+            warnings.filterwarnings("ignore", message="Training instances are always shuffled")
+            yield
+    finally:
+        torch.use_deterministic_algorithms(before)
 
 
 def _require_pykeen():
@@ -60,18 +77,9 @@ def train_embeddings(dataset: Dataset, model: str = "DistMult", dim: int = 32, e
     kge = model_resolver.make(name, triples_factory=factory, embedding_dim=dim, random_seed=seed, **arguments)
     loop = SLCWATrainingLoop(model=kge, triples_factory=factory, optimizer="Adam",
                              optimizer_kwargs={"lr": learning_rate})
-    deterministic_before = torch.are_deterministic_algorithms_enabled()
-    try:
-        # deterministic kernels (e.g. the embedding gradients' scatter-add) for byte-identical arrays
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        with warnings.catch_warnings():
-            # PyKEEN's data loader asks for pinned memory and warns about shuffling on every CPU run
-            warnings.filterwarnings("ignore", message=".*pin_memory.*")
-            warnings.filterwarnings("ignore", message="Training instances are always shuffled")
-            losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
-                                use_tqdm=progress and sys.stderr.isatty(), use_tqdm_batch=False)
-    finally:
-        torch.use_deterministic_algorithms(deterministic_before)
+    with _deterministic_training():
+        losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
+                            use_tqdm=progress and sys.stderr.isatty(), use_tqdm_batch=False)
     logger.info("trained %s for %d epochs, final loss %.4f", model, epochs, losses[-1] if losses else float("nan"))
     with torch.no_grad():
         entities = kge.entity_representations[0](indices=None).detach().cpu()
@@ -96,8 +104,6 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     """
     _require_pykeen()
     import json
-    import shutil
-    import tempfile
     from pathlib import Path
 
     from pykeen.models import model_resolver
@@ -117,36 +123,23 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
                  for split, triples in dataset.triples.items()}
     validation = factories["valid"] if dataset.triples["valid"].shape[0] else None
     stopper = "early" if early_stopping and validation is not None else None
-    deterministic_before = torch.are_deterministic_algorithms_enabled()
-    try:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*pin_memory.*")
-            warnings.filterwarnings("ignore", message="Training instances are always shuffled")
-            result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
-                              model=model_class, dimensions=dim, optimizer="Adam",
-                              optimizer_kwargs={"lr": learning_rate},
-                              training_kwargs={"num_epochs": epochs, "batch_size": batch_size},
-                              stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
-                              random_seed=seed, device=device)
-    finally:
-        torch.use_deterministic_algorithms(deterministic_before)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    with _deterministic_training():
+        result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
+                          model=model_class, dimensions=dim, optimizer="Adam",
+                          optimizer_kwargs={"lr": learning_rate},
+                          training_kwargs={"num_epochs": epochs, "batch_size": batch_size},
+                          stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
+                          random_seed=seed, device=device)
     description = {"kind": "pykeen", "model": model_class.__name__, "dimensions": dim, "epochs": epochs,
                    "epochs_run": len(result.losses), "batch_size": batch_size, "learning_rate": learning_rate,
                    "seed": seed, "early_stopping": stopper is not None, "dataset": dataset.path,
                    "dataset_fingerprint": dataset.fingerprint, "final_loss": result.losses[-1] if result.losses else None,
                    "openbench_version": __version__}
-    try:
-        result.save_to_directory(staging)
-        (staging / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
-        if output.exists():
-            shutil.rmtree(output)
-        staging.rename(output)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+
+    def fill(folder: Path) -> None:
+        result.save_to_directory(folder)
+        (folder / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+
+    replace_folder(Path(output), fill)
     logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)
     return description

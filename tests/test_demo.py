@@ -19,16 +19,21 @@ def test_planted_graph_is_seeded_and_leak_free():
     assert not set(first["test"]) & set(first["train"])
 
 
-@pytest.fixture(scope="module")
-def demo_runs(tmp_path_factory):
+def _run_twice(tmp_path_factory, *arguments):
+    """Two runs of ``openbench demo`` with the same seed, each into its own folder: [(folder, result)]."""
     runs = []
-    for name in ("a", "b"):
+    for name in ("first", "second"):
         out = tmp_path_factory.mktemp(name)
-        result = CliRunner().invoke(main, ["demo", "--planted", "--out", str(out), "--epochs", "20", "--no-progress"],
+        result = CliRunner().invoke(main, ["demo", *arguments, "--out", str(out), "--no-progress"],
                                     catch_exceptions=False)
         assert result.exit_code == 0, result.output
         runs.append((out, result))
     return runs
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    return _run_twice(tmp_path_factory, "--planted", "--epochs", "20")
 
 
 def test_demo_writes_everything_and_learns(demo_runs):
@@ -54,14 +59,7 @@ def test_same_seed_gives_byte_identical_files(demo_runs):
 
 @pytest.fixture(scope="module")
 def pipeline_runs(tmp_path_factory):
-    runs = []
-    for name in ("p1", "p2"):
-        out = tmp_path_factory.mktemp(name)
-        result = CliRunner().invoke(main, ["demo", "--out", str(out), "--epochs", "30", "--no-progress"],
-                                    catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        runs.append((out, result))
-    return runs
+    return _run_twice(tmp_path_factory, "--epochs", "30")
 
 
 def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline_runs):

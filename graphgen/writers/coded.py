@@ -27,6 +27,8 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import polars as pl
 
+from openbench._native import load_library
+
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20        # formatted bytes per chunk, about
@@ -42,21 +44,17 @@ def _load_library():
     _library_loaded = True
     if os.environ.get("OPENBENCH_WRITER", "").lower() == "polars":
         return None
-    here = Path(__file__).resolve().parent
-    for candidate in sorted(here.glob("_rows*.so")) + sorted(here.glob("_rows*.pyd")):
-        try:
-            library = ctypes.CDLL(str(candidate))
-        except OSError as error:  # pragma: no cover - a broken build
-            logger.debug("cannot load %s: %s", candidate, error)
-            continue
+
+    def configure(library):
         function = library.openbench_format_rows
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char, ctypes.c_void_p]
         function.restype = ctypes.c_int64
-        _library = library
-        return library
-    logger.debug("the C row formatter is not built; writing through polars")
-    return None
+
+    _library = load_library(Path(__file__).resolve().parent, "_rows", configure)
+    if _library is None:
+        logger.debug("the C row formatter is not built; writing through polars")
+    return _library
 
 
 def writer_name() -> str:

@@ -9,10 +9,8 @@ before writing them).
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Callable, List
+from typing import List
 
 import numpy as np
 import polars as pl
@@ -20,6 +18,7 @@ import polars as pl
 from graphgen.build import STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
 from graphgen.writers.coded import Column, write_coded
+from openbench._io import replace_folder
 
 GRAPH_FOLDER = "graph_files"
 
@@ -58,26 +57,6 @@ def _present(names: pl.Series, order) -> List[str]:
 
 def _write_list(path: Path, names: List[str]) -> None:
     path.write_text("\n".join(names), encoding="utf-8")  # OpenBioLink: no trailing newline
-
-
-def replace_folder(final: Path, fill: Callable[[Path], None]) -> Path:
-    """Run ``fill`` on a temporary folder beside ``final``, then rename it onto ``final`` (replacing
-    a previous one); on failure nothing is left behind."""
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-    try:
-        fill(staging)
-        if final.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{final.name}.old.", dir=final.parent))
-            final.rename(retired / final.name)
-            staging.rename(final)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(final)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return final
 
 
 def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False) -> Path:

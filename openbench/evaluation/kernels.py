@@ -20,6 +20,7 @@ from typing import Optional, Tuple
 
 import torch
 
+from openbench._native import load_library
 from openbench.errors import ScoreError
 
 logger = logging.getLogger(__name__)
@@ -47,22 +48,18 @@ def _load_library():
     _library_loaded = True
     if os.environ.get("OPENBENCH_KERNEL", "").lower() == "torch":
         return None
-    here = Path(__file__).resolve().parent
-    for candidate in sorted(here.glob("_counting*.so")) + sorted(here.glob("_counting*.pyd")):
-        try:
-            library = ctypes.CDLL(str(candidate))
-        except OSError as error:  # pragma: no cover - a broken build
-            logger.debug("cannot load %s: %s", candidate, error)
-            continue
+
+    def configure(library):
         for name in ("openbench_count_rows_f32", "openbench_count_rows_f64"):
             function = getattr(library, name)
             function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                                  ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             function.restype = None
-        _library = library
-        return library
-    logger.debug("the C counting kernel is not built; using the torch implementation")
-    return None
+
+    _library = load_library(Path(__file__).resolve().parent, "_counting", configure)
+    if _library is None:
+        logger.debug("the C counting kernel is not built; using the torch implementation")
+    return _library
 
 
 def kernel_name(scores: torch.Tensor) -> str:
