@@ -108,6 +108,8 @@ def _quiet_pykeen() -> None:
 @click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
 @click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates "
                                                            "(always on for --predictions, as SAFRAN does).")
+@click.option("--candidates", type=click.Choice(["all", "typed"]), default="all", show_default=True,
+              help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="A DGL-KE checkpoint folder (config.json + <dataset>_<model>_entity/relation.npy).")
 @click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
@@ -127,8 +129,8 @@ def _quiet_pykeen() -> None:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
-             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, model_dir,
-             trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, candidates,
+             model_dir, trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
     given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
              bool(submission_path)]
@@ -165,7 +167,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                                    drop_unknown=drop_unknown)
             evaluator = pykeen_evaluator(model_dir, dataset, trust_pickle, filter_sets=filter_sets, hits_at=hits,
                                          exclude_query_entity=exclude_query_entity, seed=seed, progress=progress,
-                                         device=device)
+                                         device=device, candidates=candidates)
             result = evaluator.evaluate(batch_size=batch_size)
             click.echo(format_table(result), err=True)
             write_json(result, output)
@@ -190,7 +192,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     evaluator = EmbeddingEvaluator(dataset, scorer, model_params=params, source_sha256=source,
                                    filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
                                    device=device, exclude_query_entity=exclude_query_entity, seed=seed,
-                                   progress=progress)
+                                   progress=progress, candidates=candidates)
     result = evaluator.evaluate(batch_size=batch_size)
     click.echo(format_table(result), err=True)
     write_json(result, output)

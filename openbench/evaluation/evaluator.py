@@ -27,6 +27,7 @@ from openbench.evaluation.kernels import kernel_name
 from openbench.evaluation.metrics import summarize
 from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_counts, count_block, other_known)
 from openbench.evaluation.scorers import EmbeddingScorer
+from openbench.evaluation.typed import TypedCandidates
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ DEFAULT_HITS_AT = (1, 3, 10)
 CPU_BLOCK_ELEMENTS = 2 ** 23
 GPU_BLOCK_FRACTION = 0.25
 MIN_FULL_ROWS = 8
+CANDIDATE_MODES = ("all", "typed")
 
 Filter = Tuple[torch.Tensor, torch.Tensor]
 
@@ -67,7 +69,7 @@ class Evaluator:
     def __init__(self, dataset: Dataset, *, filter_sets: Sequence[str] = SPLITS,
                  hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
                  exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
-                 progress: bool = True):
+                 progress: bool = True, candidates: str = "all"):
         unknown = [name for name in filter_sets if name not in SPLITS]
         if unknown:
             raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
@@ -91,6 +93,15 @@ class Evaluator:
         known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
         self.filters = {side: FilterIndex.build(known_triples, dataset.num_relations, side, self.device)
                         for side in SIDES}
+        if candidates not in CANDIDATE_MODES:
+            raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
+        self.candidates = candidates
+        self.typed: Optional[TypedCandidates] = None
+        if candidates == "typed":
+            self.typed = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device)
+            if self.typed.untyped_relations:
+                self.warnings.append(f"typed candidates: {len(self.typed.untyped_relations)} relation(s) not in the "
+                                     f"edge-type registry keep all candidates (first: {self.typed.untyped_relations[0]})")
 
     # -- the model contract ---------------------------------------------------------------
     def score_batch(self, batch: torch.Tensor):
@@ -152,7 +163,9 @@ class Evaluator:
                 self._check_positive_scores(side, torch.as_tensor(positives[side], device=self.device), true_scores)
             try:
                 work = scores if kernel_name(scores) == "c" else scores.clone()  # the torch path writes
+                self._exclude(work, batch, side, 0, true_ids)
                 gt, eq, _ = count_block(work, 0, true_ids, true_scores, *filters[side], self.lower_is_better)
+                eq = self._untie_worst(eq, true_scores, batch, side, filters[side])
             except NonFiniteRows as error:
                 error.side = side
                 raise
@@ -175,9 +188,33 @@ class Evaluator:
             pairs = self.count_sides(batch, filters)
         except NonFiniteRows as error:
             raise _NaNQuery(error.row, str(error), getattr(error, "side", None)) from error
-        return {side: RankCounts(pairs[side][0], pairs[side][1],
-                                 candidate_counts(self.num_entities, filters[side][0], batch.shape[0]))
-                for side in SIDES}
+        counts = {}
+        for side in SIDES:
+            candidates = candidate_counts(self.num_entities, filters[side][0], batch.shape[0])
+            if self.typed is not None:
+                candidates = candidates - self.typed.excluded_unfiltered(batch[:, 1], side, _true_ids(batch, side),
+                                                                         filters[side], self.num_entities)
+            counts[side] = RankCounts(pairs[side][0], pairs[side][1], candidates)
+        return counts
+
+    def _exclude(self, block: torch.Tensor, batch: torch.Tensor, side: str, start: int, true_ids: torch.Tensor) -> None:
+        """With typed candidates: overwrite the block's non-admitted entries with the worst value."""
+        if self.typed is not None:
+            self.typed.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
+
+    def _untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
+                     filter_pairs: Filter) -> torch.Tensor:
+        """A true score equal to the fill value tied with every excluded entry; take those ties back.
+        Excluded entries that are also filtered were already taken back by the filter correction."""
+        if self.typed is None:
+            return eq
+        worst = float("inf") if self.lower_is_better else float("-inf")
+        at_worst = true_scores == worst
+        if not bool(at_worst.any()):
+            return eq
+        unfiltered = self.typed.excluded_unfiltered(batch[:, 1], side, _true_ids(batch, side), filter_pairs,
+                                                    self.num_entities)
+        return eq - torch.where(at_worst, unfiltered, torch.zeros_like(unfiltered))
 
     # -- the loop ----------------------------------------------------------------------------
     def evaluate(self, batch_size: Optional[int] = None) -> dict:
@@ -238,7 +275,7 @@ class Evaluator:
             "protocol": {
                 "headline_rank_type": "realistic",
                 "filter_sets": list(self.filter_sets),
-                "candidates": "all",
+                "candidates": self.candidates,
                 "sides": ["head", "tail"],
                 "exclude_query_entity": self.exclude_query_entity,
                 "lower_is_better": self.lower_is_better,
@@ -342,8 +379,9 @@ class EmbeddingEvaluator(Evaluator):
         if width >= self.num_entities:
             block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block)
             true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
+            self._exclude(block, batch, side, 0, true_ids)
             gt, eq, _ = count_block(block, 0, true_ids, true_scores, *filter_pairs, self.lower_is_better, check_nan)
-            return gt, eq
+            return gt, self._untie_worst(eq, true_scores, batch, side, filter_pairs)
         true_scores = torch.empty(rows, dtype=block.dtype, device=self.device)
         for start in starts:
             stop = min(start + width, self.num_entities)
@@ -357,6 +395,7 @@ class EmbeddingEvaluator(Evaluator):
         for start in starts:
             stop = min(start + width, self.num_entities)
             block = self.scorer.score_chunk(queries, side, start, stop, out=self._block(rows, stop - start))
+            self._exclude(block, batch, side, start, true_ids)
             chunk_gt, chunk_eq, true_differs = count_block(block, start, true_ids, true_scores, *filter_pairs,
                                                            self.lower_is_better, check_nan)
             gt += chunk_gt
@@ -366,4 +405,4 @@ class EmbeddingEvaluator(Evaluator):
             message = f"{mismatched} true score(s) differed between two computations of the same chunk"
             self.warnings.append(message)
             logger.warning(message)
-        return gt, eq
+        return gt, self._untie_worst(eq, true_scores, batch, side, filter_pairs)

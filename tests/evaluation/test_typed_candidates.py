@@ -1,0 +1,140 @@
+"""--candidates typed: ranks among the admitted node types only, against a plain reference."""
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from openbench.cli import main
+from openbench.evaluation.dataset import load_dataset
+from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
+from openbench.evaluation.scorers import build_scorer
+from tests.helpers import integer_embeddings, write_samples
+
+PREFIXES = {"GENE": "NCBIGENE", "DIS": "DOID", "PHENOTYPE": "HP", "GO": "GO"}
+RELATIONS = {"GENE_DIS": ("GENE", "DIS"), "GENE_GENE": ("GENE", "GENE"), "DIS_PHENOTYPE": ("DIS", "PHENOTYPE"),
+             "IS_A": ("GO", "GO"), "CUSTOM_REL": ("GENE", "GO")}
+ADMITTED = {"GENE_DIS": ({"GENE"}, {"DIS"}), "GENE_GENE": ({"GENE"}, {"GENE"}),
+            "DIS_PHENOTYPE": ({"DIS"}, {"PHENOTYPE"}), "IS_A": ({"GO", "DIS", "PHENOTYPE", "ANATOMY"},) * 2}
+
+
+def _graph(seed):
+    rng = random.Random(seed)
+    entities = {kind: [f"{prefix}:{i}" for i in range(5)] for kind, prefix in PREFIXES.items()}
+
+    def triple():
+        relation = rng.choice(list(RELATIONS))
+        head, tail = RELATIONS[relation]
+        return rng.choice(entities[head]), relation, rng.choice(entities[tail])
+
+    splits = {"train": sorted({triple() for _ in range(60)}), "valid": sorted({triple() for _ in range(5)}),
+              "test": sorted({triple() for _ in range(12)})}
+    splits["train"] += [(e, "IS_A", e) for kind in entities for e in entities[kind]]  # every entity known
+    return splits
+
+
+def _type_of(label):
+    prefix = label.split(":")[0]
+    return next(kind for kind, p in PREFIXES.items() if p == prefix)
+
+
+def _slow_typed_mrr(dataset, rows_by_side, side):
+    """Realistic MRR of one side from full score rows, candidates restricted by hand."""
+    known = {tuple(t) for name in ("train", "valid", "test") for t in dataset.triples[name].tolist()}
+    labels, relations = dataset.entity_labels, dataset.relation_labels
+    total = []
+    for i, (h, r, t) in enumerate(dataset.triples["test"].tolist()):
+        true = h if side == "head" else t
+        admitted = ADMITTED.get(relations[r])
+        row = rows_by_side[i]
+        greater = equal = 0
+        for candidate in range(len(labels)):
+            if candidate == true:
+                continue
+            triple = (candidate, r, t) if side == "head" else (h, r, candidate)
+            if triple in known:
+                continue
+            if admitted is not None and _type_of(labels[candidate]) not in admitted[0 if side == "head" else 1]:
+                continue
+            greater += row[candidate] > row[true]
+            equal += row[candidate] == row[true]
+        total.append(1.0 / (greater + (equal + 2) / 2))
+    return sum(total) / len(total)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_typed_embedding_evaluation_matches_the_reference(tmp_path, seed):
+    dataset = load_dataset(write_samples(tmp_path / "data", _graph(seed), negatives=False))
+    entities = integer_embeddings(seed, dataset.num_entities, 4)
+    relations = integer_embeddings(seed + 10, dataset.num_relations, 4)
+    scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+    for entity_chunk in (None, 3):  # one block, and several entity chunks
+        evaluator = EmbeddingEvaluator(dataset, scorer, candidates="typed", progress=False, device="cpu",
+                                       entity_chunk=entity_chunk)
+        result = evaluator.evaluate(batch_size=4)
+        assert result["protocol"]["candidates"] == "typed"
+        assert any("CUSTOM_REL" in w for w in result["warnings"])
+        for side in ("head", "tail"):
+            rows = scorer.score_all(dataset.triples["test"], side).numpy()
+            assert result["metrics"][side]["realistic"]["mrr"] == pytest.approx(_slow_typed_mrr(dataset, rows, side),
+                                                                                abs=1e-12)
+    untyped = EmbeddingEvaluator(dataset, scorer, progress=False, device="cpu").evaluate()
+    assert untyped["metrics"]["both"]["realistic"]["mr"] >= result["metrics"]["both"]["realistic"]["mr"]
+
+
+class _RowsEvaluator(Evaluator):
+    """Full score rows given up front, some true scores at -inf (the typed fill value)."""
+
+    def __init__(self, dataset, rows, **options):
+        super().__init__(dataset, device="cpu", progress=False, **options)
+        self.rows = rows
+
+    def score_batch(self, batch):
+        index = {tuple(t): i for i, t in enumerate(self.dataset.triples["test"].tolist())}
+        picked = [index[tuple(t)] for t in batch.tolist()]
+        return self.rows["head"][picked], self.rows["tail"][picked]
+
+
+def test_a_true_score_at_minus_infinity_does_not_tie_with_excluded_candidates(tmp_path):
+    dataset = load_dataset(write_samples(tmp_path / "data", _graph(7), negatives=False))
+    rng = np.random.default_rng(0)
+    rows = {side: torch.from_numpy(rng.integers(-2, 3, (dataset.triples["test"].shape[0], dataset.num_entities))
+                                   .astype(np.float64)) for side in ("head", "tail")}
+    test = dataset.triples["test"]
+    typed_row = next(i for i, r in enumerate(test[:, 1].tolist()) if dataset.relation_labels[r] in ADMITTED)
+    rows["tail"][typed_row, test[typed_row, 2]] = float("-inf")  # the true answer scores as low as it can
+    rows["tail"][typed_row, (test[typed_row, 2] + 1) % dataset.num_entities] = float("-inf")
+    result = _RowsEvaluator(dataset, rows, candidates="typed").evaluate(batch_size=3)
+    for side in ("head", "tail"):
+        expected = _slow_typed_mrr(dataset, rows[side].numpy(), side)
+        assert result["metrics"][side]["realistic"]["mrr"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
+    dataset = load_dataset(write_samples(tmp_path / "data", _graph(1), negatives=False))
+    scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
+                          integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
+    typed = EmbeddingEvaluator(dataset, scorer, candidates="typed", progress=False, device="cpu")
+    batch = dataset.triples["test"]
+    counts = typed._count_batch(batch)
+    known = {tuple(t) for name in ("train", "valid", "test") for t in dataset.triples[name].tolist()}
+    for i, (h, r, t) in enumerate(batch.tolist()):
+        admitted = ADMITTED.get(dataset.relation_labels[r])
+        expected = sum(1 for c in range(dataset.num_entities)
+                       if c == t or ((h, r, c) not in known
+                                     and (admitted is None or _type_of(dataset.entity_labels[c]) in admitted[1])))
+        assert int(counts["tail"].n_candidates[i]) == expected
+
+
+def test_cli_flag(tmp_path):
+    folder = write_samples(tmp_path / "data", _graph(2), negatives=False)
+    dataset = load_dataset(folder)
+    np.save(tmp_path / "e.npy", integer_embeddings(0, dataset.num_entities, 4))
+    np.save(tmp_path / "r.npy", integer_embeddings(1, dataset.num_relations, 4))
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(folder), "--model", "DistMult",
+                                       "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
+                                       str(tmp_path / "r.npy"), "--candidates", "typed", "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["protocol"]["candidates"] == "typed"
