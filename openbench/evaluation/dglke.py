@@ -19,9 +19,12 @@ ComplEx     Re⟨h, r, conj(t)⟩, [real | imaginary] halves          ComplEx
 RESCAL      hᵀ M_r t, M_r = rel[r].view(d, d) row-major          RESCAL (both sides correct;
                                                                  DGL-KE's tail side uses M_rᵀ)
 RotatE      γ - Σ_k |h_k e^{iθ_k} - t_k|, θ = rel·π / ((γ+2)/d)  RotatE-DGLKE
+SimplE      ½ Σ (h_head∘r∘t_tail + t_head∘r_inv∘h_tail)          SimplE (unclamped; DGL-KE
+                                                                 clamps to ±20, making ties)
 ==========  ===================================================  =====================
 
-TransR and SimplE checkpoints are recognised and refused with a clear message (not yet ported).
+TransR checkpoints are recognised and refused with a clear message (not yet ported: its
+candidates are projected per relation).
 """
 from __future__ import annotations
 
@@ -37,8 +40,8 @@ from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.scorers import EmbeddingScorer, build_scorer, file_sha256, load_array
 
 SCORERS = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
-           "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE"}
-NOT_PORTED = ("TransR", "SimplE")
+           "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
+NOT_PORTED = ("TransR",)
 EMB_INIT_EPS = 2.0  # DGL-KE's EMB_INIT_EPS
 
 

@@ -3,7 +3,7 @@
 Every model reduces a query to a vector q (B, d') and the candidates to a matrix C (E, d'), so
 that one side's score rows are one of
 
-* ``dot``: S = q · Cᵀ (a GEMM): DistMult, ComplEx, RESCAL;
+* ``dot``: S = q · Cᵀ (a GEMM): DistMult, ComplEx, RESCAL, SimplE;
 * ``l2``:  S = -sqrt(max(‖q‖² + ‖c‖² - 2 q · Cᵀ, 0)): TransE-L2, RotatE;
 * ``l1``:  S = -‖q - c‖₁: TransE-L1;
 * ``moduli``: S = -Σ_k |q_k - c_k| over complex coordinates: DGL-KE's RotatE (``RotatE-DGLKE``).
@@ -18,6 +18,7 @@ DistMult   h ∘ r                 r ∘ t                entities
 ComplEx    h ∘ r (complex)       t ∘ conj(r)          [Re | Im]
 RotatE     h ∘ r (complex)       t ∘ conj(r)          [Re | Im]
 RESCAL     hᵀ M_r                M_r t                entities
+SimplE     ½[h_h∘r | h_t∘r⁻]      ½[r∘t_t | r⁻∘t_h]      swapped halves (tail side)
 =========  ====================  ===================  ==========
 
 ComplEx scores Re(Σ h r conj(t)); RotatE scores -‖h ∘ r - t‖₂ with unit-modulus relations, which
@@ -222,8 +223,37 @@ class RESCAL(EmbeddingScorer):
         return torch.bmm(matrices, self.entities[batch[:, 2]].unsqueeze(2)).squeeze(2)
 
 
+class SimplE(EmbeddingScorer):
+    """SimplE (Kazemi & Poole): entities [head role | tail role], relations [r | r_inv];
+    score ½ Σ (h_head∘r∘t_tail + t_head∘r_inv∘h_tail), unclamped (DGL-KE clamps to ±20 while
+    training and in its evaluator, which creates ties at the clamp)."""
+
+    name, kind = "SimplE", "dot"
+
+    def __init__(self, entities, relations):
+        if entities.ndim == 2 and entities.shape[1] % 2:
+            raise InputError(f"SimplE embeddings hold two halves (head and tail role); width {entities.shape[1]} is odd")
+        super().__init__(entities, relations)
+
+    def query_vectors(self, batch, side):
+        half = self.entities.shape[1] // 2
+        relation = self.relations[batch[:, 1]]
+        r, r_inverse = relation[:, :half], relation[:, half:]
+        if side == "tail":  # against [t_tail | t_head]
+            h = self.entities[batch[:, 0]]
+            return 0.5 * torch.cat([h[:, :half] * r, h[:, half:] * r_inverse], dim=1)
+        t = self.entities[batch[:, 2]]  # against [h_head | h_tail]
+        return 0.5 * torch.cat([r * t[:, half:], r_inverse * t[:, :half]], dim=1)
+
+    def candidate_vectors(self, side):
+        if side == "head":
+            return self.entities
+        half = self.entities.shape[1] // 2
+        return torch.cat([self.entities[:, half:], self.entities[:, :half]], dim=1)
+
+
 SCORERS: Dict[str, Type[EmbeddingScorer]] = {
-    cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RotatEModuli, RESCAL)}
+    cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RotatEModuli, RESCAL, SimplE)}
 
 
 def get_scorer_class(name: str) -> Type[EmbeddingScorer]:

@@ -38,6 +38,11 @@ def _dglke_score(model, h, r, t, rel_matrix_dim=None):
         re = hr * np.cos(phase) - hi * np.sin(phase) - tr
         im = hr * np.sin(phase) + hi * np.cos(phase) - ti
         return GAMMA - np.sqrt(re ** 2 + im ** 2).sum()
+    if model == "SimplE":
+        hh, ht = np.split(h, 2)
+        th, tt = np.split(t, 2)
+        r_, r_inv = np.split(r, 2)
+        return float(0.5 * (hh * r_ * tt + th * r_inv * ht).sum())
     raise ValueError(model)
 
 
@@ -78,9 +83,10 @@ def dataset(tmp_path_factory):
 
 
 @pytest.mark.parametrize("model,double_ent", [("TransE_l2", False), ("TransE_l1", False), ("DistMult", False),
-                                              ("ComplEx", True), ("RESCAL", False), ("RotatE", True)])
+                                              ("ComplEx", True), ("RESCAL", False), ("RotatE", True),
+                                              ("SimplE", False)])
 def test_scores_equal_dglke_formulas_on_both_sides(tmp_path, dataset, model, double_ent):
-    double_rel = model == "ComplEx"
+    double_rel = model in ("ComplEx", "SimplE") and double_ent or model == "ComplEx"
     folder, entity, relation = _checkpoint(tmp_path, dataset, model, double_ent, double_rel)
     scorer, description = load_dglke(folder, dataset)
     assert description["params"]["gamma"] == GAMMA and description["params"]["dglke_model"] == model

@@ -26,6 +26,10 @@ def _reference(name, ent, rel, h, r, t):
         return -np.abs(ent[h] * rel[r] - ent[t]).sum()
     if name == "RESCAL":
         return ent[h] @ rel[r] @ ent[t]
+    if name == "SimplE":  # entities [head role | tail role], relations [r | r_inv]
+        half = ent.shape[1] // 2
+        return 0.5 * ((ent[h][:half] * rel[r][:half] * ent[t][half:]).sum()
+                      + (ent[t][:half] * rel[r][half:] * ent[h][half:]).sum())
     raise AssertionError(name)
 
 
