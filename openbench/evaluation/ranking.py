@@ -29,7 +29,12 @@ __all__ = ["RankCounts", "NonFiniteRows", "count_block", "rank_counts", "other_k
 
 @dataclass
 class RankCounts:
-    """Per-query counts; each tensor has shape (Q,) and dtype int64."""
+    """Per-query counts; each tensor has shape (Q,) and dtype int64.
+
+    The one exception: evaluators of truncated rankings (:mod:`openbench.evaluation.topk`) give
+    ``n_greater`` as float64 with +inf where the list does not contain the answer, so that its
+    reciprocal rank and hits are 0 and the mean rank is undefined.
+    """
 
     n_greater: torch.Tensor
     n_equal: torch.Tensor
