@@ -35,6 +35,12 @@ def _handle_errors(command):
     return wrapper
 
 
+def torch_cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _int_list(option: str, text: str) -> List[int]:
     try:
         values = [int(part) for part in text.split(",") if part.strip()]
@@ -108,6 +114,10 @@ def _quiet_pykeen() -> None:
 @click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
 @click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates "
                                                            "(always on for --predictions, as SAFRAN does).")
+@click.option("--distributed", is_flag=True, help="Run on the torch.distributed process group torchrun set up "
+                                                  "(gloo on CPU, NCCL on GPUs); rank 0 writes the result.")
+@click.option("--shard", type=click.Choice(["queries", "entities"]), default="queries", show_default=True,
+              help="With --distributed: split the test queries, or the candidate entities, over the ranks.")
 @click.option("--candidates", type=click.Choice(["all", "typed"]), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
@@ -129,8 +139,8 @@ def _quiet_pykeen() -> None:
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
-             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, candidates,
-             model_dir, trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
+             candidates, model_dir, trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
     given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
              bool(submission_path)]
@@ -189,11 +199,27 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                               entity_path=entity_embeddings, relation_path=relation_embeddings)
         params = {"complex_layout": complex_layout} if scorer.complex_valued else {}
         source = file_sha256(entity_embeddings, relation_embeddings)
-    evaluator = EmbeddingEvaluator(dataset, scorer, model_params=params, source_sha256=source,
-                                   filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
-                                   device=device, exclude_query_entity=exclude_query_entity, seed=seed,
-                                   progress=progress, candidates=candidates)
-    result = evaluator.evaluate(batch_size=batch_size)
+    options = dict(model_params=params, source_sha256=source, filter_sets=filter_sets, hits_at=hits,
+                   lower_is_better=lower_is_better, device=device, exclude_query_entity=exclude_query_entity, seed=seed,
+                   progress=progress, candidates=candidates)
+    if distributed:
+        import torch.distributed as dist
+
+        from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, init_from_environment
+
+        init_from_environment()
+        if device == "auto" and torch_cuda_available():
+            options["device"] = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
+        try:
+            result = DistributedEmbeddingEvaluator(dataset, scorer, shard=shard, **options).evaluate(
+                batch_size=batch_size)
+        finally:
+            rank = dist.get_rank()
+            dist.destroy_process_group()
+        if rank != 0:
+            return
+    else:
+        result = EmbeddingEvaluator(dataset, scorer, **options).evaluate(batch_size=batch_size)
     click.echo(format_table(result), err=True)
     write_json(result, output)
 

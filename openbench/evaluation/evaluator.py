@@ -221,6 +221,11 @@ class Evaluator:
         """Evaluate every triple of the evaluation split; returns the result record (plain floats)."""
         started = time.perf_counter()
         triples = self.dataset.triples[self.evaluation_split].to(self.device)
+        counts = self._evaluate_triples(triples, batch_size)
+        return self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+
+    def _evaluate_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """Counts per side for ``triples`` (T, 3), batch by batch (halving the batch on OOM)."""
         total = triples.shape[0]
         size = int(batch_size) if batch_size else self.default_batch_size()
         if size < 1:
@@ -245,8 +250,10 @@ class Evaluator:
                     parts[side].append(counts[side])
                 position += batch.shape[0]
                 bar.update(batch.shape[0])
-        head, tail = RankCounts.cat(parts["head"]), RankCounts.cat(parts["tail"])
-        return self._result(head, tail, triples[:, 1], time.perf_counter() - started)
+        if not total:
+            empty = torch.zeros(0, dtype=torch.long, device=self.device)
+            return {side: RankCounts(empty, empty, empty) for side in SIDES}
+        return {side: RankCounts.cat(parts[side]) for side in SIDES}
 
     def _record_fallback(self, size: int) -> None:
         if self.device.type == "cuda":
@@ -320,7 +327,7 @@ class EmbeddingEvaluator(Evaluator):
     def __init__(self, dataset: Dataset, scorer: EmbeddingScorer, *, model_params: Optional[dict] = None,
                  source_sha256: Optional[str] = None, entity_chunk: Optional[int] = None, **kwargs):
         super().__init__(dataset, **kwargs)
-        if scorer.num_entities != dataset.num_entities:
+        if scorer.num_entities != dataset.num_entities and not getattr(self, "entity_shard", False):
             raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}")
         self.scorer = scorer.to(self.device)
         self.model_name = scorer.name

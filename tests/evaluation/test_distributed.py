@@ -1,0 +1,117 @@
+"""torch.distributed evaluation on CPU (gloo): identical counts to one process, in both shard modes."""
+import json
+import time
+
+import pytest
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from openbench.evaluation.dataset import load_dataset
+from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, entity_range
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.scorers import build_scorer
+from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+
+MODELS = ("DistMult", "TransE-L1", "RESCAL")
+
+
+def _dataset(folder, test_size):
+    splits = random_labelled_graph(5, 23, 3, {"train": 80, "valid": 6, "test": test_size})
+    return load_dataset(write_samples(folder, splits, negatives=False))
+
+
+def _scorer(dataset, model):
+    entities = integer_embeddings(1, dataset.num_entities, 3, low=-1, high=2)  # small range: many ties
+    dim = entities.shape[1]
+    relations = integer_embeddings(2, dataset.num_relations, dim * dim if model == "RESCAL" else dim, low=-1, high=2)
+    return build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+
+
+def _worker(rank, world, folder, rendezvous, shard, model, out, fail_rank):
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
+                            timeout=__import__("datetime").timedelta(seconds=60))
+    try:
+        if rank == fail_rank:
+            raise RuntimeError(f"rank {rank} dies on purpose")
+        dataset = load_dataset(folder)  # written by the parent before the spawn
+        evaluator = DistributedEmbeddingEvaluator(dataset, _scorer(dataset, model), shard=shard, progress=False,
+                                                  device="cpu")
+        result = evaluator.evaluate(batch_size=4)
+        if rank == 0:
+            with open(out, "w") as handle:
+                json.dump(result, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def _run(tmp_path, world, shard, model, test_size, fail_rank=-1):
+    folder = tmp_path / "data"
+    dataset = _dataset(folder, test_size)
+    reference = EmbeddingEvaluator(dataset, _scorer(dataset, model), progress=False, device="cpu").evaluate(
+        batch_size=5)
+    out = tmp_path / f"result-{world}-{shard}-{model}.json"
+    mp.spawn(_worker, args=(world, str(folder), str(tmp_path / f"rendezvous-{world}-{shard}-{model}"), shard, model,
+                            str(out), fail_rank), nprocs=world, join=True)
+    return reference, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("shard", ["queries", "entities"])
+def test_counts_equal_the_single_process_evaluator(tmp_path, world, shard):
+    for model in MODELS:
+        case = tmp_path / model
+        case.mkdir()
+        reference, result = _run(case, world, shard, model, test_size=7)
+        test = load_dataset(case / "data").triples["test"]
+        answers = set(test[:, 0].tolist()) | set(test[:, 2].tolist())
+        for rank in range(world):  # every rank owns some true answers, so each contributes true scores
+            start, stop = entity_range(23, rank, world)
+            assert any(start <= a < stop for a in answers), (rank, answers)
+        assert result["metrics"] == reference["metrics"], model
+        assert result["per_relation"] == reference["per_relation"], model
+        assert result["protocol"]["distributed"] == {"world_size": world, "shard": shard, "backend": "gloo"}
+
+
+def test_more_ranks_than_test_triples(tmp_path):
+    reference, result = _run(tmp_path, 3, "queries", "DistMult", test_size=2)
+    assert result["metrics"] == reference["metrics"] and result["diagnostics"]["queries"] == 4
+
+
+def test_entity_ranges_cover_every_entity_once():
+    for entities in (0, 1, 5, 23):
+        for world in (1, 2, 3, 7):
+            ranges = [entity_range(entities, rank, world) for rank in range(world)]
+            assert ranges[0][0] == 0 and ranges[-1][1] == entities
+            assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+
+
+def test_a_dying_rank_fails_the_run_instead_of_hanging(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(Exception, match="dies on purpose"):
+        _run(tmp_path, 2, "entities", "DistMult", test_size=7, fail_rank=1)
+    assert time.monotonic() - started < 60
+
+
+def test_torchrun_cli_gives_the_single_process_numbers(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    dataset = _dataset(tmp_path / "data", 7)
+    scorer = _scorer(dataset, "DistMult")
+    np.save(tmp_path / "e.npy", scorer.entities.numpy())
+    np.save(tmp_path / "r.npy", scorer.relations.numpy())
+    base = ["-m", "openbench", "evaluate", "--dataset", str(tmp_path / "data"), "--model", "DistMult",
+            "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings", str(tmp_path / "r.npy"),
+            "--no-progress"]
+    single = subprocess.run([sys.executable, *base, "--output", str(tmp_path / "single.json")], capture_output=True,
+                            text=True, timeout=120)
+    assert single.returncode == 0, single.stderr
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                          "29517", *base, "--distributed", "--shard", "entities", "--output",
+                          str(tmp_path / "dist.json")], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    results = [json.loads((tmp_path / name).read_text()) for name in ("single.json", "dist.json")]
+    assert results[0]["metrics"] == results[1]["metrics"]
+    assert results[1]["protocol"]["distributed"]["world_size"] == 2
