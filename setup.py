@@ -21,6 +21,7 @@ setup(
         "click>=8.1",
         "tqdm>=4.60",
         "rdflib>=7.0",
+        "filelock>=3.12",
     ],
     extras_require={
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],
