@@ -51,18 +51,14 @@ class CaseRank:
 
 def case_rank(ranking: Sequence[Tuple[str, float]], truth: Sequence[str]) -> CaseRank:
     """The tie block of the best true disease in a full ranking [(disease id, score)], best first."""
-    truth_set = set(truth)
+    truth_key = tuple(sorted(set(truth)))
+    ids = np.array([disease for disease, _ in ranking], dtype=object)
     scores = np.array([score for _, score in ranking], dtype=np.float64)
-    best: Optional[Tuple[int, int]] = None
-    for disease, score in ranking:
-        if disease in truth_set:
-            first = int(np.sum(scores > score)) + 1
-            last = int(np.sum(scores >= score))
-            if best is None or first < best[0]:
-                best = (first, last)
-    if best is None:
-        return CaseRank(None, None, len(ranking), tuple(sorted(truth_set)))
-    return CaseRank(best[0], best[1], len(ranking), tuple(sorted(truth_set)))
+    is_true = np.isin(ids, list(truth_key))
+    if not is_true.any():
+        return CaseRank(None, None, len(ranking), truth_key)
+    best = scores[is_true].max()  # the best-ranked true disease is the best-scored one
+    return CaseRank(int(np.sum(scores > best)) + 1, int(np.sum(scores >= best)), len(ranking), truth_key)
 
 
 def rank_metrics(cases: Sequence[CaseRank], ks: Sequence[int] = DEFAULT_KS, ties: str = "mean") -> Dict[str, object]:
