@@ -115,3 +115,18 @@ def test_torchrun_cli_gives_the_single_process_numbers(tmp_path):
     results = [json.loads((tmp_path / name).read_text()) for name in ("single.json", "dist.json")]
     assert results[0]["metrics"] == results[1]["metrics"]
     assert results[1]["protocol"]["distributed"]["world_size"] == 2
+
+
+def test_clear_errors_outside_a_process_group(tmp_path, monkeypatch):
+    from openbench.errors import InputError
+    from openbench.evaluation.distributed import init_from_environment
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    with pytest.raises(InputError, match="needs torchrun"):
+        init_from_environment()
+    dataset = _dataset(tmp_path / "data", 3)
+    with pytest.raises(InputError, match="not initialised"):
+        DistributedEmbeddingEvaluator(dataset, _scorer(dataset, "DistMult"), progress=False)
+    with pytest.raises(InputError, match="unknown shard mode"):
+        DistributedEmbeddingEvaluator(dataset, _scorer(dataset, "DistMult"), shard="relations", progress=False)
