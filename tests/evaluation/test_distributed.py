@@ -87,8 +87,11 @@ def test_entity_ranges_cover_every_entity_once():
 
 def test_a_dying_rank_fails_the_run_instead_of_hanging(tmp_path):
     started = time.monotonic()
-    with pytest.raises(Exception, match="dies on purpose"):
+    with pytest.raises(Exception) as caught:
         _run(tmp_path, 2, "entities", "DistMult", test_size=7, fail_rank=1)
+    # spawn reports whichever rank it sees fail first: the dying one, or its peer whose collective
+    # lost the connection
+    assert "dies on purpose" in str(caught.value) or "Connection closed by peer" in str(caught.value)
     assert time.monotonic() - started < 60
 
 
