@@ -18,6 +18,7 @@ from typing import Callable, Dict
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
+from graphgen.writers.tsv import graph_props, present_names, write_list
 from openbench._io import replace_folder
 from openbench.errors import InputError
 
@@ -46,7 +47,6 @@ def _as_text(edges: pl.DataFrame) -> pl.DataFrame:
 
 def tables_of_graph(graph) -> GraphTables:
     """The tables of a built :class:`graphgen.build.Graph` (edges in output order)."""
-    from graphgen.writers.tsv import graph_props
 
     nodes = lambda frame: frame.select(pl.col("id").cast(pl.String), pl.col("node_type").cast(pl.String))  # noqa: E731
     return GraphTables(_as_text(graph.edges), nodes(graph.nodes), _as_text(graph.tn_edges), nodes(graph.tn_nodes),
@@ -88,17 +88,10 @@ def read_graph_folder(path, sep: str = "\t") -> GraphTables:
     return GraphTables(tables[""][0], tables[""][1], tables["TN_"][0], tables["TN_"][1], props)
 
 
-def _present(names, order):
-    present = set(names)
-    return [name for name in order if name in present]
-
-
 def _write_side_files(tables: GraphTables, folder: Path) -> None:
     for prefix, edges, nodes in (("", tables.edges, tables.nodes), ("TN_", tables.tn_edges, tables.tn_nodes)):
-        (folder / f"{prefix}edges_list.csv").write_text(
-            "\n".join(_present(edges["edge_type"].unique().to_list(), EDGE_TYPES)), encoding="utf-8")
-        (folder / f"{prefix}nodes_list.csv").write_text(
-            "\n".join(_present(nodes["node_type"].unique().to_list(), NODE_TYPES)), encoding="utf-8")
+        write_list(folder / f"{prefix}edges_list.csv", present_names(edges["edge_type"], EDGE_TYPES))
+        write_list(folder / f"{prefix}nodes_list.csv", present_names(nodes["node_type"], NODE_TYPES))
     if tables.props:
         (folder / "graph_props.json").write_text(json.dumps(tables.props, indent=2, sort_keys=True) + "\n",
                                                  encoding="utf-8")

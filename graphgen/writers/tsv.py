@@ -50,12 +50,13 @@ def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool, order:
     write_coded(path, columns, order, sep)
 
 
-def _present(names: pl.Series, order) -> List[str]:
+def present_names(names: pl.Series, order) -> List[str]:
+    """The names of ``order`` that occur in ``names``, in ``order``'s order."""
     present = set(names.unique().cast(pl.String).to_list())
     return [name for name in order if name in present]
 
 
-def _write_list(path: Path, names: List[str]) -> None:
+def write_list(path: Path, names: List[str]) -> None:
     path.write_text("\n".join(names), encoding="utf-8")  # OpenBioLink: no trailing newline
 
 
@@ -69,15 +70,15 @@ def graph_props(graph: Graph) -> dict:
     """``graph_props.json``'s content: real JSON values (OpenBioLink stringified them)."""
     all_ids = pl.concat([graph.nodes, graph.tn_nodes])
     namespaces = sorted(set(all_ids["id"].str.extract(r"^([^:]+):", 1).drop_nulls()))
-    return {"DIRECTED": graph.directed, "EDGE_TYPES": _present(graph.edge_table.frame["edge_type"], EDGE_TYPES),
-            "NODE_NAMESPACES": namespaces, "NODE_TYPES": _present(all_ids["node_type"], NODE_TYPES),
+    return {"DIRECTED": graph.directed, "EDGE_TYPES": present_names(graph.edge_table.frame["edge_type"], EDGE_TYPES),
+            "NODE_NAMESPACES": namespaces, "NODE_TYPES": present_names(all_ids["node_type"], NODE_TYPES),
             "QUALITY": graph.quality.upper()}
 
 
 def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore: bool) -> None:
     all_nodes = pl.concat([graph.nodes, graph.tn_nodes]).unique().sort(["node_type", "id"])
     for prefix, table, nodes in (("", graph.edge_table, graph.nodes), ("TN_", graph.tn_edge_table, graph.tn_nodes)):
-        present = _present(table.frame["edge_type"], EDGE_TYPES)
+        present = present_names(table.frame["edge_type"], EDGE_TYPES)
         if multi_file:
             types_in_order = table.frame["edge_type"].to_physical().to_numpy()[table.order]
             categories = table.frame["edge_type"].dtype.categories.to_list()
@@ -90,8 +91,8 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
         else:
             _write_edges(table, folder / f"{prefix}edges.csv", sep, no_qscore, table.order)
             _write_frame(nodes, folder / f"{prefix}nodes.csv", sep)
-        _write_list(folder / f"{prefix}edges_list.csv", present)
-        _write_list(folder / f"{prefix}nodes_list.csv", _present(nodes["node_type"], NODE_TYPES))
+        write_list(folder / f"{prefix}edges_list.csv", present)
+        write_list(folder / f"{prefix}nodes_list.csv", present_names(nodes["node_type"], NODE_TYPES))
     _write_frame(all_nodes, folder / "ALL_nodes.csv", sep)
     _write_frame(graph.unmapped, folder / "ids_no_mapping.tsv", "\t")
     _write_frame(graph.tn_unmapped, folder / "tn_ids_no_mapping.tsv", "\t")

@@ -39,7 +39,7 @@ from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.scorers import EmbeddingScorer, build_scorer, file_sha256, load_array
 
-SCORERS = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
+SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
            "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
 NOT_PORTED = ("TransR",)
 EMB_INIT_EPS = 2.0  # DGL-KE's EMB_INIT_EPS
@@ -60,9 +60,9 @@ def read_config(folder: Path) -> dict:
         raise InputError(f"config.json lacks {', '.join(missing)}; expected DGL-KE's saved training arguments", path)
     if config["model_name"] in NOT_PORTED:
         raise InputError(f"DGL-KE {config['model_name']} checkpoints are not supported yet; supported: "
-                         f"{', '.join(SCORERS)}", path)
-    if config["model_name"] not in SCORERS:
-        raise InputError(f"unknown DGL-KE model {config['model_name']!r}; supported: {', '.join(SCORERS)}", path)
+                         f"{', '.join(SCORER_OF_MODEL)}", path)
+    if config["model_name"] not in SCORER_OF_MODEL:
+        raise InputError(f"unknown DGL-KE model {config['model_name']!r}; supported: {', '.join(SCORER_OF_MODEL)}", path)
     return config
 
 
@@ -140,9 +140,9 @@ def load_dglke(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScorer
         # DGL-KE stores phases scaled by emb_init / π; e^{iθ} as [cos | sin] halves, unit modulus
         phase = relations.astype(np.float64) / ((gamma + EMB_INIT_EPS) / int(config["hidden_dim"]) / math.pi)
         relations = np.concatenate([np.cos(phase), np.sin(phase)], axis=1).astype(entities.dtype)
-    scorer = build_scorer(SCORERS[model], entities, relations, dataset.num_entities, dataset.num_relations,
+    scorer = build_scorer(SCORER_OF_MODEL[model], entities, relations, dataset.num_entities, dataset.num_relations,
                           complex_layout="halves", entity_path=paths["entity"], relation_path=paths["relation"])
-    description = {"name": SCORERS[model], "kind": "dglke",
+    description = {"name": SCORER_OF_MODEL[model], "kind": "dglke",
                    "params": {"dglke_model": model, "hidden_dim": int(config["hidden_dim"]), "gamma": gamma,
                               "double_ent": bool(config.get("double_ent")),
                               "double_rel": bool(config.get("double_rel"))},

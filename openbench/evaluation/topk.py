@@ -18,7 +18,6 @@ evaluation split counts in the denominator, also those the file does not list (P
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -30,17 +29,10 @@ from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
 from openbench.evaluation.ranking import RankCounts
+from openbench.evaluation.scorers import file_sha256
 
 QUERY_CHUNK = 4096
 Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_safran_predictions(path, dataset: Dataset) -> Dict[Tuple[int, int, int], Dict[str, Listing]]:
@@ -110,7 +102,7 @@ class TopKEvaluator(Evaluator):
     def model_description(self) -> dict:
         return {"name": self.model_name, "kind": self.model_kind,
                 "params": {"list_length": self.stats.get("list_length", 0)},
-                "source_sha256": _sha256(self.source) if self.source else None}
+                "source_sha256": file_sha256(self.source) if self.source else None}
 
     def evaluate(self, batch_size: Optional[int] = None) -> dict:
         started = time.perf_counter()
@@ -229,7 +221,7 @@ class OBL2021Evaluator(Evaluator):
 
     def model_description(self) -> dict:
         return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": self.predictions.shape[1]},
-                "source_sha256": _sha256(self.source) if self.source else None}
+                "source_sha256": file_sha256(self.source) if self.source else None}
 
     def evaluate(self, batch_size: Optional[int] = None) -> dict:
         started = time.perf_counter()

@@ -96,3 +96,11 @@ def test_the_datasets_id_order_does_not_matter(nations, trained, tmp_path):
     records = [json.loads(run.stdout) for run in runs]
     assert records[0]["dataset"]["id_map_sha256"] != records[1]["dataset"]["id_map_sha256"]
     assert records[0]["metrics"]["both"]["realistic"] == pytest.approx(records[1]["metrics"]["both"]["realistic"])
+
+
+def test_train_refuses_an_unknown_model_and_writes_nothing(nations, tmp_path):
+    out = tmp_path / "model"
+    result = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", "NoSuchModel", "--epochs", "1",
+                                       "--output", str(out)])
+    assert result.exit_code == 1 and "unknown PyKEEN model 'NoSuchModel'" in result.output
+    assert not out.exists()

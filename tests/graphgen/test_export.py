@@ -193,3 +193,11 @@ def test_bel_files_do_not_depend_on_chunking_or_processes(sample_graph, tmp_path
             statements = lambda text: sorted(line for line in text.decode().splitlines()  # noqa: E731
                                              if line and not line.startswith(("SET", "UNSET", "#")))
             assert statements(one) == statements(two)
+
+
+def test_parquet_export_holds_the_same_tables(sample_graph, tmp_path):
+    out = _export(sample_graph, "PARQUET", tmp_path / "parquet")
+    tables = read_graph_folder(sample_graph)
+    assert pl.read_parquet(out / "edges.parquet").equals(tables.edges)
+    assert pl.read_parquet(out / "TN_nodes.parquet").equals(tables.tn_nodes)
+    assert (out / "edges_list.csv").read_text() == (sample_graph / "edges_list.csv").read_text()
