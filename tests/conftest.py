@@ -1,1 +1,11 @@
-"""pytest configuration: the helpers live in tests/helpers.py."""
+"""pytest configuration: the helpers live in tests/helpers.py.
+
+Without a GPU, Triton kernels (where Triton is installed) run in Triton's interpreter on CPU
+tensors; the flag must be set before Triton is first imported.
+"""
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -162,7 +162,7 @@ class Evaluator:
             if side in positives:
                 self._check_positive_scores(side, torch.as_tensor(positives[side], device=self.device), true_scores)
             try:
-                work = scores if kernel_name(scores) == "c" else scores.clone()  # the torch path writes
+                work = scores if kernel_name(scores) != "torch" else scores.clone()  # the torch path writes
                 self._exclude(work, batch, side, 0, true_ids)
                 gt, eq, _ = count_block(work, 0, true_ids, true_scores, *filters[side], self.lower_is_better)
                 eq = self._untie_worst(eq, true_scores, batch, side, filters[side])
@@ -273,7 +273,9 @@ class Evaluator:
 
     def _result(self, head: RankCounts, tail: RankCounts, relations: torch.Tensor, seconds: float) -> dict:
         metrics, per_relation, macro = summarize(head, tail, relations, self.dataset.relation_labels, self.hits_at)
-        tied = (torch.cat([head.n_equal, tail.n_equal]) > 0).to(torch.float64).mean()
+        # an exact integer count, divided once on the host: the same float on every device
+        queries = head.n_equal.numel() + tail.n_equal.numel()
+        tied = int((head.n_equal > 0).sum()) + int((tail.n_equal > 0).sum())
         dropped = self.dataset.dropped.get(self.evaluation_split, 0)
         return {
             "metrics": metrics,
@@ -298,7 +300,7 @@ class Evaluator:
                 "counts": self.dataset.counts(),
             },
             "model": self.model_description(),
-            "diagnostics": {"queries": int(head.n_greater.numel() * 2), "tied_query_fraction": float(tied)},
+            "diagnostics": {"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
             "seed": self.seed,
             "device": str(self.device),
             "version": __version__,
@@ -381,7 +383,7 @@ class EmbeddingEvaluator(Evaluator):
         block = self._block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
-        check_nan = kernel_name(block) == "c" or not self.scorer.provably_finite(queries, side)
+        check_nan = kernel_name(block) != "torch" or not self.scorer.provably_finite(queries, side)
         starts = range(0, self.num_entities, width)
         if width >= self.num_entities:
             block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block)

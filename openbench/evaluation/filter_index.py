@@ -35,14 +35,19 @@ class FilterIndex:
         triples = triples.to(device=device, dtype=torch.long)
         anchor, answer = (triples[:, 0], triples[:, 2]) if side == "tail" else (triples[:, 2], triples[:, 0])
         key = anchor * num_relations + triples[:, 1]
-        # lexicographic sort by (key, answer): stable sort by the minor column, then by the major one
-        order = torch.argsort(answer, stable=True)
-        order = order[torch.argsort(key[order], stable=True)]
-        key, answer = key[order], answer[order]
-        if key.numel():
-            fresh = torch.ones_like(key, dtype=torch.bool)
-            fresh[1:] = (key[1:] != key[:-1]) | (answer[1:] != answer[:-1])
-            key, answer = key[fresh], answer[fresh]
+        width = int(answer.max()) + 1 if answer.numel() else 1
+        if key.numel() and int(key.max()) < torch.iinfo(torch.long).max // width:
+            # one sort of a combined (key, answer) int64: sorted and unique in one pass
+            combined = torch.unique(key * width + answer, sorted=True)
+            key, answer = combined // width, combined % width
+        else:  # lexicographic sort by (key, answer): stable by the minor column, then the major one
+            order = torch.argsort(answer, stable=True)
+            order = order[torch.argsort(key[order], stable=True)]
+            key, answer = key[order], answer[order]
+            if key.numel():
+                fresh = torch.ones_like(key, dtype=torch.bool)
+                fresh[1:] = (key[1:] != key[:-1]) | (answer[1:] != answer[:-1])
+                key, answer = key[fresh], answer[fresh]
         keys, counts = torch.unique_consecutive(key, return_counts=True)
         offsets = torch.zeros(keys.numel() + 1, dtype=torch.long, device=device)
         torch.cumsum(counts, 0, out=offsets[1:])

@@ -1,13 +1,15 @@
 """Row counting: how many candidates of each score row beat, tie or are NaN against a target.
 
-Two implementations of one contract:
+Three implementations of one contract:
 
 * a small C kernel (``_counting.c``, built at install time, loaded with ctypes) that does it in a
-  single read pass, rows split over threads (ctypes releases the GIL);
-* a torch fallback for other devices and dtypes, or when the kernel is not built: sign(s - t)
+  single read pass, rows split over threads (ctypes releases the GIL), for CPU tensors;
+* a Triton kernel (:mod:`openbench.evaluation._triton`), also one read pass, for CUDA tensors
+  where Triton is importable (it ships with CUDA builds of torch);
+* a torch fallback for other devices and dtypes, or when neither kernel is there: sign(s - t)
   in place, then two row sums (five memory passes).
 
-``OPENBENCH_KERNEL=torch`` forces the fallback (tests compare the two).
+``OPENBENCH_KERNEL=torch`` forces the fallback (tests compare them).
 """
 from __future__ import annotations
 
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 PARALLEL_MIN_ELEMENTS = 1 << 18
 _library = None
 _library_loaded = False
+_triton = None
+_triton_loaded = False
 _pool: Optional[ThreadPoolExecutor] = None
 
 
@@ -62,11 +66,28 @@ def _load_library():
     return _library
 
 
+def _load_triton():
+    global _triton, _triton_loaded
+    if not _triton_loaded:
+        _triton_loaded = True
+        if os.environ.get("OPENBENCH_KERNEL", "").lower() != "torch":
+            try:
+                from openbench.evaluation import _triton as module
+                _triton = module
+            except ImportError as error:  # CPU builds of torch come without Triton
+                logger.debug("Triton is not importable (%s); CUDA blocks use the torch implementation", error)
+    return _triton
+
+
 def kernel_name(scores: torch.Tensor) -> str:
-    """Which implementation :func:`row_counts` uses for ``scores``: ``"c"`` or ``"torch"``."""
-    usable = (scores.device.type == "cpu" and scores.dtype in (torch.float32, torch.float64)
+    """Which implementation :func:`row_counts` uses for ``scores``: ``"c"``, ``"triton"`` or ``"torch"``."""
+    usable = (scores.dtype in (torch.float32, torch.float64)
               and (scores.shape[1] <= 1 or scores.stride(1) == 1) and scores.shape[1] < 2 ** 31)
-    return "c" if usable and _load_library() is not None else "torch"
+    if usable and scores.device.type == "cpu" and _load_library() is not None:
+        return "c"
+    if usable and scores.device.type == "cuda" and _load_triton() is not None:
+        return "triton"
+    return "torch"
 
 
 def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool = False,
@@ -81,9 +102,27 @@ def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: boo
     :param targets: (B,) the value each row is compared against, same dtype as ``scores``.
     """
     targets = targets.to(dtype=scores.dtype).contiguous()
-    if kernel_name(scores) == "c":
+    kernel = kernel_name(scores)
+    if kernel == "c":
         return _row_counts_c(scores, targets, lower_is_better)
+    if kernel == "triton":
+        return _row_counts_triton(scores, targets, lower_is_better)
     return _row_counts_torch(scores, targets, lower_is_better, check_nan)
+
+
+def _row_counts_triton(scores, targets, lower_is_better):
+    global _triton
+    try:
+        greater, equal, has_nan = _triton.row_counts(scores, targets, lower_is_better)
+    except (RuntimeError, OSError, ImportError) as error:  # Triton compiles at first use: no compiler, say
+        if isinstance(error, torch.OutOfMemoryError):
+            raise
+        logger.warning("the Triton counting kernel failed (%s); using the torch implementation from now on", error)
+        _triton = None
+        return _row_counts_torch(scores.clone(), targets, lower_is_better, True)
+    if bool(has_nan.any()):
+        raise NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
+    return greater, equal
 
 
 def _row_counts_c(scores, targets, lower_is_better):
@@ -124,6 +163,25 @@ def _row_counts_torch(scores, targets, lower_is_better, check_nan):
     net = scores.sum(dim=1)  # #better - #worse
     nonzero = scores.abs_().sum(dim=1)  # #better + #worse
     return ((net + nonzero) / 2).to(torch.long), width - nonzero.to(torch.long)
+
+
+def _row_counts_compare(scores, targets, lower_is_better, check_nan):
+    """Two compare-and-count passes with torch ops: fewer bytes than the sign path, yet measured
+    slower on an H200 (bool to int64 row sums); kept for ``benchmarks/bench_count_kernels.py`` and
+    the tests. Comparisons are exact for infinities; NaN never compares true, so it is looked for
+    separately."""
+    column = targets[:, None]
+    greater = (scores < column if lower_is_better else scores > column).sum(dim=1)
+    equal = (scores == column).sum(dim=1)
+    if check_nan:
+        # a row sum is NaN when the row holds a NaN (or both infinities): read-only, then exact
+        suspicious = torch.isnan(scores.sum(dim=1)) | torch.isnan(targets)
+        if bool(suspicious.any()):
+            rows = suspicious.nonzero().squeeze(1)
+            has_nan = torch.isnan(scores[rows]).any(dim=1) | torch.isnan(targets[rows])
+            if bool(has_nan.any()):
+                raise NonFiniteRows(int(rows[has_nan.nonzero()[0, 0]]), "NaN score")
+    return greater, equal
 
 
 def _signs_in_place(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool, check_nan: bool) -> None:

@@ -128,6 +128,6 @@ def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optio
         filter_rows = filter_cols = torch.empty(0, dtype=torch.long, device=scores.device)
     filter_rows, filter_cols = other_known(filter_rows, filter_cols, true_ids)
     true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)
-    work = scores if in_place or kernel_name(scores) == "c" else scores.clone()
+    work = scores if in_place or kernel_name(scores) != "torch" else scores.clone()
     n_greater, n_equal, _ = count_block(work, 0, true_ids, true_scores, filter_rows, filter_cols, lower_is_better)
     return RankCounts(n_greater, n_equal, candidate_counts(num_entities, filter_rows, batch_size))

@@ -35,3 +35,16 @@ def test_empty_index_and_empty_batch():
 def test_unknown_side_is_rejected():
     with pytest.raises(ValueError, match="side must be one of"):
         FilterIndex.build(torch.tensor([[0, 0, 0]]), 1, "relation")
+
+
+def test_ids_too_large_for_one_combined_key_use_the_two_sort_path():
+    rng = np.random.default_rng(5)
+    small = rng.integers(0, [9, 3, 9], size=(60, 3))
+    big = small * np.array([2 ** 31, 1, 2 ** 31])  # key * width would overflow int64
+    for side in ("head", "tail"):
+        reference = FilterIndex.build(torch.tensor(small), 3, side)
+        index = FilterIndex.build(torch.tensor(big), 3, side)
+        assert torch.equal(index.keys % 3, reference.keys % 3)
+        assert torch.equal(index.keys // 3, (reference.keys // 3) * 2 ** 31)
+        assert torch.equal(index.offsets, reference.offsets)
+        assert torch.equal(index.answers, reference.answers * 2 ** 31)

@@ -1,4 +1,5 @@
 """The C counting kernel and the torch fallback against each other and a plain loop."""
+import importlib
 import math
 
 import numpy as np
@@ -17,10 +18,33 @@ def _reference(scores, targets, lower):
     return greater, equal
 
 
+def _triton_module():
+    """openbench's Triton kernel: compiled on a GPU, else in Triton's interpreter (tests/conftest.py)."""
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return None, None
+    return importlib.import_module("openbench.evaluation._triton"), "cuda" if torch.cuda.is_available() else "cpu"
+
+
+TRITON, TRITON_DEVICE = _triton_module()
+
+
+def _triton_counts(scores, targets, lower):
+    greater, equal, has_nan = TRITON.row_counts(scores.to(TRITON_DEVICE), targets.to(TRITON_DEVICE), lower)
+    if bool(has_nan.any()):
+        raise kernels.NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
+    return greater.cpu(), equal.cpu()
+
+
 def _implementations():
-    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True))]
+    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True)),
+             # the GPU path (compare-and-count), run here on CPU tensors
+             ("compare", lambda s, t, lower: kernels._row_counts_compare(s, t, lower, True))]
     if kernels._load_library() is not None:
         found.append(("c", lambda s, t, lower: kernels._row_counts_c(s, t, lower)))
+    if TRITON is not None:
+        found.append(("triton", _triton_counts))
     return found
 
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The CUDA checks, as one script for a GPU machine (the device tool's `run`): the CUDA test module, the
+# evaluator at OpenBioLink HQ scale on one GPU, and the distributed evaluator with NCCL at HQ scale.
+# Logs go to $OUT (or ./gpu_out). Packages missing on that machine travel as wheels in .whl/ (carried).
+set -u -o pipefail
+OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=$PYTHONPATH:/tmp/site || exit 1
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
+python3 -c 'import torch, polars; print("torch", torch.__version__, "cuda", torch.version.cuda, "polars", polars.__version__)' | tee -a "$OUT/gpu.txt"
+python3 setup.py -q build_ext --inplace >"$OUT/build.log" 2>&1 || echo "C kernels not built; torch fallback on CPU"
+python3 benchmarks/bench_count_kernels.py --device cuda 2>&1 | tee "$OUT/bench_count_kernels.log"
+python3 -m pytest -q -p no:cacheprovider tests/evaluation/test_cuda.py tests/evaluation/test_kernels.py 2>&1 | tee "$OUT/test_cuda.log"
+python3 benchmarks/bench_evaluator.py --scale hq --device cuda --skip-peer --workdir /tmp/bench 2>&1 | tee "$OUT/bench_evaluator_hq.log"
+python3 benchmarks/bench_phases.py /tmp/bench/synthetic-hq-0 --model TransE-L2 --device cuda 2>&1 | tee "$OUT/bench_phases_hq.log"
+python3 benchmarks/bench_distributed.py --world "$(nvidia-smi -L | wc -l)" --device cuda --entities 184732 \
+  --train 4192002 --test 183009 2>&1 | tee "$OUT/bench_distributed_hq.log"
