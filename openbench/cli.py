@@ -121,10 +121,13 @@ def _quiet_pykeen() -> None:
 @click.option("--candidates", type=click.Choice(["all", "typed"]), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="A DGL-KE checkpoint folder (config.json + <dataset>_<model>_entity/relation.npy).")
+              help="A model folder: PyKEEN's (trained_model.pkl), a DGL-KE checkpoint (config.json + "
+                   "<dataset>_<model>_entity/relation.npy) or a LibKGE one (checkpoint_best.pt).")
 @click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
 @click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
+@click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
+              help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="An AnyBURL/SAFRAN top-k prediction file (triple / Heads: / Tails: lines) instead of embeddings.")
 @click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -140,7 +143,7 @@ def _quiet_pykeen() -> None:
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
-             candidates, model_dir, trust_pickle, dglke_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             candidates, model_dir, trust_pickle, dglke_data, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
     given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
              bool(submission_path)]
@@ -182,13 +185,19 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
             click.echo(format_table(result), err=True)
             write_json(result, output)
             return
-        if not is_dglke_checkpoint(Path(model_dir)):
+        from openbench.evaluation.libkge import is_libkge_checkpoint, load_libkge
+
+        if is_dglke_checkpoint(Path(model_dir)):
+            loader, data_dir = load_dglke, dglke_data
+        elif is_libkge_checkpoint(Path(model_dir)):
+            loader, data_dir = load_libkge, libkge_data
+        else:
             raise click.UsageError(f"{model_dir} is not a model folder openbench reads yet (expected PyKEEN's "
-                                   "trained_model.pkl, or a DGL-KE checkpoint: config.json and "
-                                   "<dataset>_<model>_entity.npy)")
+                                   "trained_model.pkl, a DGL-KE checkpoint: config.json and "
+                                   "<dataset>_<model>_entity.npy, or a LibKGE checkpoint_best.pt)")
         dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                                drop_unknown=drop_unknown)
-        scorer, description = load_dglke(model_dir, dataset, dglke_data)
+        scorer, description = loader(model_dir, dataset, data_dir)
         params, source = description["params"], description["source_sha256"]
     else:
         get_scorer_class(model_name)
