@@ -22,6 +22,7 @@ setup(
         "tqdm>=4.60",
         "rdflib>=7.0",
         "filelock>=3.12",
+        "platformdirs>=3.0",
     ],
     extras_require={
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],

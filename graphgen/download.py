@@ -46,6 +46,8 @@ class Remote:
     filename: str
     sha256: Optional[str] = None
     version: str = "unknown"
+    md5: Optional[str] = None  # what Zenodo publishes
+    size: Optional[int] = None  # bytes, where published
 
 
 def sha256_of(path: Path) -> str:
@@ -82,6 +84,7 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
             logger.warning("%s: %s; retrying in %.1f s (attempt %d of %d)", remote.source, error, delay,
                            attempt + 2, retries + 1)
             time.sleep(delay)
+    _check_published(remote, partial)
     digest = sha256_of(partial)
     if remote.sha256 and digest != remote.sha256:
         partial.unlink()
@@ -89,9 +92,27 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
                             f"the download was discarded")
     os.replace(partial, target)
     write_text_atomic(_sidecar(target), digest + "\n")
-    if not remote.sha256:
+    if not remote.sha256 and not remote.md5:
         logger.warning("%s: no published checksum for %s; recorded sha256 %s", remote.source, remote.url, digest)
     return target
+
+
+def _check_published(remote: Remote, partial: Path) -> None:
+    """Size and md5 where the provider publishes them; a mismatch discards the download."""
+    size = partial.stat().st_size
+    problem = None
+    if remote.size is not None and size != remote.size:
+        problem = f"{size} bytes, expected {remote.size}"
+    elif remote.md5:
+        digest = hashlib.md5(usedforsecurity=False)
+        with open(partial, "rb") as handle:
+            for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
+                digest.update(block)
+        if digest.hexdigest() != remote.md5:
+            problem = f"md5 {digest.hexdigest()}, expected {remote.md5}"
+    if problem:
+        partial.unlink()
+        raise DownloadError(f"{remote.source}: {remote.url} has {problem}; the download was discarded")
 
 
 def _verify_cached(remote: Remote, target: Path) -> None:

@@ -96,7 +96,8 @@ def _quiet_pykeen() -> None:
 
 @main.command()
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
-              help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout.")
+              help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
+                   "or a registry name (HQ_DIR, ...: see openbench datasets list).")
 @click.option("--fold", type=int, default=None, help="Cross-validation fold (train_test_data/fold_<I>/).")
 @click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
 @click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
@@ -333,7 +334,7 @@ def export_command(graph_dir, fmt, output_dir, sep):
 
 @main.command()
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
-              help="A split folder (as for evaluate).")
+              help="A split folder or a registry name (as for evaluate).")
 @click.option("--model", "model_name", required=True, help="Any PyKEEN model name (TransE, DistMult, RotatE, ...).")
 @click.option("--dim", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
@@ -360,6 +361,60 @@ def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed
     click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
                f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle",
                err=True)
+
+
+@main.group()
+def datasets():
+    """The registry of published datasets (OpenBioLink2020, OBL2021): list and fetch by name."""
+
+
+@datasets.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def datasets_list(fmt):
+    """Print the registry: name, version, URL, checksum, counts, protocol."""
+    from openbench.datasets import REGISTRY
+
+    rows = [entry.as_row() for entry in REGISTRY.values()]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'name':<12} {'family':<16} {'version':<22} {'md5':<8} {'entities':>9} {'relations':>9}  url")
+    for entry in REGISTRY.values():
+        graph = entry.counts.get("graph", {})
+        click.echo(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {(entry.md5 or 'unknown')[:8]:<8} "
+                   f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}")
+
+
+@datasets.command("get")
+@click.argument("name")
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Where datasets live [default: $OPENBENCH_DATA_DIR or the user data directory].")
+@click.option("--mirror", default=None, help="Base URL serving the archives instead of Zenodo.")
+@click.option("--force", is_flag=True, help="Replace a copy that fails verification.")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@_handle_errors
+def datasets_get(name, root, mirror, force, progress):
+    """Download (resumable), verify and unpack NAME; a verified copy is reused. Prints its folder."""
+    from openbench.datasets import get
+
+    click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))
+
+
+@main.command("export-kgid")
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="A split folder or a registry name.")
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv.")
+@_handle_errors
+def export_kgid(dataset_path, output_dir):
+    """Write a dataset in the integer-id layout (OBL2021's KGID)."""
+    from openbench.evaluation.dataset import load_dataset, write_id_layout
+
+    dataset = load_dataset(dataset_path)
+    write_id_layout(dataset, output_dir)
+    counts = dataset.counts()
+    click.echo(f"wrote {counts['entities']} entities, {counts['relations']} relations and "
+               f"{counts['train']}/{counts['valid']}/{counts['test']} train/valid/test triples to {output_dir}")
 
 
 @main.group()

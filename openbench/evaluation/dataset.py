@@ -52,6 +52,7 @@ class Dataset:
     id_map_sha256: str
     dropped: Dict[str, int] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
+    registry: Optional[dict] = None  # {"name", "version", "archive_sha256"} of a verified registry copy
 
     @property
     def num_entities(self) -> int:
@@ -301,17 +302,23 @@ def id_map_fingerprint(entities: Sequence[str], relations: Sequence[str]) -> str
 
 def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,
                  drop_unknown: bool = False, evaluation_split: str = "test") -> Dataset:
-    """Load a dataset folder (see the module docstring) into a :class:`Dataset`.
+    """Load a dataset folder (see the module docstring), or a registry name, into a :class:`Dataset`.
 
     Label maps: ``entity_map`` / ``relation_map`` (``id<TAB>label`` files) when given, else the
     sorted labels of the training split. Evaluation triples with labels the maps lack raise an
     InputError listing the first ten, unless ``drop_unknown``; unknown triples in the other splits
     can never be candidates and are dropped from the filter with a recorded warning.
     """
+    from openbench.datasets import registry_of, resolve
+
+    path = resolve(path)  # a registry name (HQ_DIR, ...) stands for its verified local copy
     layout, folder = resolve_layout(Path(path), fold)
     if layout == "ids":
-        return _load_id_layout(Path(path), folder, entity_map, relation_map)
-    return _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split)
+        dataset = _load_id_layout(Path(path), folder, entity_map, relation_map)
+    else:
+        dataset = _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split)
+    dataset.registry = registry_of(Path(path))
+    return dataset
 
 
 def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop_unknown: bool,
@@ -377,3 +384,31 @@ def _load_id_layout(path: Path, folder: Path, entity_map, relation_map) -> Datas
     return Dataset(path=str(path), layout="ids", entity_labels=entities, relation_labels=relations,
                    triples=triples, fingerprint=triples_fingerprint(labelled),
                    id_map_sha256=id_map_fingerprint(entities, relations))
+
+
+# --------------------------------------------------------------------------------------------
+# the integer-id layout, written
+
+
+def write_id_layout(dataset: Dataset, folder, sep: str = "\t") -> Path:
+    """Write ``dataset`` in the integer-id layout (OBL2021's KGID): ``entities.tsv`` and
+    ``relations.tsv`` (``id<sep>label``) and ``train.tsv``/``valid.tsv``/``test.tsv`` (id triples),
+    into a temporary folder renamed onto ``folder``. Reading it back gives the same fingerprint."""
+    from openbench._io import replace_folder
+
+    if sep not in ("\t", ","):
+        raise InputError(f"separator {sep!r}: expected a tab or a comma")
+
+    def fill(staging: Path) -> None:
+        for name, labels in (("entities.tsv", dataset.entity_labels), ("relations.tsv", dataset.relation_labels)):
+            bad = next((label for label in labels if sep in label or "\n" in label), None)
+            if bad is not None:
+                raise InputError(f"label {bad!r} contains the separator or a newline; it cannot be written", name)
+            pl.DataFrame({"id": np.arange(len(labels)), "label": labels}).write_csv(
+                staging / name, separator=sep, include_header=False, quote_style="never")
+        for split, name in ID_FILES.items():
+            ids = dataset.triples[split].numpy()
+            pl.DataFrame({"h": ids[:, 0], "r": ids[:, 1], "t": ids[:, 2]}).write_csv(
+                staging / name, separator=sep, include_header=False)
+
+    return replace_folder(Path(folder), fill)

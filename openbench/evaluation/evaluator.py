@@ -298,6 +298,7 @@ class Evaluator:
                 "fingerprint": self.dataset.fingerprint,
                 "id_map_sha256": self.dataset.id_map_sha256,
                 "counts": self.dataset.counts(),
+                "registry": self.dataset.registry,
             },
             "model": self.model_description(),
             "diagnostics": {"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},

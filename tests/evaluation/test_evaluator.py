@@ -213,7 +213,8 @@ def test_result_record_shape(dataset):
     assert protocol["headline_rank_type"] == "realistic" and protocol["candidates"] == "all"
     assert protocol["sides"] == ["head", "tail"] and protocol["hits_at"] == [1, 5]
     assert protocol["dropped_queries"] == 0 and result["seed"] == 3
-    assert set(result["dataset"]) == {"path", "fingerprint", "id_map_sha256", "counts"}
+    assert set(result["dataset"]) == {"path", "fingerprint", "id_map_sha256", "counts", "registry"}
+    assert result["dataset"]["registry"] is None  # not a registry copy
     assert set(result["model"]) == {"name", "kind", "params", "source_sha256"}
     labels_with_queries = {dataset.relation_labels[r] for r in dataset.triples["test"][:, 1].tolist()}
     assert set(result["per_relation"]) == labels_with_queries

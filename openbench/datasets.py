@@ -1,0 +1,269 @@
+"""The registry of published benchmark datasets: fetch by name, verify, unpack, reuse.
+
+One table (:data:`REGISTRY`) names each published dataset with its URL, version, published
+checksum and size where the provider gives them ("unknown" otherwise), the counts known from the
+OpenBioLink README, a license note and the standard protocol the leaderboard compares against.
+
+:func:`get` downloads an archive (resumable, retried, with a progress bar; through
+:func:`graphgen.download.fetch`), checks its size and md5 where published, checks the zip's own
+CRCs, unpacks it beside the final folder and renames it into place only when everything passed,
+writing a ``.openbench-verified.json`` marker (archive sha256, file sizes). Without a published
+checksum the archive's sha256 is recorded on first use (``openbench-checksums.json`` in the
+root) with a warning, and later downloads must match it. A folder without a valid marker (a
+partial or altered copy) is refused. A second call reuses the verified copy.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import zipfile
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Dict, Optional
+
+from openbench._io import replace_folder, write_text_atomic
+from openbench.errors import InputError, OpenbenchError
+
+logger = logging.getLogger(__name__)
+
+MARKER = ".openbench-verified.json"
+PINS = "openbench-checksums.json"
+ROOT_VARIABLE = "OPENBENCH_DATA_DIR"
+MIRROR_VARIABLE = "OPENBENCH_DATASET_MIRROR"
+
+# the protocol of OpenBioLink's own evaluation, and of its leaderboard (filtered, all entities)
+OBL2020_PROTOCOL = {"filter_sets": ["train", "valid", "test"], "candidates": "all", "sides": ["head", "tail"],
+                    "headline_rank_type": "realistic", "exclude_query_entity": False, "evaluation_split": "test"}
+OBL2021_PROTOCOL = {"filter_sets": ["train", "valid", "test"], "candidates": "all", "sides": ["head", "tail"],
+                    "evaluation_split": "test", "top_k": 10, "metrics": ["hits@10", "mrr@10"],
+                    "ranking": "submitted top-10 lists (pred_top10), filtered by the submitter"}
+OBL2020_LICENSE = ("see Zenodo record 3834052; the graph is derived from sources under their own licenses "
+                   "(OpenBioLink README, source license table): check them before redistributing")
+
+
+@dataclass(frozen=True)
+class RegisteredDataset:
+    """One published dataset. ``md5``/``size`` are None where the provider publishes none."""
+
+    name: str
+    family: str
+    version: str
+    url: str
+    layout: str  # "samples" (OpenBioLink CSVs) or "ids" (integer-id TSVs)
+    description: str
+    counts: Dict[str, dict]
+    license: str
+    protocol: dict
+    md5: Optional[str] = None
+    size: Optional[int] = None
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def archive(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    def as_row(self) -> dict:
+        row = asdict(self)
+        row["md5"] = self.md5 or "unknown"
+        row["size"] = self.size if self.size is not None else "unknown"
+        return row
+
+
+def _obl2020(name: str, description: str, counts: Dict[str, dict]) -> RegisteredDataset:
+    return RegisteredDataset(
+        name=name, family="OpenBioLink2020", version="Zenodo record 3834052",
+        url=f"https://zenodo.org/record/3834052/files/{name}.zip", layout="samples", description=description,
+        counts=counts, license=OBL2020_LICENSE, protocol=OBL2020_PROTOCOL)
+
+
+# counts from the OpenBioLink README: per-split totals include the negative samples
+REGISTRY: Dict[str, RegisteredDataset] = {entry.name: entry for entry in (
+    _obl2020("HQ_DIR", "directed, high quality (the default benchmark)",
+             {"positives": {"train": 4_192_002, "valid": 188_394, "test": 183_009},
+              "negatives": {"train": 4_311_578, "valid": 208_672, "test": 218_892},
+              "with_negatives": {"train": 8_503_580, "valid": 397_066, "test": 401_901},
+              "graph": {"entities": 184_732, "relations": 28}}),
+    _obl2020("HQ_UNDIR", "undirected, high quality",
+             {"with_negatives": {"train": 7_559_921, "valid": 357_297, "test": 372_877},
+              "graph": {"entities": 184_722, "relations": 28}}),
+    _obl2020("ALL_DIR", "directed, no quality cutoff",
+             {"with_negatives": {"train": 51_636_927, "valid": 2_474_921, "test": 2_079_139},
+              "graph": {"entities": 486_998, "relations": 32}}),
+    _obl2020("ALL_UNDIR", "undirected, no quality cutoff",
+             {"with_negatives": {"train": 41_383_093, "valid": 1_932_436, "test": 2_010_662},
+              "graph": {"entities": 486_998, "relations": 32}}),
+    RegisteredDataset(
+        name="KGID_HQ_DIR", family="OBL2021", version="Zenodo record 5361324",
+        url="https://zenodo.org/record/5361324/files/KGID_HQ_DIR.zip", layout="ids",
+        description="HQ_DIR in the integer-id layout, for OBL2021 top-10 submissions",
+        counts={"positives": {"test": 180_964}}, license=OBL2020_LICENSE.replace("3834052", "5361324"),
+        protocol=OBL2021_PROTOCOL,
+        notes="test count implied by the submission shape (361,928 = 2 x 180,964)"),
+)}
+
+
+class DatasetError(OpenbenchError):
+    """A registry copy is missing, partial or altered."""
+
+
+def lookup(name: str) -> RegisteredDataset:
+    key = name.strip()
+    match = REGISTRY.get(key) or next((e for n, e in REGISTRY.items() if n.lower() == key.lower()), None)
+    if match is None:
+        raise InputError(f"unknown dataset {name!r}; registered: {', '.join(REGISTRY)}")
+    return match
+
+
+def data_root(root=None) -> Path:
+    """``root``, else $OPENBENCH_DATA_DIR, else the user's data directory (platformdirs)."""
+    if root:
+        return Path(root)
+    if os.environ.get(ROOT_VARIABLE):
+        return Path(os.environ[ROOT_VARIABLE])
+    import platformdirs
+
+    return platformdirs.user_data_path("openbench") / "datasets"
+
+
+def read_marker(folder: Path) -> Optional[dict]:
+    """The verification record of a registry copy, or None (not a registry copy, or unreadable)."""
+    path = Path(folder) / MARKER
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _altered_files(folder: Path, marker: dict) -> list:
+    files = marker.get("files", {})
+    return [name for name, size in files.items()
+            if not (folder / name).is_file() or (folder / name).stat().st_size != size]
+
+
+def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = False, progress: bool = True) -> Path:
+    """The verified local copy of registry dataset ``name`` under ``root``, downloading it if needed.
+
+    :param mirror: base URL serving the archive instead of the provider (also $OPENBENCH_DATASET_MIRROR).
+    :param force: replace a copy that fails verification instead of refusing it.
+    """
+    from filelock import FileLock
+
+    entry = lookup(name)
+    root = data_root(root)
+    root.mkdir(parents=True, exist_ok=True)
+    folder = root / entry.name
+    with FileLock(str(root / f".{entry.name}.lock")):
+        if folder.exists():
+            marker = read_marker(folder)
+            problem = ("it holds no verification record (a partial or foreign copy)" if marker is None else
+                       _describe_altered(_altered_files(folder, marker)))
+            if problem is None:
+                logger.info("%s: reusing the verified copy in %s", entry.name, folder)
+                return folder
+            if not force:
+                raise DatasetError(f"{folder}: not a verified copy of {entry.name}: {problem}; remove the folder "
+                                   f"or pass --force to download it again")
+            logger.warning("%s: replacing %s (%s)", entry.name, folder, problem)
+            shutil.rmtree(folder)
+        archive = _download(entry, root, mirror, progress)
+        try:
+            _unpack(entry, archive, folder)
+        finally:
+            archive.unlink(missing_ok=True)
+            archive.with_name(archive.name + ".sha256").unlink(missing_ok=True)
+    return folder
+
+
+def _describe_altered(altered: list) -> Optional[str]:
+    if not altered:
+        return None
+    return f"{len(altered)} file(s) missing or changed since verification (first: {altered[0]})"
+
+
+def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Path:
+    from graphgen.download import Remote, fetch, sha256_of
+
+    pins_path = root / PINS
+    pins = json.loads(pins_path.read_text(encoding="utf-8")) if pins_path.is_file() else {}
+    base = mirror or os.environ.get(MIRROR_VARIABLE)
+    url = f"{base.rstrip('/')}/{entry.archive}" if base else entry.url
+    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=pins.get(entry.name),
+                    version=entry.version, md5=entry.md5, size=entry.size)
+    archive = fetch(remote, root / ".downloads", progress=progress)
+    if entry.name not in pins:
+        pins[entry.name] = sha256_of(archive)
+        write_text_atomic(pins_path, json.dumps(pins, indent=2, sort_keys=True) + "\n")
+        logger.info("%s: recorded the archive's sha256 in %s; later downloads must match it", entry.name, pins_path)
+    return archive
+
+
+def _unpack(entry: RegisteredDataset, archive: Path, folder: Path) -> None:
+    """Check the zip's CRCs, extract, check the layout, write the marker, rename into place."""
+    from graphgen.download import sha256_of
+    from openbench.evaluation.dataset import resolve_layout
+
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            try:
+                broken = bundle.testzip()
+            except (zlib.error, EOFError) as error:  # damaged compressed data fails before its CRC
+                broken = f"(undecodable: {error})"
+            if broken is not None:
+                raise DatasetError(f"{archive}: member {broken!r} fails its CRC check; the archive is corrupted")
+            _check_member_names(bundle, archive)
+            digest = sha256_of(archive)
+
+            def fill(staging: Path) -> None:
+                with tempfile.TemporaryDirectory(dir=staging.parent, prefix=f".{entry.name}.unzip.") as scratch:
+                    bundle.extractall(scratch)
+                    top = [p for p in Path(scratch).iterdir()]
+                    inner = top[0] if len(top) == 1 and top[0].is_dir() and top[0].name == entry.name else None
+                    source = inner or Path(scratch)
+                    for item in source.iterdir():
+                        shutil.move(str(item), str(staging / item.name))
+                layout, _ = resolve_layout(staging, None)
+                if layout != entry.layout:
+                    raise DatasetError(f"{archive}: unpacked into the {layout!r} layout, expected {entry.layout!r}")
+                files = {str(p.relative_to(staging)): p.stat().st_size for p in sorted(staging.rglob("*"))
+                         if p.is_file()}
+                marker = {"name": entry.name, "family": entry.family, "version": entry.version, "url": entry.url,
+                          "archive_sha256": digest, "files": files}
+                write_text_atomic(staging / MARKER, json.dumps(marker, indent=2) + "\n")
+
+            replace_folder(folder, fill)
+    except zipfile.BadZipFile as error:
+        raise DatasetError(f"{archive}: not a readable zip archive ({error})") from None
+    except InputError as error:
+        raise DatasetError(f"{archive}: the archive does not hold a {entry.layout!r} dataset: {error}") from None
+
+
+def _check_member_names(bundle: zipfile.ZipFile, archive: Path) -> None:
+    for member in bundle.namelist():
+        parts = Path(member).parts
+        if member.startswith("/") or ".." in parts:
+            raise DatasetError(f"{archive}: member {member!r} would unpack outside the dataset folder")
+
+
+def registry_of(folder) -> Optional[dict]:
+    """``{"name", "version"}`` when ``folder`` (or its parent, for train_test_data/) is a verified copy."""
+    folder = Path(folder)
+    for candidate in (folder, folder.parent):
+        marker = read_marker(candidate)
+        if marker and "name" in marker:
+            return {"name": marker["name"], "version": marker.get("version", "unknown"),
+                    "archive_sha256": marker.get("archive_sha256")}
+    return None
+
+
+def resolve(path_or_name, root=None, **options) -> Path:
+    """A dataset argument: an existing path as given, a registry name as its verified copy (fetched
+    by :func:`get` when missing); anything else unchanged, for the loader to report."""
+    path = Path(path_or_name)
+    if not path.exists() and str(path_or_name).strip().lower() in {name.lower() for name in REGISTRY}:
+        return get(str(path_or_name), root, **options)
+    return path

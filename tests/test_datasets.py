@@ -1,0 +1,208 @@
+"""The dataset registry against a local HTTP server serving archives laid out like Zenodo's."""
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from graphgen.download import DownloadError
+from openbench import datasets
+from openbench.cli import main
+from openbench.compat import DataLoader, Evaluator
+from openbench.datasets import MARKER, DatasetError, get
+from openbench.evaluation.dataset import load_dataset, write_id_layout
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.scorers import build_scorer
+from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, write_samples
+from tests.http_server import FileServer
+
+
+def _zip(members):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in sorted(members.items()):
+            bundle.writestr(name, data)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory):
+    """HQ_DIR.zip (HQ_DIR/graph_files, HQ_DIR/train_test_data) and KGID_HQ_DIR.zip, as on Zenodo."""
+    work = tmp_path_factory.mktemp("archives")
+    splits = random_labelled_graph(9, 40, 4, {"train": 300, "valid": 20, "test": 30})
+    samples = write_samples(work / "samples", splits, negatives=True)
+    members = {f"HQ_DIR/train_test_data/{p.name}": p.read_bytes() for p in sorted(samples.iterdir())}
+    members["HQ_DIR/graph_files/edges.csv"] = (samples / "train_sample.csv").read_bytes()
+    kgid = write_id_layout(load_dataset(samples), work / "kgid")
+    kgid_members = {f"KGID_HQ_DIR/{p.name}": p.read_bytes() for p in sorted(kgid.iterdir())}
+    return {"/HQ_DIR.zip": _zip(members), "/KGID_HQ_DIR.zip": _zip(kgid_members)}
+
+
+@pytest.fixture()
+def server(archives):
+    with FileServer(dict(archives)) as running:
+        yield running
+
+
+def test_download_verify_unpack_and_reuse(tmp_path, server, caplog):
+    with caplog.at_level(logging.WARNING):
+        folder = get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    assert folder == tmp_path / "HQ_DIR" and (folder / "train_test_data" / "train_sample.csv").is_file()
+    marker = json.loads((folder / MARKER).read_text())
+    assert marker["archive_sha256"] == hashlib.sha256(server.files["/HQ_DIR.zip"]).hexdigest()
+    assert "train_test_data/test_sample.csv" in marker["files"]
+    assert "no published checksum" in caplog.text  # Zenodo's md5 is not in the registry: recorded instead
+    pins = json.loads((tmp_path / datasets.PINS).read_text())
+    assert pins["HQ_DIR"] == marker["archive_sha256"]
+    assert not list((tmp_path / ".downloads").glob("*"))  # the archive is not kept
+    requests = len(server.requests)
+    assert get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False) == folder
+    assert len(server.requests) == requests  # the verified copy is reused, nothing fetched
+
+
+def test_the_integer_id_archive_unpacks_to_the_id_layout(tmp_path, server):
+    folder = get("kgid_hq_dir", tmp_path, mirror=server.base_url, progress=False)
+    dataset = load_dataset(folder)
+    assert dataset.layout == "ids" and dataset.registry["name"] == "KGID_HQ_DIR"
+
+
+def test_a_published_checksum_that_does_not_match_discards_the_download(tmp_path, server, monkeypatch):
+    entry = datasets.REGISTRY["HQ_DIR"]
+    monkeypatch.setitem(datasets.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5="0" * 32))
+    with pytest.raises(DownloadError, match="md5 .* expected 0000"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    assert not (tmp_path / "HQ_DIR").exists() and not list((tmp_path / ".downloads").glob("*"))
+    right = hashlib.md5(server.files["/HQ_DIR.zip"]).hexdigest()
+    monkeypatch.setitem(datasets.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5=right,
+                                                                         size=len(server.files["/HQ_DIR.zip"])))
+    assert get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False).is_dir()
+
+
+def test_an_interrupted_download_is_resumed(tmp_path, server):
+    server.drop_after["/HQ_DIR.zip"] = (2000, 1)  # the first response breaks off after 2000 bytes
+    folder = get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    ranges = [r for path, r in server.requests if path == "/HQ_DIR.zip"]
+    assert ranges == [None, "bytes=2000-"]
+    assert json.loads((folder / MARKER).read_text())["archive_sha256"] == hashlib.sha256(
+        server.files["/HQ_DIR.zip"]).hexdigest()
+
+
+def test_a_changed_archive_no_longer_matches_the_recorded_checksum(tmp_path, server, archives):
+    folder = get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    (folder / MARKER).unlink()
+    server.files["/HQ_DIR.zip"] = archives["/KGID_HQ_DIR.zip"]  # the provider now serves other bytes
+    with pytest.raises(DownloadError, match="expected"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, force=True, progress=False)
+
+
+def test_a_corrupted_archive_fails_its_crc_and_leaves_nothing(tmp_path, server):
+    data = bytearray(server.files["/HQ_DIR.zip"])
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as bundle:
+        member = bundle.infolist()[0]
+    data[member.header_offset + 30 + len(member.filename) + 5] ^= 0xFF  # a byte of the compressed data
+    server.files["/HQ_DIR.zip"] = bytes(data)
+    with pytest.raises(DatasetError, match="CRC|not a readable zip"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    assert not (tmp_path / "HQ_DIR").exists()
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [datasets.PINS]
+
+
+def test_partial_or_altered_copies_are_refused(tmp_path, server):
+    partial = tmp_path / "HQ_DIR"
+    (partial / "train_test_data").mkdir(parents=True)
+    with pytest.raises(DatasetError, match="no verification record"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    folder = get("HQ_DIR", tmp_path, mirror=server.base_url, force=True, progress=False)
+    with open(folder / "train_test_data" / "test_sample.csv", "a") as handle:
+        handle.write("NCBIGENE:1\tREL_A\tNCBIGENE:2\t1\n")
+    with pytest.raises(DatasetError, match="changed since verification .*test_sample.csv"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+
+
+def test_unknown_names_list_the_registry():
+    with pytest.raises(Exception, match="registered: HQ_DIR, HQ_UNDIR, ALL_DIR, ALL_UNDIR, KGID_HQ_DIR"):
+        datasets.lookup("HQ")
+
+
+def test_datasets_list_prints_every_entry():
+    done = CliRunner().invoke(main, ["datasets", "list", "--format", "json"])
+    rows = json.loads(done.output)
+    assert [row["name"] for row in rows] == ["HQ_DIR", "HQ_UNDIR", "ALL_DIR", "ALL_UNDIR", "KGID_HQ_DIR"]
+    assert rows[0]["md5"] == "unknown" and rows[0]["counts"]["positives"]["test"] == 183_009
+    assert rows[0]["protocol"]["filter_sets"] == ["train", "valid", "test"]
+    assert "zenodo.org/record/3834052" in CliRunner().invoke(main, ["datasets", "list"]).output
+
+
+def test_evaluate_by_name_records_the_registry_entry(tmp_path, server, monkeypatch):
+    monkeypatch.setenv("OPENBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("OPENBENCH_DATASET_MIRROR", server.base_url)
+    done = CliRunner().invoke(main, ["datasets", "get", "HQ_DIR", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    dataset = load_dataset("HQ_DIR")
+    np.save(tmp_path / "ent.npy", integer_embeddings(0, dataset.num_entities, 4))
+    np.save(tmp_path / "rel.npy", integer_embeddings(1, dataset.num_relations, 4))
+    out = tmp_path / "result.json"
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", "HQ_DIR", "--entity-embeddings", str(tmp_path / "ent.npy"),
+                                     "--relation-embeddings", str(tmp_path / "rel.npy"), "--model", "DistMult",
+                                     "--no-progress", "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    result = json.loads(out.read_text())
+    assert result["dataset"]["registry"]["name"] == "HQ_DIR"
+    assert result["dataset"]["registry"]["version"] == "Zenodo record 3834052"
+    assert result["dataset"]["fingerprint"] == dataset.fingerprint
+
+
+class MyEvaluator(Evaluator):
+    """Written as OpenBioLink's README shows: score_batch returns head and tail score rows."""
+
+    def __init__(self, dl, entity_embeddings, relation_embeddings):
+        super().__init__(dl)
+        self.entities, self.relations = entity_embeddings, relation_embeddings
+
+    def score_batch(self, batch):
+        heads, relations, tails = self.entities[batch[:, 0]], self.relations[batch[:, 1]], self.entities[batch[:, 2]]
+        head_scores = (relations * tails) @ self.entities.T
+        tail_scores = (heads * relations) @ self.entities.T
+        return head_scores, tail_scores
+
+
+def test_a_dataloader_based_evaluator_as_openbiolink_documents_it(tmp_path, server):
+    dl = DataLoader(str(tmp_path), "HQ_DIR", mirror=server.base_url, progress=False)
+    entities = torch.tensor(integer_embeddings(2, dl.num_entities, 3), dtype=torch.float32)
+    relations = torch.tensor(integer_embeddings(3, dl.num_relations, 3), dtype=torch.float32)
+    result = MyEvaluator(dl, entities, relations).evaluate(100)
+    reference = EmbeddingEvaluator(dl.dataset, build_scorer("DistMult", entities.numpy(), relations.numpy(),
+                                                            dl.num_entities, dl.num_relations),
+                                   device="cpu", progress=False).evaluate()
+    assert result["metrics"] == reference["metrics"]
+    assert result["mrr"] == reference["metrics"]["both"]["realistic"]["mrr"]
+    assert set(result) >= {"hits@1", "hits@3", "hits@10", "mrr"}
+
+
+def test_filter_scores_batches_and_kgid_export(tmp_path, server):
+    dl = DataLoader(str(tmp_path / "root"), "HQ_DIR", mirror=server.base_url, progress=False)
+    known = torch.cat([dl.training, dl.validation, dl.testing]).tolist()
+    heads, tails = known_answers(known)
+    count, batches = dl.get_test_batches(7)
+    batches = list(batches)
+    assert count == len(batches) == -(-dl.testing.shape[0] // 7) and torch.equal(torch.cat(batches), dl.testing)
+    batch = dl.testing[:10]
+    for column, answers in ((0, heads), (2, tails)):
+        scores = dl.filter_scores(batch, torch.zeros(10, dl.num_entities), column)
+        for i, (h, r, t) in enumerate(batch.tolist()):
+            expected = (answers[(r, t)] if column == 0 else answers[(h, r)]) - {h if column == 0 else t}
+            assert set(torch.isnan(scores[i]).nonzero().squeeze(1).tolist()) == expected
+    with pytest.raises(Exception, match="filter_col must be 0"):
+        dl.filter_scores(batch, torch.zeros(10, dl.num_entities), 1)
+    dl.save_as_kgid(str(tmp_path / "kgid"))
+    assert load_dataset(tmp_path / "kgid").fingerprint == dl.dataset.fingerprint
+    done = CliRunner().invoke(main, ["export-kgid", "--dataset", str(tmp_path / "root" / "HQ_DIR"), "--output",
+                                     str(tmp_path / "kgid2")])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "kgid2" / "entities.tsv").read_text() == (tmp_path / "kgid" / "entities.tsv").read_text()
