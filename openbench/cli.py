@@ -418,6 +418,88 @@ def export_kgid(dataset_path, output_dir):
 
 
 @main.group()
+def leaderboard():
+    """A local leaderboard of validated result records (SQLite)."""
+
+
+_DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
+                          help="The leaderboard database [default: the user data directory's leaderboard.sqlite].")
+
+
+@leaderboard.command("submit")
+@click.argument("result_path", type=click.Path(dir_okay=False, exists=True))
+@click.option("--name", required=True, help="The name shown on the leaderboard.")
+@click.option("--model-type", type=click.Choice(["latent", "interpretable", "other"]), default="other",
+              show_default=True)
+@click.option("--paper", default=None, help="URL of the paper.")
+@click.option("--code", default=None, help="URL of the code.")
+@click.option("--notes", default=None, help="Free text.")
+@_DB_OPTION
+@_handle_errors
+def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
+    """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard."""
+    from openbench.leaderboard import LeaderboardError, open_leaderboard
+
+    try:
+        record = json.loads(Path(result_path).read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise LeaderboardError(f"{result_path}: not JSON ({error})") from None
+    board = open_leaderboard(db)
+    try:
+        row_id = board.submit(record, name, model_type, paper, code, notes)
+    except LeaderboardError as error:
+        raise LeaderboardError(f"{result_path}: refused: {error}") from None
+    finally:
+        board.close()
+    click.echo(f"added #{row_id} {name!r} to {board.path}")
+
+
+@leaderboard.command("show")
+@click.option("--dataset", default=None, help="A registry name or a fingerprint prefix (6+ characters).")
+@click.option("--sort", default="mrr", show_default=True, help="mrr, hits@1, hits@10, mr, ...")
+@click.option("--side", type=click.Choice(["both", "head", "tail"]), default="both", show_default=True)
+@click.option("--rank-type", type=click.Choice(["realistic", "optimistic", "pessimistic"]), default="realistic",
+              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "json", "html"]), default="table",
+              show_default=True)
+@_DB_OPTION
+@_handle_errors
+def leaderboard_show(dataset, sort, side, rank_type, fmt, db):
+    """One row per model and protocol, mean ± std over seeds; published results beside them."""
+    from openbench.leaderboard import open_leaderboard
+    from openbench.leaderboard_render import render
+
+    board = open_leaderboard(db)
+    try:
+        rows = board.rows(dataset=dataset, side=side, rank_type=rank_type, sort=sort)
+    finally:
+        board.close()
+    click.echo(render(rows, fmt), nl=False)
+
+
+@leaderboard.command("export")
+@click.option("--format", "fmt", type=click.Choice(["html"]), default="html", show_default=True)
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--dataset", default=None, help="A registry name or a fingerprint prefix.")
+@_DB_OPTION
+@_handle_errors
+def leaderboard_export(fmt, output_dir, dataset, db):
+    """A static page (sortable table, plot of MRR and hits@10) in OUTPUT/index.html."""
+    from openbench._io import write_text_atomic
+    from openbench.leaderboard import open_leaderboard
+    from openbench.leaderboard_render import render
+
+    board = open_leaderboard(db)
+    try:
+        rows = board.rows(dataset=dataset)
+    finally:
+        board.close()
+    target = Path(output_dir) / "index.html"
+    write_text_atomic(target, render(rows, fmt))
+    click.echo(str(target))
+
+
+@main.group()
 def text():
     """Text-mining evaluation side modules (Meta-Eval, …)."""
 
@@ -546,7 +628,7 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
     from pathlib import Path
 
-    from openbench.demo import run_demo, run_pipeline_demo, results_table
+    from openbench.demo import results_table, run_demo, run_pipeline_demo, submit_to_leaderboard
     from openbench.evaluation.report import format_table
 
     _quiet_pykeen()
@@ -554,8 +636,11 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     if not planted:
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
         click.echo(results_table(results), err=True)
+        page = submit_to_leaderboard(results, out, seed)
         click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
-                   f"results: {out / 'results'}\nthe same evaluation from the command line:\n"
+                   f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "
+                   f"openbench leaderboard show --db {out / 'leaderboard.sqlite'})\n"
+                   f"the same evaluation from the command line:\n"
                    f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
                    f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "
                    f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}", err=True)

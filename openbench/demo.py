@@ -155,3 +155,26 @@ def results_table(results: Dict[str, dict]) -> str:
         rows.append(f"{model:<12} {cell(block['mrr']):>7} {cell(block.get('hits@1')):>7} "
                     f"{cell(block.get('hits@10')):>8} {cell(block['amri']):>7}")
     return "\n".join(rows)
+
+
+def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Path:
+    """Put the demo's results on a fresh local leaderboard (``out/leaderboard.sqlite``) and write its
+    HTML page (``out/leaderboard/index.html``); returns the page."""
+    from openbench._io import write_text_atomic
+    from openbench.leaderboard import open_leaderboard
+    from openbench.leaderboard_render import render
+
+    database = out / "leaderboard.sqlite"
+    database.unlink(missing_ok=True)  # the demo's own board: a rerun starts it afresh
+    board = open_leaderboard(database)
+    try:
+        for model, result in results.items():
+            board.submit(result, name=f"{model} (demo, seed {seed})", model_type="latent",
+                         notes="openbench demo on the embedded sample graph")
+        rows = board.rows(dataset=results[next(iter(results))]["dataset"]["fingerprint"][:12])
+    finally:
+        board.close()
+    page = out / "leaderboard" / "index.html"
+    write_text_atomic(page, render(rows, "html"))
+    return page
+

@@ -6,6 +6,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.demo import planted_graph
+from openbench.leaderboard import open_leaderboard
 
 pytest.importorskip("pykeen")
 
@@ -72,6 +73,11 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
         assert record["metrics"]["both"]["realistic"]["amri"] > 0.2, model  # learned: chance sits at 0
         assert model in run.stderr
     assert "openbench evaluate --dataset" in run.stderr
+    board = open_leaderboard(out / "leaderboard.sqlite")
+    submitted = [row for row in board.rows() if not row["published"]]
+    board.close()
+    assert sorted(row["name"] for row in submitted) == ["DistMult (demo, seed 0)", "TransE-L2 (demo, seed 0)"]
+    assert "DistMult (demo, seed 0)" in (out / "leaderboard" / "index.html").read_text()
 
 
 def test_pipeline_demo_is_byte_identical_for_the_same_seed(pipeline_runs):

@@ -1,0 +1,370 @@
+"""A local leaderboard of validated result records, in SQLite.
+
+Rows come only from openbench's result JSON. :func:`validate` refuses what cannot be trusted
+(missing keys, non-finite or out-of-range metrics, ``null`` where a metric is defined, hits@k
+falling as k grows, no protocol, no dataset fingerprint). A run is identified by the dataset
+fingerprint, the protocol, the model (``model.name``, ``model.params``, ``model.source_sha256``)
+and the seed; a second submission of the same run is refused, and runs differing only in seed
+form one group, shown as mean ± std over its runs.
+
+The database carries an application id and a schema version (``PRAGMA user_version``), migrated
+forward on open; a file that is not an SQLite database, or another program's database, is
+reported and left untouched. Every submit is one ``BEGIN IMMEDIATE`` transaction, so concurrent
+submitters queue instead of losing rows. The published OpenBioLink2020 HQ_DIR leaderboard is a
+separate, read-only table, shown beside the submitted rows and marked as not reproduced here.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import sqlite3
+import statistics
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+from openbench.errors import OpenbenchError
+
+APPLICATION_ID = 0x4F424C42  # "OBLB"
+SIDES = ("both", "head", "tail")
+RANK_TYPES = ("realistic", "optimistic", "pessimistic")
+MODEL_TYPES = ("latent", "interpretable", "other")
+PROTOCOL_FIELDS = ("filter_sets", "candidates", "sides")
+PUBLISHED_PROTOCOL = "unknown: LibKGE, LinkExplorer 2022"
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+# OpenBioLink README (HQ_DIR; LinkExplorer, Ott et al. 2022; embeddings trained with LibKGE); no hits@3 published
+PUBLISHED_HQ_DIR = [
+    ("latent", "RESCAL", 0.320, 0.212, 0.544), ("latent", "TransE", 0.280, 0.175, 0.500),
+    ("latent", "DistMult", 0.300, 0.193, 0.521), ("latent", "ComplEx", 0.319, 0.211, 0.547),
+    ("latent", "ConvE", 0.288, 0.186, 0.510), ("latent", "RotatE", 0.286, 0.180, 0.511),
+    ("interpretable", "AnyBURL (Maximum)", 0.277, 0.192, 0.457),
+    ("interpretable", "AnyBURL (Noisy-OR)", 0.159, 0.098, 0.295), ("interpretable", "SAFRAN*", 0.306, 0.214, 0.501),
+]
+
+MIGRATIONS = [
+    # version 1
+    """
+    CREATE TABLE submissions (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL, model_type TEXT NOT NULL, paper TEXT, code TEXT, notes TEXT,
+        dataset_name TEXT, dataset_version TEXT, dataset_fingerprint TEXT NOT NULL,
+        protocol_key TEXT NOT NULL, model_key TEXT NOT NULL, seed_key TEXT NOT NULL,
+        metrics_json TEXT NOT NULL, result_json TEXT NOT NULL, submitted_at TEXT NOT NULL,
+        UNIQUE (dataset_fingerprint, protocol_key, model_key, seed_key)
+    );
+    CREATE TABLE published (
+        id INTEGER PRIMARY KEY, dataset_name TEXT NOT NULL, model_type TEXT NOT NULL, name TEXT NOT NULL,
+        mrr REAL, hits_at_1 REAL, hits_at_3 REAL, hits_at_10 REAL, protocol TEXT NOT NULL, source TEXT NOT NULL
+    );
+    CREATE TRIGGER published_read_only_update BEFORE UPDATE ON published
+        BEGIN SELECT RAISE(ABORT, 'published results are read-only'); END;
+    CREATE TRIGGER published_read_only_delete BEFORE DELETE ON published
+        BEGIN SELECT RAISE(ABORT, 'published results are read-only'); END;
+    """,
+]
+
+
+class LeaderboardError(OpenbenchError):
+    """A refused submission, or a database that is not an openbench leaderboard."""
+
+
+def default_path() -> Path:
+    import platformdirs
+
+    return platformdirs.user_data_path("openbench") / "leaderboard.sqlite"
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+# ------------------------------------------------------------------------------------------
+# validation
+
+
+def validate(record) -> None:
+    """Raise LeaderboardError with the reason when ``record`` is not a trustworthy result."""
+    if not isinstance(record, dict):
+        raise LeaderboardError("a result record is a JSON object")
+    missing = [key for key in ("metrics", "protocol", "dataset", "model") if key not in record]
+    if missing:
+        raise LeaderboardError(f"missing key(s): {', '.join(missing)}")
+    dataset, model, protocol = record["dataset"], record["model"], record["protocol"]
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
+        raise LeaderboardError("dataset.fingerprint is missing: the record does not say what it was computed on")
+    if not isinstance(protocol, dict):
+        raise LeaderboardError("protocol must be an object")
+    absent = [key for key in PROTOCOL_FIELDS if key not in protocol]
+    if absent:
+        raise LeaderboardError(f"protocol field(s) missing: {', '.join(absent)}")
+    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
+        raise LeaderboardError("model.name is missing")
+    if not isinstance(model.get("params", {}), dict):
+        raise LeaderboardError("model.params must be an object")
+    metrics = record["metrics"]
+    if not isinstance(metrics, dict) or "both" not in metrics:
+        raise LeaderboardError("metrics.both is missing")
+    for side, block in metrics.items():
+        if not isinstance(block, dict):
+            raise LeaderboardError(f"metrics.{side} must be an object")
+        for rank_type, values in block.items():
+            _validate_values(f"metrics.{side}.{rank_type}", values, rank_type)
+
+
+def _validate_values(where: str, values, rank_type: str) -> None:
+    if not isinstance(values, dict):
+        raise LeaderboardError(f"{where} must be an object")
+    hits = []
+    for name, value in values.items():
+        label = f"{where}.{name}"
+        if value is None:
+            # undefined only where it can be: the mean rank of truncated lists, AMRI without a rank
+            if name not in ("mr", "amri"):
+                raise LeaderboardError(f"{label} is null, but it is defined for every evaluation")
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise LeaderboardError(f"{label} = {value!r}: expected a finite number")
+        if name == "mrr" or name.startswith("hits@") or name.startswith("mrr@"):
+            if not 0.0 <= value <= 1.0:
+                raise LeaderboardError(f"{label} = {value}: outside [0, 1]")
+        elif name == "mr" and value < 1.0:
+            raise LeaderboardError(f"{label} = {value}: a mean rank is at least 1")
+        elif name == "amri" and not -1.0 <= value <= 1.0:
+            raise LeaderboardError(f"{label} = {value}: outside [-1, 1]")
+        if name.startswith("hits@"):
+            k = name[5:]
+            if not k.isdigit() or int(k) < 1:
+                raise LeaderboardError(f"{label}: k must be a positive integer")
+            hits.append((int(k), value))
+    hits.sort()
+    for (k_low, low), (k_high, high) in zip(hits, hits[1:]):
+        if high < low:
+            raise LeaderboardError(f"{where}: hits@{k_high} = {high} < hits@{k_low} = {low}; hits@k cannot fall "
+                                   "as k grows")
+
+
+# ------------------------------------------------------------------------------------------
+# the store
+
+
+class Leaderboard:
+    """An open leaderboard database. Use :func:`open_leaderboard`."""
+
+    def __init__(self, path: Path, connection: sqlite3.Connection):
+        self.path, self.connection = path, connection
+
+    def close(self) -> None:
+        self.connection.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def submit(self, record: dict, name: str, model_type: str = "other", paper: Optional[str] = None,
+               code: Optional[str] = None, notes: Optional[str] = None) -> int:
+        """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records."""
+        validate(record)
+        if model_type not in MODEL_TYPES:
+            raise LeaderboardError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
+        if not name.strip():
+            raise LeaderboardError("a submission needs a name")
+        dataset, model = record["dataset"], record["model"]
+        registry = dataset.get("registry") or {}
+        keys = (dataset["fingerprint"], _canonical(record["protocol"]),
+                _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
+                _canonical(record.get("seed")))
+        row = (name.strip(), model_type, paper, code, notes, registry.get("name"), registry.get("version"), *keys,
+               _canonical(record["metrics"]), json.dumps(record), _now())
+        with self._transaction() as connection:
+            duplicate = connection.execute(
+                "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
+                "model_key = ? AND seed_key = ?", keys).fetchone()
+            if duplicate:
+                raise LeaderboardError(f"a run with the same dataset, protocol, model and seed is already on the "
+                                       f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
+            cursor = connection.execute(
+                "INSERT INTO submissions (name, model_type, paper, code, notes, dataset_name, dataset_version, "
+                "dataset_fingerprint, protocol_key, model_key, seed_key, metrics_json, result_json, submitted_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+            return int(cursor.lastrowid)
+
+    def rows(self, dataset: Optional[str] = None, side: str = "both", rank_type: str = "realistic",
+             sort: str = "mrr", include_published: bool = True) -> List[dict]:
+        """One row per group of runs (same dataset, protocol and model), best first by ``sort``."""
+        if side not in SIDES:
+            raise LeaderboardError(f"side {side!r}: expected one of {', '.join(SIDES)}")
+        if rank_type not in RANK_TYPES:
+            raise LeaderboardError(f"rank type {rank_type!r}: expected one of {', '.join(RANK_TYPES)}")
+        groups: Dict[tuple, List[sqlite3.Row]] = {}
+        for row in self.connection.execute("SELECT * FROM submissions ORDER BY id"):
+            if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
+                continue
+            groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
+        out = [_group_row(runs, side, rank_type) for runs in groups.values()]
+        if include_published and side == "both":
+            out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
+                                                                                         None)]
+        return _sorted(out, sort)
+
+    def published(self) -> List[dict]:
+        rows = []
+        for row in self.connection.execute("SELECT * FROM published ORDER BY id"):
+            metrics = {"mrr": row["mrr"], "hits@1": row["hits_at_1"], "hits@3": row["hits_at_3"],
+                       "hits@10": row["hits_at_10"]}
+            rows.append({"name": row["name"], "model_type": row["model_type"],
+                         "dataset": {"name": row["dataset_name"], "version": None, "fingerprint": None},
+                         "side": "both", "rank_type": "unknown",
+                         "metrics": {key: {"mean": value, "std": None} for key, value in metrics.items()},
+                         "runs": None, "protocol": row["protocol"], "published": True,
+                         "nonstandard_protocol": None, "source": row["source"]})
+        return rows
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _dataset_matches(query: str, name: Optional[str], fingerprint: Optional[str]) -> bool:
+    query = query.strip().lower()
+    return (name is not None and name.lower() == query) or (
+        fingerprint is not None and len(query) >= 6 and fingerprint.lower().startswith(query))
+
+
+def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str) -> dict:
+    first = runs[0]
+    record = json.loads(first["result_json"])
+    per_run = [json.loads(run["metrics_json"]).get(side, {}).get(rank_type, {}) for run in runs]
+    names = sorted({key for values in per_run for key in values})
+    metrics = {}
+    for key in names:
+        values = [v.get(key) for v in per_run]
+        present = [v for v in values if v is not None]
+        mean = statistics.fmean(present) if len(present) == len(values) and present else None
+        std = statistics.stdev(present) if mean is not None and len(present) > 1 else None
+        metrics[key] = {"mean": mean, "std": std}
+    dataset = record["dataset"]
+    registry = dataset.get("registry") or {}
+    return {"name": first["name"], "model_type": first["model_type"],
+            "dataset": {"name": registry.get("name"), "version": registry.get("version"),
+                        "fingerprint": dataset["fingerprint"]},
+            "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
+            "protocol": record["protocol"], "published": False,
+            "nonstandard_protocol": _nonstandard(registry.get("name"), record["protocol"]),
+            "seeds": [json.loads(run["seed_key"]) for run in runs],
+            "paper": first["paper"], "code": first["code"], "notes": first["notes"]}
+
+
+def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
+    """True where the protocol differs from the registry's standard one; None without a registry entry."""
+    if not dataset_name:
+        return None
+    from openbench.datasets import REGISTRY
+
+    entry = REGISTRY.get(dataset_name)
+    if entry is None:
+        return None
+    return any(protocol.get(key) != value for key, value in entry.protocol.items())
+
+
+def _sorted(rows: List[dict], sort: str) -> List[dict]:
+    lower_first = sort == "mr"
+
+    def key(row):
+        value = row["metrics"].get(sort, {}).get("mean")
+        if value is None:
+            return (1, 0.0, row["name"])
+        return (0, value if lower_first else -value, row["name"])
+
+    return sorted(rows, key=key)
+
+
+# ------------------------------------------------------------------------------------------
+# opening, migrating
+
+
+def open_leaderboard(path=None) -> Leaderboard:
+    """Open (creating or migrating) the leaderboard at ``path``; foreign or damaged files are refused untouched."""
+    path = Path(path) if path else default_path()
+    if path.exists():
+        _check_foreign(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    connection.row_factory = sqlite3.Row
+    try:
+        connection.execute("PRAGMA busy_timeout = 60000")
+        _migrate(connection, path)
+    except sqlite3.DatabaseError as error:
+        connection.close()
+        raise LeaderboardError(f"{path}: the database cannot be used ({error}); it was left untouched") from None
+    return Leaderboard(path, connection)
+
+
+def _check_foreign(path: Path) -> None:
+    with open(path, "rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if path.stat().st_size == 0:
+        return
+    if header != SQLITE_HEADER:
+        raise LeaderboardError(f"{path}: not an SQLite database (the file was left untouched); give another --db")
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
+        try:
+            application_id = probe.execute("PRAGMA application_id").fetchone()[0]
+            tables = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            probe.execute("PRAGMA quick_check").fetchone()
+        finally:
+            probe.close()
+    except sqlite3.DatabaseError as error:
+        raise LeaderboardError(f"{path}: a damaged SQLite database ({error}); the file was left untouched") from None
+    if application_id != APPLICATION_ID and tables:
+        raise LeaderboardError(f"{path}: an SQLite database of another program, not an openbench leaderboard; "
+                               "the file was left untouched")
+
+
+def _migrate(connection: sqlite3.Connection, path: Path) -> None:
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise LeaderboardError(f"{path}: schema version {version} is newer than this openbench knows "
+                                   f"({len(MIGRATIONS)}); upgrade openbench")
+        for number in range(version, len(MIGRATIONS)):
+            for statement in _statements(MIGRATIONS[number]):
+                connection.execute(statement)
+            if number == 0:
+                _seed_published(connection)
+        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _statements(script: str) -> List[str]:
+    """Split a migration script into statements (triggers hold ';' inside BEGIN ... END)."""
+    statements, current = [], []
+    for line in script.strip().splitlines():
+        current.append(line)
+        text = "\n".join(current).strip()
+        if text.endswith(";") and (not text.upper().startswith("CREATE TRIGGER") or text.upper().endswith("END;")):
+            statements.append(text)
+            current = []
+    return statements
+
+
+def _seed_published(connection: sqlite3.Connection) -> None:
+    for model_type, name, mrr, hits1, hits10 in PUBLISHED_HQ_DIR:
+        connection.execute(
+            "INSERT INTO published (dataset_name, model_type, name, mrr, hits_at_1, hits_at_3, hits_at_10, protocol, "
+            "source) VALUES ('HQ_DIR', ?, ?, ?, ?, NULL, ?, ?, ?)",
+            (model_type, name, mrr, hits1, hits10, PUBLISHED_PROTOCOL,
+             "OpenBioLink README leaderboard (LinkExplorer, Ott et al. 2022); not reproduced here"))

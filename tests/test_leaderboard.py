@@ -1,0 +1,269 @@
+"""The leaderboard: validation, grouping over seeds, concurrency, damaged files, rendering."""
+import copy
+import csv
+import io
+import json
+import math
+import multiprocessing
+import shutil
+import sqlite3
+import statistics
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from click.testing import CliRunner
+
+from openbench.cli import main
+from openbench.evaluation.dataset import load_dataset
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.scorers import build_scorer
+from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardError, open_leaderboard, validate
+from openbench.leaderboard_render import render
+from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    """Real result records: two models, three embedding seeds each (recorded as the run's seed)."""
+    splits = random_labelled_graph(6, 30, 3, {"train": 150, "valid": 10, "test": 25})
+    dataset = load_dataset(write_samples(tmp_path_factory.mktemp("graph"), splits))
+    out = {}
+    for model in ("DistMult", "TransE-L2"):
+        for seed in range(3):
+            scorer = build_scorer(model, integer_embeddings(seed, dataset.num_entities, 3),
+                                  integer_embeddings(seed + 9, dataset.num_relations, 3), dataset.num_entities,
+                                  dataset.num_relations)
+            record = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, seed=seed).evaluate()
+            record["model"]["source_sha256"] = "same-training-code"  # one model, trained with three seeds
+            out[(model, seed)] = record
+    return out
+
+
+def _count(db):
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT count(*) FROM submissions").fetchone()[0]
+
+
+def test_runs_differing_only_in_seed_form_one_group(tmp_path, records):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    for (model, _seed), record in records.items():
+        board.submit(record, name=model, model_type="latent")
+    rows = [row for row in board.rows() if not row["published"]]
+    assert {row["name"]: row["runs"] for row in rows} == {"DistMult": 3, "TransE-L2": 3}
+    for row in rows:
+        mrrs = [records[(row["name"], seed)]["metrics"]["both"]["realistic"]["mrr"] for seed in range(3)]
+        assert row["metrics"]["mrr"]["mean"] == pytest.approx(statistics.fmean(mrrs), abs=1e-15)
+        assert row["metrics"]["mrr"]["std"] == pytest.approx(statistics.stdev(mrrs), abs=1e-15)
+        assert row["seeds"] == [0, 1, 2] and row["nonstandard_protocol"] is None
+    head = [row for row in board.rows(side="head", rank_type="pessimistic") if not row["published"]]
+    distmult = next(row for row in head if row["name"] == "DistMult")
+    expected = statistics.fmean(records[("DistMult", s)]["metrics"]["head"]["pessimistic"]["hits@10"] for s in range(3))
+    assert distmult["metrics"]["hits@10"]["mean"] == pytest.approx(expected, abs=1e-15)
+    with pytest.raises(LeaderboardError, match="already on the leaderboard"):
+        board.submit(records[("DistMult", 1)], name="again")
+    assert _count(tmp_path / "lb.sqlite") == 6
+    board.close()
+
+
+def test_published_results_sit_beside_and_stay_read_only(tmp_path):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    published = [row for row in board.rows(dataset="HQ_DIR") if row["published"]]
+    assert [row["name"] for row in published][:2] == ["RESCAL", "ComplEx"]  # sorted by MRR
+    assert len(published) == len(PUBLISHED_HQ_DIR)
+    assert all(row["protocol"] == "unknown: LibKGE, LinkExplorer 2022" and row["metrics"]["hits@3"]["mean"] is None
+               for row in published)
+    with pytest.raises(sqlite3.DatabaseError, match="read-only"):
+        board.connection.execute("UPDATE published SET mrr = 0.9")
+    assert not [row for row in board.rows(side="head") if row["published"]]  # published numbers are both sides
+    board.close()
+
+
+def _broken(record, change):
+    bad = copy.deepcopy(record)
+    change(bad)
+    return bad
+
+
+BAD = [
+    (lambda r: r.pop("protocol"), "missing key"),
+    (lambda r: r["dataset"].pop("fingerprint"), "dataset.fingerprint is missing"),
+    (lambda r: r["protocol"].pop("filter_sets"), "protocol field"),
+    (lambda r: r["metrics"]["both"]["realistic"].__setitem__("mrr", math.nan), "finite number"),
+    (lambda r: r["metrics"]["both"]["realistic"].__setitem__("mrr", 1.5), "outside \\[0, 1\\]"),
+    (lambda r: r["metrics"]["head"]["optimistic"].__setitem__("mrr", None), "null"),
+    (lambda r: r["metrics"]["tail"]["realistic"].__setitem__("hits@10", 0.0), "hits@k cannot fall"),
+    (lambda r: r["metrics"]["both"]["realistic"].__setitem__("mr", 0.5), "at least 1"),
+    (lambda r: r["model"].pop("name"), "model.name"),
+]
+
+
+@pytest.mark.parametrize("change,reason", BAD)
+def test_bad_records_are_refused_with_the_reason_and_nothing_written(tmp_path, records, change, reason):
+    record = _broken(records[("DistMult", 0)], change)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(record))  # NaN is written as NaN, as a careless tool would
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "x", "--db",
+                                     str(tmp_path / "lb.sqlite")])
+    assert done.exit_code == 1
+    assert "refused" in done.output
+    with pytest.raises(LeaderboardError, match=reason):
+        validate(record)
+    assert _count(tmp_path / "lb.sqlite") == 0
+
+
+def test_a_nonstandard_protocol_is_flagged(tmp_path, records):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    standard = copy.deepcopy(records[("DistMult", 0)])
+    standard["dataset"]["registry"] = {"name": "HQ_DIR", "version": "Zenodo record 3834052"}
+    board.submit(standard, name="standard")
+    train_only = copy.deepcopy(standard)
+    train_only["protocol"]["filter_sets"] = ["train"]
+    board.submit(train_only, name="train-filtered")
+    flags = {row["name"]: row["nonstandard_protocol"] for row in board.rows(dataset="HQ_DIR")
+             if not row["published"]}
+    assert flags == {"standard": False, "train-filtered": True}
+    table = render(board.rows(dataset="HQ_DIR"), "table")
+    assert "train-filtered*" in table and "RESCAL†" in table
+    board.close()
+
+
+def _submit_many(arguments):
+    db, record, first_seed = arguments
+    board = open_leaderboard(db)
+    try:
+        for seed in range(first_seed, first_seed + 4):
+            run = copy.deepcopy(record)
+            run["seed"] = seed
+            board.submit(run, name="parallel")
+    finally:
+        board.close()
+
+
+def test_concurrent_submitters_lose_no_row(tmp_path, records):
+    db = tmp_path / "lb.sqlite"
+    open_leaderboard(db).close()
+    work = [(str(db), records[("DistMult", 0)], 100 * worker) for worker in range(6)]
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        pool.map(_submit_many, work)
+    assert _count(db) == 24
+    board = open_leaderboard(db)
+    assert next(row["runs"] for row in board.rows() if row["name"] == "parallel") == 24
+    board.close()
+
+
+def test_damaged_or_foreign_files_are_refused_and_left_untouched(tmp_path):
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"this is not a database at all" * 10)
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE accounts (id INTEGER)")
+    connection.close()
+    damaged = tmp_path / "damaged.sqlite"
+    open_leaderboard(damaged).close()
+    data = bytearray(damaged.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # the header survives, the schema page does not
+    damaged.write_bytes(bytes(data))
+    for path, reason in ((garbage, "not an SQLite database"), (foreign, "another program"),
+                         (damaged, "damaged|cannot be used")):
+        before = path.read_bytes()
+        with pytest.raises(LeaderboardError, match=reason):
+            open_leaderboard(path)
+        assert path.read_bytes() == before
+    newer = tmp_path / "newer.sqlite"
+    open_leaderboard(newer).close()
+    with sqlite3.connect(newer) as connection:
+        connection.execute("PRAGMA user_version = 99")
+    connection.close()
+    with pytest.raises(LeaderboardError, match="newer than this openbench"):
+        open_leaderboard(newer)
+
+
+def test_schema_is_versioned(tmp_path):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert board.connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    board.close()
+    assert len(open_leaderboard(tmp_path / "lb.sqlite").published()) == len(PUBLISHED_HQ_DIR)  # seeded once
+
+
+def test_show_formats(tmp_path, records):
+    db = str(tmp_path / "lb.sqlite")
+    path = tmp_path / "r.json"
+    for seed in range(2):
+        path.write_text(json.dumps(records[("TransE-L2", seed)]))
+        done = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "TransE", "--model-type",
+                                         "latent", "--paper", "https://example.org/p", "--db", db])
+        assert done.exit_code == 0, done.output
+    rows = json.loads(CliRunner().invoke(main, ["leaderboard", "show", "--format", "json", "--db", db]).output)
+    ours = next(row for row in rows if not row["published"])
+    assert set(ours) >= {"name", "dataset", "side", "rank_type", "metrics", "runs", "protocol", "published",
+                         "nonstandard_protocol"}
+    assert set(ours["dataset"]) == {"name", "version", "fingerprint"} and ours["runs"] == 2
+    assert set(ours["metrics"]["mrr"]) == {"mean", "std"}
+    parsed = list(csv.DictReader(io.StringIO(CliRunner().invoke(main, ["leaderboard", "show", "--format", "csv",
+                                                                       "--db", db]).output)))
+    assert float(next(r for r in parsed if r["published"] == "False")["mrr_mean"]) == pytest.approx(
+        ours["metrics"]["mrr"]["mean"])
+    markdown = CliRunner().invoke(main, ["leaderboard", "show", "--format", "md", "--sort", "hits@10", "--db", db])
+    assert markdown.output.startswith("| # | model |") and "TransE" in markdown.output
+
+
+class _TableReader(HTMLParser):
+    """The cells of <table id="leaderboard"> as rendered."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.rows, self.cell = False, [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table" and ("id", "leaderboard") in attrs:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append({})
+        elif self.inside and tag in ("td", "th"):
+            self.cell = [dict(attrs).get("data-key"), tag, ""]
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell[2] += data
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif tag in ("td", "th") and self.cell is not None:
+            key, kind, text = self.cell
+            if kind == "td":
+                self.rows[-1][key] = text
+            self.cell = None
+
+
+def _chromium():
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
+def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
+    db = str(tmp_path / "lb.sqlite")
+    board = open_leaderboard(db)
+    for (model, _seed), record in records.items():
+        board.submit(record, name=model, model_type="latent")
+    expected = board.rows()
+    board.close()
+    done = CliRunner().invoke(main, ["leaderboard", "export", "--format", "html", "--output", str(tmp_path / "site"),
+                                     "--db", db])
+    assert done.exit_code == 0, done.output
+    page = tmp_path / "site" / "index.html"
+    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    reader = _TableReader()
+    reader.feed(dom)
+    rendered = [row for row in reader.rows if row]
+    assert len(rendered) == len(expected)  # the script built one row per group and published result
+    for row, want in zip(rendered, expected):  # the page sorts by MRR like the store
+        flags = ("†" if want["published"] else "") + ("*" if want["nonstandard_protocol"] else "")
+        assert row["name"] == want["name"] + flags
+        mean, std = want["metrics"]["mrr"]["mean"], want["metrics"]["mrr"]["std"]
+        assert row["mrr"] == f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
+        assert row["runs"] == ("-" if want["runs"] is None else str(want["runs"]))
+    assert dom.count('class="bar-mrr"') == len(expected)
