@@ -23,25 +23,33 @@ SimplE      ½ Σ (h_head∘r∘t_tail + t_head∘r_inv∘h_tail)          Simpl
                                                                  clamps to ±20, making ties)
 ==========  ===================================================  =====================
 
-TransR checkpoints are recognised and refused with a clear message (not yet ported: its
-candidates are projected per relation).
+TransR      γ - ‖h M_r + r - t M_r‖₁, M_r = projection[r] as a     TransREvaluator (candidates
+            (entity_dim, relation_dim) row-major matrix            projected per relation)
+
+``--dglke-compat`` reproduces DGL-KE's own evaluator where it departs from these definitions:
+RESCAL's tail side scored with M_rᵀ (dglke issue #225), SimplE clamped to ±20; DGL-KE reports
+pessimistic ranks (``rank = 1 + #(negatives >= positive)``): compare ``metrics.*.pessimistic``.
 """
 from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import numpy as np
+import torch
 
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
-from openbench.evaluation.scorers import EmbeddingScorer, build_scorer, file_sha256, load_array
+from openbench.evaluation.evaluator import Evaluator
+from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256, load_array
 
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
            "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
-NOT_PORTED = ("TransR",)
+PROJECTED = ("TransR",)
+SIMPLE_CLAMP = 20.0  # DGL-KE clamps SimplE scores to [-20, 20]
 EMB_INIT_EPS = 2.0  # DGL-KE's EMB_INIT_EPS
 
 
@@ -58,11 +66,9 @@ def read_config(folder: Path) -> dict:
     missing = [key for key in ("model_name", "dataset", "hidden_dim", "gamma") if key not in config]
     if missing:
         raise InputError(f"config.json lacks {', '.join(missing)}; expected DGL-KE's saved training arguments", path)
-    if config["model_name"] in NOT_PORTED:
-        raise InputError(f"DGL-KE {config['model_name']} checkpoints are not supported yet; supported: "
-                         f"{', '.join(SCORER_OF_MODEL)}", path)
-    if config["model_name"] not in SCORER_OF_MODEL:
-        raise InputError(f"unknown DGL-KE model {config['model_name']!r}; supported: {', '.join(SCORER_OF_MODEL)}", path)
+    supported = [*SCORER_OF_MODEL, *PROJECTED]
+    if config["model_name"] not in supported:
+        raise InputError(f"unknown DGL-KE model {config['model_name']!r}; supported: {', '.join(supported)}", path)
     return config
 
 
@@ -108,10 +114,8 @@ def _expected_widths(config: dict) -> Tuple[int, int]:
     return entity, relation
 
 
-def load_dglke(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScorer, dict]:
-    """(scorer over the dataset's entity/relation order, model description) of a checkpoint."""
-    folder = Path(folder)
-    config = read_config(folder)
+def _reordered(folder: Path, config: dict, dataset: Dataset, data_dir) -> Tuple[dict, dict, np.ndarray]:
+    """(arrays by kind in the dataset's order, their paths, the relation rows used) after shape checks."""
     model, name = config["model_name"], config["dataset"]
     paths = {kind: folder / f"{name}_{model}_{kind}.npy" for kind in ("entity", "relation")}
     arrays = {kind: load_array(path) for kind, path in paths.items()}
@@ -134,7 +138,31 @@ def load_dglke(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScorer
                             data)
     relation_rows = _rows_for(dataset.relation_labels, read_id_map(data, "relation"), arrays["relation"].shape[0],
                               "relation", data)
-    entities, relations = arrays["entity"][entity_rows], arrays["relation"][relation_rows]
+    return ({"entity": arrays["entity"][entity_rows], "relation": arrays["relation"][relation_rows]}, paths,
+            relation_rows)
+
+
+def _description(name: str, config: dict, compat: bool, source: str) -> dict:
+    return {"name": name, "kind": "dglke",
+            "params": {"dglke_model": config["model_name"], "hidden_dim": int(config["hidden_dim"]),
+                       "gamma": float(config["gamma"]), "double_ent": bool(config.get("double_ent")),
+                       "double_rel": bool(config.get("double_rel")), "dglke_compat": compat},
+            "source_sha256": source}
+
+
+def load_dglke(folder, dataset: Dataset, data_dir=None, compat: bool = False) -> Tuple[EmbeddingScorer, dict]:
+    """(scorer over the dataset's entity/relation order, model description) of a checkpoint.
+
+    :param compat: reproduce DGL-KE's evaluator (RESCAL tail side with M_rᵀ, SimplE clamped).
+    """
+    folder = Path(folder)
+    config = read_config(folder)
+    model = config["model_name"]
+    if model in PROJECTED:
+        raise InputError(f"DGL-KE {model} projects candidates per relation; evaluate it with dglke_evaluator",
+                         folder / "config.json")
+    arrays, paths, _ = _reordered(folder, config, dataset, data_dir)
+    entities, relations = arrays["entity"], arrays["relation"]
     gamma = float(config["gamma"])
     if model == "RotatE":
         # DGL-KE stores phases scaled by emb_init / π; e^{iθ} as [cos | sin] halves, unit modulus
@@ -142,10 +170,94 @@ def load_dglke(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScorer
         relations = np.concatenate([np.cos(phase), np.sin(phase)], axis=1).astype(entities.dtype)
     scorer = build_scorer(SCORER_OF_MODEL[model], entities, relations, dataset.num_entities, dataset.num_relations,
                           complex_layout="halves", entity_path=paths["entity"], relation_path=paths["relation"])
-    description = {"name": SCORER_OF_MODEL[model], "kind": "dglke",
-                   "params": {"dglke_model": model, "hidden_dim": int(config["hidden_dim"]), "gamma": gamma,
-                              "double_ent": bool(config.get("double_ent")),
-                              "double_rel": bool(config.get("double_rel"))},
-                   "source_sha256": file_sha256(paths["entity"], paths["relation"])}
-    return scorer, description
+    if compat and model in COMPAT_SCORERS:
+        scorer = COMPAT_SCORERS[model](scorer.entities, scorer.relations)
+    return scorer, _description(SCORER_OF_MODEL[model], config, compat, file_sha256(paths["entity"], paths["relation"]))
 
+
+class RESCALTransposedTails(RESCAL):
+    """DGL-KE's evaluator: tail queries scored as (M_r h)·t = hᵀ M_rᵀ t (dglke issue #225)."""
+
+    def query_vectors(self, batch, side):
+        if side == "tail":
+            return torch.bmm(self.relations[batch[:, 1]], self.entities[batch[:, 0]].unsqueeze(2)).squeeze(2)
+        return super().query_vectors(batch, side)
+
+
+class ClampedSimplE(SimplE):
+    """DGL-KE's SimplE: scores clamped to [-20, 20] (ties at the clamp)."""
+
+    def score_chunk(self, queries, side, start, stop, out=None):
+        return super().score_chunk(queries, side, start, stop, out=out).clamp_(-SIMPLE_CLAMP, SIMPLE_CLAMP)
+
+
+COMPAT_SCORERS = {"RESCAL": RESCALTransposedTails, "SimplE": ClampedSimplE}
+
+
+class TransREvaluator(Evaluator):
+    """DGL-KE's TransR: score(h, r, t) = -‖h M_r + r - t M_r‖₁ (γ dropped), M_r (d_e, d_r).
+
+    Candidates are projected per relation, so the evaluation walks the test triples grouped by
+    relation and projects all entities once per group and side: (E, d_e) @ (d_e, d_r).
+
+    :param entities: (E, d_e); ``relations`` (R, d_r); ``projections`` (R, d_e, d_r), dataset order.
+    """
+
+    def __init__(self, dataset: Dataset, entities: torch.Tensor, relations: torch.Tensor, projections: torch.Tensor,
+                 description: dict, **options):
+        super().__init__(dataset, **options)
+        self.entities, self.relations = entities.to(self.device), relations.to(self.device)
+        self.projections = projections.to(self.device)
+        self.description = description
+        self._projected: Tuple[int, torch.Tensor] = (-1, None)
+
+    def model_description(self) -> dict:
+        return dict(self.description)
+
+    def _projected_entities(self, relation: int) -> torch.Tensor:
+        if self._projected[0] != relation:
+            self._projected = (relation, self.entities @ self.projections[relation])
+        return self._projected[1]
+
+    def score_batch(self, batch: torch.Tensor):
+        heads = torch.empty((batch.shape[0], self.num_entities), dtype=self.entities.dtype, device=self.device)
+        tails = torch.empty_like(heads)
+        for relation in torch.unique(batch[:, 1]).tolist():
+            rows = (batch[:, 1] == relation).nonzero().squeeze(1)
+            projected = self._projected_entities(relation)  # (E, d_r)
+            offset = self.relations[relation]
+            tail_queries = projected[batch[rows, 0]] + offset  # h M_r + r, against t M_r
+            head_queries = projected[batch[rows, 2]] - offset  # t M_r - r, against h M_r
+            tails[rows] = -torch.cdist(tail_queries, projected, p=1.0)
+            heads[rows] = -torch.cdist(head_queries, projected, p=1.0)
+        return heads, tails
+
+    def evaluate(self, batch_size=None) -> dict:
+        started = time.perf_counter()
+        triples = self.dataset.triples[self.evaluation_split].to(self.device)
+        triples = triples[torch.argsort(triples[:, 1], stable=True)]  # one projection per relation
+        counts = self._evaluate_triples(triples, batch_size)
+        return self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+
+
+def dglke_evaluator(folder, dataset: Dataset, data_dir=None, **options) -> TransREvaluator:
+    """The evaluator of a DGL-KE TransR checkpoint (``<dataset>_TransRprojection.npy`` beside it)."""
+    folder = Path(folder)
+    config = read_config(folder)
+    arrays, paths, relation_rows = _reordered(folder, config, dataset, data_dir)
+    projection_path = folder / f"{config['dataset']}_TransRprojection.npy"
+    projection = load_array(projection_path)
+    entity_width, relation_width = _expected_widths(config)
+    if projection.ndim != 2 or projection.shape[1] != entity_width * relation_width:
+        raise InputError(f"expected (relations, {entity_width} x {relation_width}) projection matrices; found "
+                         f"{projection.shape}", projection_path)
+    if projection.shape[0] <= int(relation_rows.max()):
+        raise InputError(f"the relation map points at row {int(relation_rows.max())} but the projection has "
+                         f"{projection.shape[0]} rows", projection_path)
+    projections = projection[relation_rows].reshape(-1, entity_width, relation_width)
+    dtype = torch.float64 if arrays["entity"].dtype == np.float64 else torch.float32
+    description = _description("TransR", config, False, file_sha256(paths["entity"], paths["relation"],
+                                                                     projection_path))
+    return TransREvaluator(dataset, torch.as_tensor(arrays["entity"], dtype=dtype),
+                           torch.as_tensor(arrays["relation"], dtype=dtype),
+                           torch.as_tensor(projections, dtype=dtype), description, **options)

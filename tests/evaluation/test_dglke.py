@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import InputError
 from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.dglke import load_dglke
+from openbench.evaluation.dglke import dglke_evaluator, load_dglke
+from openbench.evaluation.evaluator import Evaluator
 from tests.helpers import random_labelled_graph, write_samples
 
 HIDDEN, GAMMA = 4, 12.0
@@ -131,7 +132,7 @@ def test_shape_and_map_errors_say_what_was_expected(tmp_path, dataset):
         load_dglke(folder, dataset)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(dict(config, model_name="TransR")))
-    with pytest.raises(InputError, match="TransR checkpoints are not supported yet"):
+    with pytest.raises(InputError, match="projects candidates per relation"):
         load_dglke(folder, dataset)
 
 
@@ -152,3 +153,98 @@ def test_cli_evaluates_a_checkpoint_like_the_same_embeddings(tmp_path, dataset):
     assert plain.exit_code == 0, plain.output
     assert json.loads(out.stdout)["metrics"] == json.loads(plain.stdout)["metrics"]
     assert json.loads(out.stdout)["model"]["params"]["dglke_model"] == "DistMult"
+
+
+def _transr_checkpoint(tmp_path, dataset):
+    folder, entity, relation = _checkpoint(tmp_path, dataset, "TransR")
+    rng = np.random.default_rng(7)
+    relation_order = [line.split("\t")[1] for line in (folder / "relations.dict").read_text().splitlines()]
+    projection = rng.normal(size=(dataset.num_relations, HIDDEN * HIDDEN)).astype(np.float32)
+    np.save(folder / "toy_TransRprojection.npy", projection)  # DGL-KE's name: no underscore before projection
+    matrices = {label: projection[i].reshape(HIDDEN, HIDDEN).astype(np.float64) for i, label in enumerate(relation_order)}
+    return folder, entity, relation, matrices
+
+
+def _transr_score(h, r, t, matrix):
+    return GAMMA - np.abs(h @ matrix + r - t @ matrix).sum()
+
+
+class _Rows(Evaluator):
+    def __init__(self, dataset, rows):
+        super().__init__(dataset, device="cpu", progress=False)
+        self.rows = rows
+
+    def score_batch(self, batch):
+        index = [self.position[tuple(t)] for t in batch.tolist()]
+        return self.rows[0][index], self.rows[1][index]
+
+
+def test_transr_scores_and_ranks_as_dglke_defines(tmp_path, dataset):
+    folder, entity, relation, matrices = _transr_checkpoint(tmp_path, dataset)
+    evaluator = dglke_evaluator(folder, dataset, device="cpu", progress=False)
+    labels, rels = dataset.entity_labels, dataset.relation_labels
+    test = dataset.triples["test"]
+    heads, tails = evaluator.score_batch(test)
+    reference = [np.zeros((len(test), dataset.num_entities)), np.zeros((len(test), dataset.num_entities))]
+    for row, (h, r, t) in enumerate(test.tolist()):
+        vectors = [entity[label].astype(np.float64) for label in labels]
+        offset, matrix = relation[rels[r]].astype(np.float64), matrices[rels[r]]
+        for candidate in range(dataset.num_entities):
+            reference[0][row, candidate] = _transr_score(vectors[candidate], offset, vectors[t], matrix)
+            reference[1][row, candidate] = _transr_score(vectors[h], offset, vectors[candidate], matrix)
+    assert np.allclose(heads.double().numpy() + GAMMA, reference[0], atol=1e-4)
+    assert np.allclose(tails.double().numpy() + GAMMA, reference[1], atol=1e-4)
+    rows = _Rows(dataset, (torch.tensor(reference[0]), torch.tensor(reference[1])))
+    rows.position = {tuple(t): i for i, t in enumerate(test.tolist())}
+    expected = rows.evaluate()
+    result = evaluator.evaluate(batch_size=2)  # grouped by relation, in small batches
+    for side in ("head", "tail", "both"):
+        assert result["metrics"][side]["realistic"]["mrr"] == pytest.approx(
+            expected["metrics"][side]["realistic"]["mrr"], abs=1e-12)
+    assert result["model"]["name"] == "TransR" and result["model"]["params"]["dglke_model"] == "TransR"
+    assert set(result["per_relation"]) == set(expected["per_relation"])
+
+
+def test_transr_needs_its_projection_file(tmp_path, dataset):
+    folder, _, _, _ = _transr_checkpoint(tmp_path, dataset)
+    np.save(folder / "toy_TransRprojection.npy", np.zeros((dataset.num_relations, 3), dtype=np.float32))
+    with pytest.raises(InputError, match=r"expected \(relations, 4 x 4\) projection"):
+        dglke_evaluator(folder, dataset)
+    (folder / "toy_TransRprojection.npy").unlink()
+    with pytest.raises(InputError, match="toy_TransRprojection.npy"):
+        dglke_evaluator(folder, dataset)
+
+
+def test_dglke_compat_reproduces_dglke_evaluator_quirks(tmp_path, dataset):
+    folder, entity, relation = _checkpoint(tmp_path, dataset, "RESCAL")
+    correct, _ = load_dglke(folder, dataset)
+    compat, description = load_dglke(folder, dataset, compat=True)
+    assert description["params"]["dglke_compat"] is True
+    batch = dataset.triples["test"]
+    labels, rels = dataset.entity_labels, dataset.relation_labels
+    got = compat.score_all(batch, "tail").double().numpy()
+    for row, (h, r, _) in enumerate(batch.tolist()):
+        matrix = relation[rels[r]].astype(np.float64).reshape(HIDDEN, HIDDEN)
+        for candidate in range(dataset.num_entities):  # hᵀ Mᵀ t, dglke issue #225
+            expected = entity[labels[h]].astype(np.float64) @ matrix.T @ entity[labels[candidate]].astype(np.float64)
+            assert got[row, candidate] == pytest.approx(expected, rel=1e-5, abs=1e-4)
+    assert torch.equal(compat.score_all(batch, "head"), correct.score_all(batch, "head"))
+    (tmp_path / "s").mkdir()
+    folder, _, _ = _checkpoint(tmp_path / "s", dataset, "SimplE", double_ent=True, double_rel=True)
+    big, _ = load_dglke(folder, dataset)
+    big.entities.mul_(40.0)  # scores far beyond ±20
+    clamped = type(load_dglke(folder, dataset, compat=True)[0])(big.entities, big.relations)
+    assert clamped.score_all(batch, "tail").abs().max() == 20.0 < big.score_all(batch, "tail").abs().max()
+
+
+def test_cli_evaluates_transr_and_compat(tmp_path, dataset):
+    folder, _, _, _ = _transr_checkpoint(tmp_path, dataset)
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(folder), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["model"]["name"] == "TransR"
+    (tmp_path / "r").mkdir()
+    rescal, _, _ = _checkpoint(tmp_path / "r", dataset, "RESCAL")
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(rescal),
+                                     "--dglke-compat", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["model"]["params"]["dglke_compat"] is True
