@@ -475,7 +475,7 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
 def leaderboard_show(dataset, sort, side, rank_type, fmt, db):
     """One row per model and protocol, mean ± std over seeds; published results beside them."""
     from openbench.leaderboard import open_leaderboard
-    from openbench.leaderboard_render import render
+    from openbench.leaderboard.render import render
 
     board = open_leaderboard(db)
     try:
@@ -495,7 +495,7 @@ def leaderboard_export(fmt, output_dir, dataset, db):
     """A static page (sortable table, plot of MRR and hits@10) in OUTPUT/index.html."""
     from openbench._io import write_text_atomic
     from openbench.leaderboard import open_leaderboard
-    from openbench.leaderboard_render import render
+    from openbench.leaderboard.render import render
 
     board = open_leaderboard(db)
     try:

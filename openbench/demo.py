@@ -162,7 +162,7 @@ def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Pat
     HTML page (``out/leaderboard/index.html``); returns the page."""
     from openbench._io import write_text_atomic
     from openbench.leaderboard import open_leaderboard
-    from openbench.leaderboard_render import render
+    from openbench.leaderboard.render import render
 
     database = out / "leaderboard.sqlite"
     database.unlink(missing_ok=True)  # the demo's own board: a rerun starts it afresh

@@ -19,7 +19,7 @@ from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import build_scorer
 from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardError, open_leaderboard, validate
-from openbench.leaderboard_render import render
+from openbench.leaderboard.render import render
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
 
