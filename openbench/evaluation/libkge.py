@@ -65,6 +65,9 @@ def find_checkpoint(folder: Path) -> Optional[Path]:
 
 def read_checkpoint(path: Path) -> dict:
     """The checkpoint dict; every pickled global beyond torch's tensors becomes an inert stand-in."""
+    if not hasattr(torch.serialization, "get_unsafe_globals_in_checkpoint"):
+        raise InputError(f"reading LibKGE checkpoints without running their code needs torch >= 2.6 (found "
+                         f"{torch.__version__})", path)
     try:
         unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
     except Exception as error:  # not a torch zip file, truncated, ...
