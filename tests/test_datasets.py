@@ -206,3 +206,14 @@ def test_filter_scores_batches_and_kgid_export(tmp_path, server):
                                      str(tmp_path / "kgid2")])
     assert done.exit_code == 0, done.output
     assert (tmp_path / "kgid2" / "entities.tsv").read_text() == (tmp_path / "kgid" / "entities.tsv").read_text()
+
+
+def test_archives_that_escape_their_folder_or_hold_no_dataset_are_refused(tmp_path, server):
+    server.files["/HQ_DIR.zip"] = _zip({"HQ_DIR/../../evil.txt": b"x", "HQ_DIR/train_test_data/x.csv": b"a"})
+    with pytest.raises(DatasetError, match="would unpack outside"):
+        get("HQ_DIR", tmp_path / "a", mirror=server.base_url, progress=False)
+    assert not (tmp_path / "evil.txt").exists() and not (tmp_path / "a" / "HQ_DIR").exists()
+    server.files["/HQ_DIR.zip"] = _zip({"HQ_DIR/readme.txt": b"no splits here"})
+    with pytest.raises(DatasetError, match="does not hold a 'samples' dataset"):
+        get("HQ_DIR", tmp_path / "b", mirror=server.base_url, progress=False)
+    assert not (tmp_path / "b" / "HQ_DIR").exists()

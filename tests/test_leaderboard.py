@@ -267,3 +267,15 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
         assert row["mrr"] == f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
         assert row["runs"] == ("-" if want["runs"] is None else str(want["runs"]))
     assert dom.count('class="bar-mrr"') == len(expected)
+
+
+def test_submission_fields_are_checked(tmp_path, records):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    with pytest.raises(LeaderboardError, match="model type 'neural'"):
+        board.submit(records[("DistMult", 0)], name="x", model_type="neural")
+    with pytest.raises(LeaderboardError, match="needs a name"):
+        board.submit(records[("DistMult", 0)], name="  ")
+    with pytest.raises(LeaderboardError, match="side 'left'"):
+        board.rows(side="left")
+    board.close()
+    assert _count(tmp_path / "lb.sqlite") == 0

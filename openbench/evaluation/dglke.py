@@ -44,6 +44,7 @@ import torch
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
+from openbench.evaluation.id_maps import read_index_labels, rows_for_labels
 from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256, load_array
 
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
@@ -79,30 +80,13 @@ def read_id_map(folder: Path, kind: str) -> Dict[str, int]:
     """name -> DGL-KE id from ``entities.dict``/``.tsv`` (``relations.…``): ``id<TAB>name`` lines."""
     stem = PLURALS[kind]
     for name in (f"{stem}.dict", f"{stem}.tsv"):
-        path = folder / name
-        if path.is_file():
-            mapping = {}
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-                if not line.strip():
-                    continue
-                parts = line.split("\t")
-                if len(parts) != 2 or not parts[0].strip().isdigit():
-                    raise InputError("expected id<TAB>name", path, number)
-                mapping[parts[1]] = int(parts[0])
-            return mapping
+        if (folder / name).is_file():
+            return read_index_labels(folder / name)
     raise InputError(f"no {stem}.dict or {stem}.tsv: give the DGL-KE training data folder (--dglke-data)", folder)
 
 
 def _rows_for(labels: List[str], mapping: Dict[str, int], rows: int, kind: str, where: Path) -> np.ndarray:
-    """DGL-KE row of each dataset label, in the dataset's order."""
-    missing = [label for label in labels if label not in mapping]
-    if missing:
-        raise InputError(f"{len(missing)} {kind}(s) of the dataset are not in DGL-KE's {kind} map (first: "
-                         f"{missing[0]!r}); was the model trained on this graph?", where)
-    ids = np.array([mapping[label] for label in labels], dtype=np.int64)
-    if len(ids) and ids.max() >= rows:
-        raise InputError(f"the {kind} map points at row {int(ids.max())} but the array has {rows} rows", where)
-    return ids
+    return rows_for_labels(labels, mapping, rows, kind, where, "DGL-KE")
 
 
 def _expected_widths(config: dict) -> Tuple[int, int]:

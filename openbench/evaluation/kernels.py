@@ -165,25 +165,6 @@ def _row_counts_torch(scores, targets, lower_is_better, check_nan):
     return ((net + nonzero) / 2).to(torch.long), width - nonzero.to(torch.long)
 
 
-def _row_counts_compare(scores, targets, lower_is_better, check_nan):
-    """Two compare-and-count passes with torch ops: fewer bytes than the sign path, yet measured
-    slower on an H200 (bool to int64 row sums); kept for ``benchmarks/bench_count_kernels.py`` and
-    the tests. Comparisons are exact for infinities; NaN never compares true, so it is looked for
-    separately."""
-    column = targets[:, None]
-    greater = (scores < column if lower_is_better else scores > column).sum(dim=1)
-    equal = (scores == column).sum(dim=1)
-    if check_nan:
-        # a row sum is NaN when the row holds a NaN (or both infinities): read-only, then exact
-        suspicious = torch.isnan(scores.sum(dim=1)) | torch.isnan(targets)
-        if bool(suspicious.any()):
-            rows = suspicious.nonzero().squeeze(1)
-            has_nan = torch.isnan(scores[rows]).any(dim=1) | torch.isnan(targets[rows])
-            if bool(has_nan.any()):
-                raise NonFiniteRows(int(rows[has_nan.nonzero()[0, 0]]), "NaN score")
-    return greater, equal
-
-
 def _signs_in_place(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool, check_nan: bool) -> None:
     """Replace ``scores`` by sign(s - t) (sign(t - s) when lower is better), exact for ±inf ties.
 

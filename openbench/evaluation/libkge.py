@@ -26,6 +26,7 @@ import torch
 
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
+from openbench.evaluation.id_maps import read_index_labels, rows_for_labels
 from openbench.evaluation.scorers import SCORERS, EmbeddingScorer, build_scorer, file_sha256
 
 logger = logging.getLogger(__name__)
@@ -146,26 +147,11 @@ def read_libkge_ids(folder: Path, kind: str) -> Dict[str, int]:
     path = folder / f"{kind}_ids.del"
     if not path.is_file():
         raise InputError(f"no {kind}_ids.del: give LibKGE's dataset folder (--libkge-data)", folder)
-    mapping: Dict[str, int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        index, tab, label = line.partition("\t")
-        if not tab or not index.strip().isdigit():
-            raise InputError("expected index<TAB>label", path, number)
-        mapping[label] = int(index)
-    return mapping
+    return read_index_labels(path)
 
 
 def _rows(labels: List[str], mapping: Dict[str, int], rows: int, kind: str, where: Path) -> np.ndarray:
-    missing = [label for label in labels if label not in mapping]
-    if missing:
-        raise InputError(f"{len(missing)} {kind}(s) of the dataset are not in LibKGE's {kind} ids (first: "
-                         f"{missing[0]!r}); was the model trained on this graph?", where)
-    ids = np.array([mapping[label] for label in labels], dtype=np.int64)
-    if len(ids) and ids.max() >= rows:
-        raise InputError(f"the {kind} ids point at row {int(ids.max())} but the checkpoint has {rows} rows", where)
-    return ids
+    return rows_for_labels(labels, mapping, rows, kind, where, "LibKGE")
 
 
 def reciprocal_scorer_class(base: Type[EmbeddingScorer]) -> Type[EmbeddingScorer]:

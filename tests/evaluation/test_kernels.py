@@ -38,9 +38,7 @@ def _triton_counts(scores, targets, lower):
 
 
 def _implementations():
-    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True)),
-             # the GPU path (compare-and-count), run here on CPU tensors
-             ("compare", lambda s, t, lower: kernels._row_counts_compare(s, t, lower, True))]
+    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True))]
     if kernels._load_library() is not None:
         found.append(("c", lambda s, t, lower: kernels._row_counts_c(s, t, lower)))
     if TRITON is not None:

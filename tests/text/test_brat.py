@@ -198,3 +198,18 @@ def test_anaphora_task_reports_surface_and_closure(tmp_path):
     done = _run("--gold", str(tmp_path / "gold"), "--pred", str(tmp_path / "pred"), "--task", "ar")
     assert "# surface" in done.stdout and "# coreference closure" in done.stdout
     assert "all|tp:1|fp:0|fn:2|precision:1.0000|recall:0.3333|f1:0.5000|fpm:0|fnm:0" in done.stdout
+
+
+def test_settings_errors():
+    for text in ("fuzzy", "approx", "approx:x", "approx:1.5", "exact:0.5"):
+        with pytest.raises(InputError, match="span mode"):
+            brat.parse_span(text)
+    assert brat.parse_span("approx:0.5") == ("approx", 0.5)
+
+
+def test_a_taxonomy_with_an_indentation_jump_is_refused(tmp_path):
+    conf = tmp_path / "annotation.conf"
+    conf.write_text("[entities]\nA\n\t\tB\n")
+    with pytest.raises(InputError, match="indentation jumps") as info:
+        brat.Taxonomy.read(conf)
+    assert info.value.line == 3

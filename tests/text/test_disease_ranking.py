@@ -151,3 +151,17 @@ def test_rank_diseases_command_on_real_files(tmp_path):
     assert all(math.isfinite(e["score"]) for e in case["results"]["tfidf"])
     bad = CliRunner().invoke(main, ["text", "rank-diseases", "--test-set", str(test_set), "--method", "magic"])
     assert bad.exit_code == 1 and "unknown method(s) magic" in bad.output
+
+
+def test_ontology_errors(tmp_path):
+    empty = tmp_path / "empty.obo"
+    empty.write_text("format-version: 1.2\n")
+    with pytest.raises(InputError, match="no \\[Term\\] stanzas"):
+        read_obo(empty)
+    cyclic = Ontology(parents={"A": ["B"], "B": ["A"]}, names={}, replacements={})
+    with pytest.raises(InputError, match="cycle"):
+        KnowledgeBase.build(cyclic, {}, {"d": ["A"]})
+    with pytest.raises(InputError, match="both --annotations and --ontology"):
+        KnowledgeBase.from_files(annotations="x.hpoa")
+    with pytest.raises(InputError, match="unknown method"):
+        KnowledgeBase.build(Ontology({"R": []}, {}, {}), {}, {"d": ["R"]}).scores("magic", [0])
