@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import logging
 from pathlib import Path
 from typing import Callable, Optional
@@ -22,3 +23,25 @@ def load_library(folder: Path, stem: str, configure: Callable[[ctypes.CDLL], Non
         return library
     logger.debug("%s is not built in %s", stem, folder)
     return None
+
+
+class OptionalLibrary:
+    """A C helper loaded on first use: ``get()`` is the library, or None when it is not built or
+    when the environment variable ``switch`` equals ``fallback`` (forcing the pure-Python path)."""
+
+    def __init__(self, folder: Path, stem: str, configure: Callable[[ctypes.CDLL], None], switch: str,
+                 fallback: str):
+        self.folder, self.stem, self.configure = folder, stem, configure
+        self.switch, self.fallback = switch, fallback
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the loaded state: the next ``get()`` looks at the environment again (tests)."""
+        self._loaded, self._library = False, None
+
+    def get(self) -> Optional[ctypes.CDLL]:
+        if not self._loaded:
+            self._loaded = True
+            if os.environ.get(self.switch, "").lower() != self.fallback:
+                self._library = load_library(self.folder, self.stem, self.configure)
+        return self._library

@@ -27,39 +27,28 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import polars as pl
 
-from openbench._native import load_library
+from openbench._native import OptionalLibrary
 
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20        # formatted bytes per chunk, about
 Column = Tuple[np.ndarray, Sequence[Optional[str]]]  # (codes (n,) uint32, dictionary)
-_library = None
-_library_loaded = False
 
 
-def _load_library():
-    global _library, _library_loaded
-    if _library_loaded:
-        return _library
-    _library_loaded = True
-    if os.environ.get("OPENBENCH_WRITER", "").lower() == "polars":
-        return None
+def _configure(library) -> None:
+    function = library.openbench_format_rows
+    function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p,
+                         ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char, ctypes.c_void_p]
+    function.restype = ctypes.c_int64
 
-    def configure(library):
-        function = library.openbench_format_rows
-        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char, ctypes.c_void_p]
-        function.restype = ctypes.c_int64
 
-    _library = load_library(Path(__file__).resolve().parent, "_rows", configure)
-    if _library is None:
-        logger.debug("the C row formatter is not built; writing through polars")
-    return _library
+# OPENBENCH_WRITER=polars forces the polars fallback
+ROWS_LIBRARY = OptionalLibrary(Path(__file__).resolve().parent, "_rows", _configure, "OPENBENCH_WRITER", "polars")
 
 
 def writer_name() -> str:
     """Which implementation :func:`write_coded` uses: ``"c"`` or ``"polars"``."""
-    return "c" if _load_library() is not None else "polars"
+    return "c" if ROWS_LIBRARY.get() is not None else "polars"
 
 
 def quote_entry(value: Optional[str], separator: str) -> str:
@@ -95,7 +84,7 @@ def write_coded(path, columns: Sequence[Column], order: Optional[np.ndarray] = N
         if len(order) and int(order.max()) >= rows:
             raise ValueError("the row order points past the last row")
     dictionaries = [list(d) for _, d in columns]
-    if _load_library() is None:
+    if ROWS_LIBRARY.get() is None:
         return _write_polars(Path(path), codes, dictionaries, order, separator)
     return _write_c(Path(path), codes, dictionaries, order, separator, threads or os.cpu_count() or 1)
 
@@ -130,7 +119,7 @@ def _write_c(path: Path, codes, dictionaries, order, separator: str, threads: in
     total = rows = len(codes[0]) if order is None else len(order)
     chunk_rows = max(1, CHUNK_BYTES // longest_row)
     order_pointer = order.ctypes.data if order is not None else None
-    function = _library.openbench_format_rows
+    function = ROWS_LIBRARY.get().openbench_format_rows
 
     def format_chunk(begin: int) -> memoryview:
         end = min(begin + chunk_rows, total)

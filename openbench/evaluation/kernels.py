@@ -22,15 +22,13 @@ from typing import Optional, Tuple
 
 import torch
 
-from openbench._native import load_library
+from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
 logger = logging.getLogger(__name__)
 
 # below this many scores a block is counted by one thread: thread hand-off would dominate
 PARALLEL_MIN_ELEMENTS = 1 << 18
-_library = None
-_library_loaded = False
 _triton = None
 _triton_loaded = False
 _pool: Optional[ThreadPoolExecutor] = None
@@ -45,25 +43,18 @@ class NonFiniteRows(ScoreError):
         super().__init__(detail)
 
 
-def _load_library():
-    global _library, _library_loaded
-    if _library_loaded:
-        return _library
-    _library_loaded = True
-    if os.environ.get("OPENBENCH_KERNEL", "").lower() == "torch":
-        return None
+def _configure(library) -> None:
+    for name in ("openbench_count_rows_f32", "openbench_count_rows_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        function.restype = None
 
-    def configure(library):
-        for name in ("openbench_count_rows_f32", "openbench_count_rows_f64"):
-            function = getattr(library, name)
-            function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                                 ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-            function.restype = None
 
-    _library = load_library(Path(__file__).resolve().parent, "_counting", configure)
-    if _library is None:
-        logger.debug("the C counting kernel is not built; using the torch implementation")
-    return _library
+# OPENBENCH_KERNEL=torch forces the torch implementation
+COUNTING_LIBRARY = OptionalLibrary(Path(__file__).resolve().parent, "_counting", _configure, "OPENBENCH_KERNEL",
+                                   "torch")
+_load_library = COUNTING_LIBRARY.get
 
 
 def _load_triton():
@@ -130,8 +121,9 @@ def _row_counts_c(scores, targets, lower_is_better):
     greater = torch.empty(rows, dtype=torch.long)
     equal = torch.empty(rows, dtype=torch.long)
     nans = torch.empty(rows, dtype=torch.long)
-    function = (_library.openbench_count_rows_f32 if scores.dtype == torch.float32
-                else _library.openbench_count_rows_f64)
+    library = COUNTING_LIBRARY.get()
+    function = (library.openbench_count_rows_f32 if scores.dtype == torch.float32
+                else library.openbench_count_rows_f64)
     stride = scores.stride(0) if rows > 1 else width
     pointers = (scores.data_ptr(), targets.data_ptr(), greater.data_ptr(), equal.data_ptr(), nans.data_ptr())
 

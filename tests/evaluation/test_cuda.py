@@ -2,19 +2,16 @@
 
 Skipped where no GPU is present (CI); run on a GPU machine with ``pytest tests/evaluation/test_cuda.py``.
 """
-import datetime
 import json
 
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.distributed import DistributedEmbeddingEvaluator
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import SCORERS, build_scorer
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
@@ -120,41 +117,17 @@ def test_the_command_on_cuda_writes_the_cpu_numbers(tmp_path):
     assert results["cuda"]["device"].startswith("cuda")
 
 
-def _nccl_worker(rank, world, folder, rendezvous, shard, out):
-    dist.init_process_group("nccl", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=120))
-    try:
-        dataset = load_dataset(folder)
-        evaluator = DistributedEmbeddingEvaluator(dataset, _tied_scorer(dataset, "DistMult"), shard=shard,
-                                                  device=f"cuda:{rank}", progress=False)
-        result = evaluator.evaluate(batch_size=16)
-        if rank == 0:
-            with open(out, "w") as handle:
-                json.dump(result, handle)
-    finally:
-        dist.destroy_process_group()
-
-
 @pytest.mark.parametrize("shard", ["queries", "entities"])
 def test_nccl_ranks_give_the_single_process_numbers(tmp_path, shard):
+    from tests.evaluation.test_distributed import _dataset, _scorer, _worker
+
     folder = tmp_path / "data"
-    splits = random_labelled_graph(11, 400, 5, {"train": 3000, "valid": 150, "test": 300})
-    write_samples(folder, splits)
-    local = load_dataset(folder)
-    reference = EmbeddingEvaluator(local, _tied_scorer(local, "DistMult"), device="cpu", progress=False).evaluate()
+    local = _dataset(folder, 40)
+    reference = EmbeddingEvaluator(local, _scorer(local, "DistMult"), device="cpu", progress=False).evaluate()
     world = torch.cuda.device_count()  # NCCL allows one rank per GPU
     out = tmp_path / "result.json"
-    mp.spawn(_nccl_worker, args=(world, str(folder), str(tmp_path / "rendezvous"), shard, str(out)), nprocs=world,
-             join=True)
+    mp.spawn(_worker, args=(world, str(folder), str(tmp_path / "rendezvous"), shard, "DistMult", str(out), -1,
+                            "nccl"), nprocs=world, join=True)
     result = json.loads(out.read_text())
     assert result["metrics"] == reference["metrics"]
     assert result["protocol"]["distributed"]["backend"] == "nccl"
-
-
-def test_cuda_blocks_are_counted_by_the_triton_kernel(dataset):
-    from openbench.evaluation import kernels
-
-    pytest.importorskip("triton")
-    EmbeddingEvaluator(dataset, _tied_scorer(dataset, "DistMult"), device="cuda", progress=False).evaluate()
-    # a compile failure would have switched to the torch path with a warning: kernel_name tells
-    assert kernels.kernel_name(torch.zeros(2, 3, device="cuda")) == "triton"

@@ -27,15 +27,16 @@ def _scorer(dataset, model):
     return build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
 
 
-def _worker(rank, world, folder, rendezvous, shard, model, out, fail_rank):
-    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
+def _worker(rank, world, folder, rendezvous, shard, model, out, fail_rank, backend="gloo"):
+    """One rank: gloo on CPU, or NCCL with one GPU per rank (tests/evaluation/test_cuda.py)."""
+    dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world,
                             timeout=__import__("datetime").timedelta(seconds=60))
     try:
         if rank == fail_rank:
             raise RuntimeError(f"rank {rank} dies on purpose")
         dataset = load_dataset(folder)  # written by the parent before the spawn
         evaluator = DistributedEmbeddingEvaluator(dataset, _scorer(dataset, model), shard=shard, progress=False,
-                                                  device="cpu")
+                                                  device=f"cuda:{rank}" if backend == "nccl" else "cpu")
         result = evaluator.evaluate(batch_size=4)
         if rank == 0:
             with open(out, "w") as handle:

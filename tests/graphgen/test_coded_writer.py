@@ -16,8 +16,8 @@ def _reference(columns, order, separator):
 
 
 def _write(tmp_path, implementation, monkeypatch, columns, order, separator, name):
-    monkeypatch.setattr(coded, "_library_loaded", False)
-    monkeypatch.setattr(coded, "_library", None)
+    monkeypatch.setattr(coded.ROWS_LIBRARY, "_library", None)  # both restored after the test
+    monkeypatch.setattr(coded.ROWS_LIBRARY, "_loaded", False)
     monkeypatch.setenv("OPENBENCH_WRITER", implementation)
     if implementation == "c" and coded.writer_name() != "c":
         pytest.skip("the C row formatter is not built")
@@ -59,7 +59,8 @@ def test_c_writer_is_built_where_a_compiler_is(monkeypatch):
     if os.environ.get("CI") != "true":
         pytest.skip("only required in CI, which installs with a compiler")
     monkeypatch.delenv("OPENBENCH_WRITER", raising=False)
-    monkeypatch.setattr(coded, "_library_loaded", False)
+    monkeypatch.setattr(coded.ROWS_LIBRARY, "_library", None)  # both restored after the test
+    monkeypatch.setattr(coded.ROWS_LIBRARY, "_loaded", False)
     assert coded.writer_name() == "c"
 
 
