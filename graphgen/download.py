@@ -58,7 +58,8 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _sidecar(target: Path) -> Path:
+def sidecar_path(target: Path) -> Path:
+    """Where :func:`fetch` records the sha256 of a downloaded file."""
     return target.with_name(target.name + ".sha256")
 
 
@@ -91,7 +92,7 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
         raise DownloadError(f"{remote.source}: {remote.url} has sha256 {digest}, expected {remote.sha256}; "
                             f"the download was discarded")
     os.replace(partial, target)
-    write_text_atomic(_sidecar(target), digest + "\n")
+    write_text_atomic(sidecar_path(target), digest + "\n")
     if not remote.sha256 and not remote.md5:
         logger.warning("%s: no published checksum for %s; recorded sha256 %s", remote.source, remote.url, digest)
     return target
@@ -116,7 +117,7 @@ def _check_published(remote: Remote, partial: Path) -> None:
 
 
 def _verify_cached(remote: Remote, target: Path) -> None:
-    sidecar = _sidecar(target)
+    sidecar = sidecar_path(target)
     expected = remote.sha256 or (sidecar.read_text().strip() if sidecar.exists() else None)
     digest = sha256_of(target)
     if expected and digest != expected:

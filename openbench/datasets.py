@@ -23,7 +23,7 @@ import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from openbench._io import replace_folder, write_text_atomic
 from openbench.errors import InputError, OpenbenchError
@@ -153,6 +153,8 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
     """
     from filelock import FileLock
 
+    from graphgen.download import sidecar_path
+
     entry = lookup(name)
     root = data_root(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -170,12 +172,12 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
                                    f"or pass --force to download it again")
             logger.warning("%s: replacing %s (%s)", entry.name, folder, problem)
             shutil.rmtree(folder)
-        archive = _download(entry, root, mirror, progress)
+        archive, digest = _download(entry, root, mirror, progress)
         try:
-            _unpack(entry, archive, folder)
+            _unpack(entry, archive, digest, folder)
         finally:
             archive.unlink(missing_ok=True)
-            archive.with_name(archive.name + ".sha256").unlink(missing_ok=True)
+            sidecar_path(archive).unlink(missing_ok=True)
     return folder
 
 
@@ -185,8 +187,9 @@ def _describe_altered(altered: list) -> Optional[str]:
     return f"{len(altered)} file(s) missing or changed since verification (first: {altered[0]})"
 
 
-def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Path:
-    from graphgen.download import Remote, fetch, sha256_of
+def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Tuple[Path, str]:
+    """(the archive, its sha256 as fetch recorded it beside the file)."""
+    from graphgen.download import Remote, fetch, sidecar_path
 
     pins_path = root / PINS
     pins = json.loads(pins_path.read_text(encoding="utf-8")) if pins_path.is_file() else {}
@@ -195,16 +198,16 @@ def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progr
     remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=pins.get(entry.name),
                     version=entry.version, md5=entry.md5, size=entry.size)
     archive = fetch(remote, root / ".downloads", progress=progress)
+    digest = sidecar_path(archive).read_text().strip()  # fetch hashed the archive once already
     if entry.name not in pins:
-        pins[entry.name] = sha256_of(archive)
+        pins[entry.name] = digest
         write_text_atomic(pins_path, json.dumps(pins, indent=2, sort_keys=True) + "\n")
         logger.info("%s: recorded the archive's sha256 in %s; later downloads must match it", entry.name, pins_path)
-    return archive
+    return archive, digest
 
 
-def _unpack(entry: RegisteredDataset, archive: Path, folder: Path) -> None:
+def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) -> None:
     """Check the zip's CRCs, extract, check the layout, write the marker, rename into place."""
-    from graphgen.download import sha256_of
     from openbench.evaluation.dataset import resolve_layout
 
     try:
@@ -216,7 +219,6 @@ def _unpack(entry: RegisteredDataset, archive: Path, folder: Path) -> None:
             if broken is not None:
                 raise DatasetError(f"{archive}: member {broken!r} fails its CRC check; the archive is corrupted")
             _check_member_names(bundle, archive)
-            digest = sha256_of(archive)
 
             def fill(staging: Path) -> None:
                 with tempfile.TemporaryDirectory(dir=staging.parent, prefix=f".{entry.name}.unzip.") as scratch:

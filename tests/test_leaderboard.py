@@ -279,3 +279,11 @@ def test_submission_fields_are_checked(tmp_path, records):
         board.rows(side="left")
     board.close()
     assert _count(tmp_path / "lb.sqlite") == 0
+
+
+def test_a_result_file_that_is_not_json_is_refused(tmp_path):
+    path = tmp_path / "result.json"
+    path.write_text("{not json")
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "x", "--db",
+                                     str(tmp_path / "lb.sqlite")])
+    assert done.exit_code == 1 and "result.json: not JSON" in done.output

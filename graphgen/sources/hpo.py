@@ -18,31 +18,40 @@ REMOTES = {
 }
 
 # the pre-2019 phenotype_annotation.tab: 14 columns, no header
-_OLD_ANNOTATION = {0: "db", 1: "db_object", 3: "qualifier", 4: "hpo", 6: "evidence"}
+_OLD_ANNOTATION = {0: "db", 1: "db_object", 2: "name", 3: "qualifier", 4: "hpo", 6: "evidence", 11: "aspect"}
+# the 12 columns of phenotype.hpoa, by position (for copies whose header row is space-separated)
+_HPOA_POSITIONS = {0: "disease", 1: "name", 2: "qualifier", 3: "hpo", 5: "evidence", 10: "aspect"}
 
 
 def read_disease_phenotype(path) -> pl.DataFrame:
-    """Disease–phenotype annotations: disease (``OMIM:…``, ``ORPHA:…``), hpo, evidence, negated (bool).
+    """Disease–phenotype annotations: disease (``OMIM:…``, ``ORPHA:…``), name, hpo, evidence,
+    aspect (``P`` phenotype, ``I`` inheritance, ``C`` course, ``M`` modifier), negated (bool).
 
-    Layouts: phenotype.hpoa with a ``database_id`` header (2021+) or a ``#DatabaseID`` header
-    (2019–2020), and the older headerless phenotype_annotation(_negated).tab. ``NOT`` in the
-    qualifier column marks a negated annotation (a true negative).
+    Layouts: phenotype.hpoa with a ``database_id`` header (2021+; tab- or, in some copies,
+    space-separated) or a ``#DatabaseID`` header (2019–2020), and the older headerless
+    phenotype_annotation(_negated).tab. ``NOT`` in the qualifier column marks a negated annotation
+    (a true negative).
     """
     path = Path(path)
     header_at = _hpoa_header(path)
     if header_at == "database_id":
-        frame = read_table(path, {"database_id": "disease", "qualifier": "qualifier", "hpo_id": "hpo",
-                                  "evidence": "evidence"}, required=("disease", "hpo"))
+        frame = read_table(path, {"database_id": "disease", "disease_name": "name", "qualifier": "qualifier",
+                                  "hpo_id": "hpo", "evidence": "evidence", "aspect": "aspect"},
+                           required=("disease", "hpo"))
+    elif header_at == "database_id spaces":  # the header row counts as a comment; columns by position
+        frame = read_table(path, _HPOA_POSITIONS, header=False, width=12, comment_prefixes=("#", "database_id "),
+                           required=("disease", "hpo"))
     elif header_at == "#databaseid":
-        frame = read_table(path, {"#DatabaseID": "disease", "Qualifier": "qualifier", "HPO_ID": "hpo",
-                                  "Evidence": "evidence"}, header_prefix="#DatabaseID", required=("disease", "hpo"))
+        frame = read_table(path, {"#DatabaseID": "disease", "DiseaseName": "name", "Qualifier": "qualifier",
+                                  "HPO_ID": "hpo", "Evidence": "evidence", "Aspect": "aspect"},
+                           header_prefix="#DatabaseID", required=("disease", "hpo"))
     elif header_at == "none":
         frame = read_table(path, _OLD_ANNOTATION, header=False, width=12, required=("db", "db_object", "hpo"))
-        frame = frame.select(pl.concat_str(["db", "db_object"], separator=":").alias("disease"), "qualifier",
-                             "hpo", "evidence")
+        frame = frame.select(pl.concat_str(["db", "db_object"], separator=":").alias("disease"), "name", "qualifier",
+                             "hpo", "evidence", "aspect")
     else:
         raise InputError("the file is empty; expected HPO annotations", path)
-    return frame.select("disease", "hpo", "evidence",
+    return frame.select("disease", "name", "hpo", "evidence", "aspect",
                         pl.col("qualifier").fill_null("").str.to_uppercase().str.contains("NOT").alias("negated"))
 
 
@@ -51,6 +60,8 @@ def _hpoa_header(path: Path) -> str:
         lowered = line.lower()
         if lowered.startswith("database_id\t"):
             return "database_id"
+        if lowered.startswith("database_id "):
+            return "database_id spaces"
         if lowered.startswith("#databaseid\t"):
             return "#databaseid"
         if not line.startswith("#"):

@@ -25,6 +25,8 @@ Numbers print with four decimals rounded half-up on the exact binary value (Java
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
 import logging
 import os
@@ -559,12 +561,13 @@ def rows(table: Dict[str, Counts]) -> List[dict]:
 
 
 def to_csv(table: Dict[str, Counts]) -> str:
-    lines = ["key,tp,fp,fn,fpm,fnm,precision,recall,f1"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["key", "tp", "fp", "fn", "fpm", "fnm", "precision", "recall", "f1"])
     for row in rows(table):
-        key = '"' + row["key"].replace('"', '""') + '"' if any(c in row["key"] for c in ',"') else row["key"]
-        lines.append(f"{key},{row['tp']},{row['fp']},{row['fn']},{row['fpm']},{row['fnm']},"
-                     f"{half_up(row['precision'])},{half_up(row['recall'])},{half_up(row['f1'])}")
-    return "\n".join(lines) + "\n"
+        writer.writerow([row["key"], row["tp"], row["fp"], row["fn"], row["fpm"], row["fnm"],
+                         half_up(row["precision"]), half_up(row["recall"]), half_up(row["f1"])])
+    return buffer.getvalue()
 
 
 def to_json(report: dict) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import polars as pl
 import scipy.sparse as sp
 
 from openbench.errors import InputError
@@ -40,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 METHODS = ("set_jaccard", "set_cosine", "tfidf", "semantic")
 ROOT = "HP:0000001"
-HPOA_HEADER = ("database_id", "databaseid")
 
 
 @dataclass
@@ -60,94 +60,31 @@ class Ontology:
 
 
 def read_obo(path) -> Ontology:
-    """Terms of an OBO 1.2 file: ``id``, ``name``, ``is_a``, ``alt_id``, ``is_obsolete``, ``replaced_by``."""
-    path = Path(path)
-    parents: Dict[str, List[str]] = {}
-    names: Dict[str, str] = {}
-    replacements: Dict[str, str] = {}
-    stanza: Optional[dict] = None
+    """The HPO terms of an OBO file, parsed by graphgen's OBO reader (vectorised, polars)."""
+    from graphgen.sources.obo import parse_obo
 
-    def finish(block):
-        if not block or block.get("kind") != "Term" or "id" not in block:
-            return
-        term = block["id"]
-        if block.get("obsolete"):
-            if block.get("replaced_by"):
-                replacements[term] = block["replaced_by"]
-            return
-        parents[term] = block.get("is_a", [])
-        names[term] = block.get("name", "")
-        for alternative in block.get("alt_id", []):
-            replacements[alternative] = term
-
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise InputError(f"cannot read the ontology ({error})", path) from error
-    for line in lines:
-        line = line.strip()
-        if line.startswith("[") and line.endswith("]"):
-            finish(stanza)
-            stanza = {"kind": line[1:-1]}
-            continue
-        if stanza is None or not line or ":" not in line:
-            continue
-        tag, _, value = line.partition(":")
-        value = value.split(" ! ")[0].strip()
-        if tag == "id":
-            stanza["id"] = value
-        elif tag == "name":
-            stanza["name"] = value
-        elif tag == "is_a":
-            stanza.setdefault("is_a", []).append(value.split()[0])
-        elif tag == "alt_id":
-            stanza.setdefault("alt_id", []).append(value)
-        elif tag == "is_obsolete":
-            stanza["obsolete"] = value.lower() == "true"
-        elif tag == "replaced_by":
-            stanza["replaced_by"] = value
-    finish(stanza)
-    if not parents:
+    parsed = parse_obo(path)
+    live = parsed.terms.filter(~pl.col("obsolete"))
+    if live.height == 0:
         raise InputError("no [Term] stanzas: not an OBO ontology", path)
+    parents: Dict[str, List[str]] = {term: [] for term in live.get_column("id")}
+    parents.update(parsed.is_a.group_by("id", maintain_order=True).agg("parent").iter_rows())
+    names = dict(live.select("id", pl.col("name").fill_null("")).iter_rows())
+    obsolete = parsed.terms.filter(pl.col("obsolete")).get_column("id").implode()
+    replacements = dict(parsed.replaced_by.filter(pl.col("id").is_in(obsolete)).iter_rows())
+    replacements.update(parsed.alt_ids.iter_rows())  # alt_id -> id
     return Ontology(parents, names, replacements)
 
 
 def read_hpoa(path) -> Tuple[Dict[str, str], Dict[str, List[str]]]:
-    """(disease id -> name, disease id -> HPO terms) of the phenotype rows (aspect P, not NOT)."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise InputError(f"cannot read the annotations ({error})", path) from error
-    header_at = next((i for i, line in enumerate(lines)
-                      if line.lstrip("#").replace(" ", "\t").split("\t")[0].strip().lower() in HPOA_HEADER), None)
-    if header_at is None:
-        raise InputError("no header row (database_id disease_name qualifier hpo_id ... aspect)", path)
-    header = [name.strip().lower().lstrip("#") for name in lines[header_at].lstrip("#").replace(" ", "\t").split("\t")
-              if name.strip()]
-    aliases = {"databaseid": "database_id", "diseasename": "disease_name", "hpo_id": "hpo_id"}
-    header = [aliases.get(name, name) for name in header]
-    try:
-        columns = [header.index(name) for name in ("database_id", "disease_name", "qualifier", "hpo_id", "aspect")]
-    except ValueError:
-        raise InputError(f"the header row lacks a column of database_id, disease_name, qualifier, hpo_id, aspect: "
-                         f"{header}", path, header_at + 1) from None
-    names: Dict[str, str] = {}
-    terms: Dict[str, List[str]] = {}
-    for number, line in enumerate(lines[header_at + 1:], start=header_at + 2):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = line.split("\t")
-        if len(fields) <= max(columns):
-            raise InputError(f"expected at least {max(columns) + 1} tab-separated fields, found {len(fields)}", path,
-                             number)
-        disease, name, qualifier, term, aspect = (fields[c].strip() for c in columns)
-        if aspect != "P" or qualifier.upper() == "NOT":
-            continue
-        if not term.startswith("HP:"):
-            raise InputError(f"expected an HPO id in column hpo_id, found {term!r}", path, number)
-        names.setdefault(disease, name)
-        terms.setdefault(disease, []).append(term)
+    """(disease id -> name, disease id -> HPO terms) of the phenotype rows (aspect P, not NOT), read by
+    graphgen's HPO annotation reader (every layout of phenotype.hpoa and its predecessor)."""
+    from graphgen.sources.hpo import read_disease_phenotype
+
+    frame = read_disease_phenotype(path).filter((pl.col("aspect") == "P") & ~pl.col("negated"))
+    names = dict(frame.unique("disease", keep="first", maintain_order=True)
+                 .select("disease", pl.col("name").fill_null("")).iter_rows())
+    terms = dict(frame.group_by("disease", maintain_order=True).agg("hpo").iter_rows())
     return names, terms
 
 
@@ -174,7 +111,20 @@ class KnowledgeBase:
     reduced_mean: sp.csr_matrix  # (N, T)
     ontology: Ontology
     missing_terms: int = 0
-    information: np.ndarray = field(default=None)  # (T,) IC, 0 where undefined
+    # derived from the matrices above in __post_init__
+    annotated: np.ndarray = field(init=False)  # (T,) diseases annotated with each term (propagated)
+    information: np.ndarray = field(init=False)  # (T,) IC, 0 where undefined (n_t = 0)
+    disease_index: Dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.annotated = np.asarray(self.propagated.sum(axis=0)).ravel()
+        n = max(len(self.diseases), 1)
+        self.information = np.where(self.annotated > 0, -np.log(np.maximum(self.annotated, 1) / n), 0.0)
+        self.disease_index = {disease: i for i, disease in enumerate(self.diseases)}
+        self._propagated_csc = self.propagated.tocsc()  # column slices for the Resnik maxima
+        self._ancestors_csc = self.ancestors.tocsc()
+        self._sizes = np.asarray(self.propagated.sum(axis=1)).ravel()  # |D*|
+        self._tfidf_norms = np.sqrt(self.propagated @ (self.information ** 2))
 
     @classmethod
     def build(cls, ontology: Ontology, disease_names: Dict[str, str], annotations: Dict[str, List[str]]
@@ -205,20 +155,10 @@ class KnowledgeBase:
         reduced.eliminate_zeros()
         counts = np.asarray(reduced.sum(axis=1)).ravel()
         reduced_mean = sp.diags(np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)) @ reduced
-        kb = cls(terms, index, diseases, [disease_names.get(d, "") for d in diseases], ancestors.tocsr(),
-                 propagated, reduced_mean.tocsr(), ontology, missing)
-        annotated = np.asarray(propagated.sum(axis=0)).ravel()
-        n = max(len(diseases), 1)
-        kb.information = np.where(annotated > 0, -np.log(np.maximum(annotated, 1) / n), 0.0)
-        kb._annotated = annotated
-        kb.disease_index = {disease: i for i, disease in enumerate(diseases)}
-        kb._propagated_csc = propagated.tocsc()
-        kb._ancestors_csc = ancestors.tocsc()
-        kb._sizes = np.asarray(propagated.sum(axis=1)).ravel()
-        kb._tfidf_norms = np.sqrt(propagated @ (kb.information ** 2))
         if missing:
             logger.warning("%d annotation term(s) are not in the ontology; they rank without ancestors", missing)
-        return kb
+        return cls(terms, index, diseases, [disease_names.get(d, "") for d in diseases], ancestors.tocsr(),
+                   propagated, reduced_mean.tocsr(), ontology, missing)
 
     @classmethod
     def from_files(cls, annotations=None, ontology=None) -> "KnowledgeBase":
@@ -233,7 +173,7 @@ class KnowledgeBase:
 
     def information_content(self, term: str) -> float:
         i = self.term_index[term]
-        return float(-math.log(self._annotated[i] / len(self.diseases))) + 0.0 if self._annotated[i] else math.inf
+        return float(self.information[i]) + 0.0 if self.annotated[i] else math.inf
 
     # -- queries -------------------------------------------------------------------------
     def query_indices(self, hpo_terms: Sequence[str]) -> Tuple[List[int], List[str]]:

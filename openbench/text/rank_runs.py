@@ -19,8 +19,8 @@ from tqdm.auto import tqdm
 from openbench.errors import InputError
 from openbench.text.disease_ranking import METHODS, KnowledgeBase, ranked_entries
 from openbench.text.phenotype_sets import TestSet
-from openbench.text.ranking_cache import (cache_path_for, cached_cases, disease_id, load_cache, methods_already_cached,
-                                          record_error, save_cache)
+from openbench.text.ranking_cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases, disease_id,
+                                          load_cache, record_error, save_cache)
 from openbench.text.ranking_metrics import DEFAULT_KS, CaseRank, rank_metrics
 
 logger = logging.getLogger(__name__)
@@ -44,13 +44,11 @@ def run_methods(test_set: TestSet, kb: KnowledgeBase, methods: Sequence[str], ca
     counts = {"scored": 0, "skipped": 0, "failed": 0, "dropped_terms": 0}
     for index, case in enumerate(tqdm(test_set.cases, desc="ranking", unit="case", disable=None if progress else True)):
         cache_file = cache_path_for(cache_dir, index)
-        if resume and methods_already_cached(cache_file, methods):
+        cached = (load_cache(cache_file) or {}) if resume and cache_file.exists() else {}
+        todo = [m for m in methods if m not in cached.get("methods_run", [])]  # one read of the case file
+        if not todo:
             counts["skipped"] += 1
             continue
-        todo = list(methods)
-        if resume and cache_file.exists():
-            cached = load_cache(cache_file) or {}
-            todo = [m for m in methods if m not in cached.get("methods_run", [])]
         try:
             query, dropped = kb.query_indices(case.hpo_terms)
             counts["dropped_terms"] += len(dropped)
@@ -161,6 +159,4 @@ def default_dataset_name(test_set_path) -> str:
 
 
 def resolve_cache_dir(cache_root: Optional[str], dataset: str) -> Path:
-    from openbench.text.ranking_cache import DEFAULT_ROOT, cache_dir_for
-
     return cache_dir_for(dataset, Path(cache_root) if cache_root else DEFAULT_ROOT)

@@ -93,3 +93,16 @@ def test_nan_rows_are_reported_by_every_implementation():
         with pytest.raises(ScoreError, match="NaN score") as info:
             count(scores, torch.tensor([1.0, 3.0, 1.0]), False)
         assert info.value.row == 1, name
+
+
+def test_a_triton_kernel_that_cannot_run_falls_back_to_torch(monkeypatch, caplog):
+    class Broken:
+        @staticmethod
+        def row_counts(scores, targets, lower):
+            raise RuntimeError("no C compiler for Triton's launcher")
+
+    monkeypatch.setattr(kernels, "_triton", Broken)
+    scores = torch.tensor([[1.0, 2.0, 3.0], [3.0, 3.0, 0.0]])
+    greater, equal = kernels._row_counts_triton(scores, torch.tensor([2.0, 3.0]), False)
+    assert greater.tolist() == [1, 0] and equal.tolist() == [1, 2]
+    assert kernels._triton is None and "using the torch implementation from now on" in caplog.text

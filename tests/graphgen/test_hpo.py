@@ -16,7 +16,8 @@ def _slow_hpoa(path):
             header = fields
             continue
         record = dict(zip(header, fields))
-        rows.append((record["database_id"], record["hpo_id"], record["evidence"], "NOT" in record["qualifier"]))
+        rows.append((record["database_id"], record["disease_name"], record["hpo_id"], record["evidence"],
+                     record["aspect"], "NOT" in record["qualifier"]))
     return rows
 
 
@@ -30,12 +31,18 @@ def test_current_hpoa_layout_matches_a_line_loop():
 def test_older_layouts(tmp_path):
     old = tmp_path / "phenotype_annotation_negated.tab"
     old.write_text("OMIM\t100050\tAARSKOG SYNDROME\tNOT\tHP:0000175\tOMIM:100050\tIEA\t\t\t\t\tO\t2013-04-10\tHPO:iea\n")
-    assert read_disease_phenotype(old).rows() == [("OMIM:100050", "HP:0000175", "IEA", True)]
+    assert read_disease_phenotype(old).rows() == [("OMIM:100050", "AARSKOG SYNDROME", "HP:0000175", "IEA", "O", True)]
     mid = tmp_path / "phenotype.hpoa"
     mid.write_text("#description: HPO annotations\n#date: 2019-11-08\n#DatabaseID\tDiseaseName\tQualifier\tHPO_ID\t"
                    "Reference\tEvidence\tOnset\tFrequency\tSex\tModifier\tAspect\tBiocuration\n"
                    "OMIM:619340\tDevelopmental\t\tHP:0011097\tPMID:31675180\tPCS\t\t1/2\t\t\tP\tHPO:probinson\n")
-    assert read_disease_phenotype(mid).rows() == [("OMIM:619340", "HP:0011097", "PCS", False)]
+    assert read_disease_phenotype(mid).rows() == [("OMIM:619340", "Developmental", "HP:0011097", "PCS", "P", False)]
+    spaced = tmp_path / "spaced.hpoa"  # some copies (phenol's test excerpt) separate the header by spaces
+    spaced.write_text("#version: 2021-08-02\ndatabase_id disease_name qualifier hpo_id reference evidence onset "
+                      "frequency sex modifier aspect biocuration\n"
+                      "OMIM:608328\tWeill-Marchesani\t\tHP:0001083\tOMIM:608328\tIEA\t\t\t\t\tP\tHPO:iea\n")
+    assert read_disease_phenotype(spaced).rows() == [("OMIM:608328", "Weill-Marchesani", "HP:0001083", "IEA", "P",
+                                                      False)]
 
 
 def test_gene_phenotype_both_layouts(tmp_path):
