@@ -36,10 +36,12 @@ setup(
                  "matplotlib>=3.7"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
-    # torch (counting) and polars (row writing) implementations of the same contracts are used
+    # torch (counting), polars (row writing) and numpy/polars (edge order) implementations of the same contracts are used
     ext_modules=[Extension("openbench.evaluation._counting", sources=["openbench/evaluation/_counting.c"],
                            extra_compile_args=["-O3"], optional=True),
                  Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],
-                           extra_compile_args=["-O3"], optional=True)],
+                           extra_compile_args=["-O3"], optional=True),
+                 Extension("graphgen._order", sources=["graphgen/_order.c"], extra_compile_args=["-O3"],
+                           optional=True)],
     entry_points={"console_scripts": ["openbench = openbench.cli:main", "meta-eval = openbench.cli:metaeval_main"]},
 )

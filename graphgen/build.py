@@ -11,7 +11,8 @@ are reduced to one direction and, in a directed graph, materialised in both.
 from __future__ import annotations
 
 import logging
-from collections import Counter
+from collections import Counter, deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -21,7 +22,8 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
-from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, Recipe, Side, SourceFiles
+from graphgen.order import EdgeOrder, sort_edges
+from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, Side, SourceFiles
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +36,10 @@ STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges 
 RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
 EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the output order
 NODE_TYPE_ENUM = pl.Enum(sorted(NODE_TYPES))
+READ_AHEAD = 3  # recipes whose raw edges are read ahead of the one being built
+SOURCE_ENUM = pl.Enum(sorted(SOURCES))
 EDGE_SCHEMA = {"id1": pl.Categorical, "edge_type": EDGE_TYPE_ENUM, "id2": pl.Categorical, "qscore": pl.Categorical,
-               "source": pl.Categorical, "type1": NODE_TYPE_ENUM, "type2": NODE_TYPE_ENUM}
+               "source": SOURCE_ENUM, "type1": NODE_TYPE_ENUM, "type2": NODE_TYPE_ENUM}
 
 
 class Inputs:
@@ -80,27 +84,32 @@ class Part:
 class EdgeTable:
     """Edges and their output order, without moving the rows into it.
 
-    ``frame``: (n rows) id1, edge_type, id2, qscore, source, type1, type2 in build order (ids,
-    score and source categorical, edge_type and the types enums). ``order``: (n,) uint32 frame
-    rows in output order, sorted by (node1 type, id1, edge type, node2 type, id2). ``node_ids``:
-    the distinct node ids sorted by (type, id); ``rank1``/``rank2``: (n,) uint32 positions of
-    each row's id1/id2 in it. The writer assembles lines in that order straight from these;
+    ``frame``: (n rows) id1, edge_type, id2, qscore, source, type1, type2 in build order (ids and
+    score categorical, edge_type, source and the types enums). ``node_ids``: the distinct node
+    ids sorted by (type, id). ``key``: the :class:`graphgen.order.EdgeOrder` of the rows:
+    ``key.order`` (n,) uint32 frame rows in output order, sorted by (node1 type, id1, edge type,
+    node2 type, id2), and per output position the rank of id1 and id2 in ``node_ids`` and the
+    edge-type code. The writer assembles lines in that order straight from these;
     :attr:`frame_in_order` moves the rows only when someone asks for the sorted frame.
     """
 
-    def __init__(self, frame: pl.DataFrame, order: np.ndarray, node_ids: List[str], rank1: np.ndarray,
-                 rank2: np.ndarray):
-        self.frame, self.order, self.node_ids, self.rank1, self.rank2 = frame, order, node_ids, rank1, rank2
+    def __init__(self, frame: pl.DataFrame, node_ids: List[str], key: EdgeOrder):
+        self.frame, self.node_ids, self.key = frame, node_ids, key
         self._in_order: Optional[pl.DataFrame] = None
 
     @classmethod
     def empty(cls) -> "EdgeTable":
         none = np.zeros(0, dtype=np.uint32)
-        return cls(pl.DataFrame(schema=EDGE_SCHEMA), none, [], none, none)
+        return cls(pl.DataFrame(schema=EDGE_SCHEMA), [], EdgeOrder(none, none, none.astype(np.uint8), none))
 
     @property
     def height(self) -> int:
         return self.frame.height
+
+    @property
+    def order(self) -> np.ndarray:
+        """(n,) uint32 frame rows in output order."""
+        return self.key.order
 
     @property
     def frame_in_order(self) -> pl.DataFrame:
@@ -222,11 +231,18 @@ def _node_type(column: str) -> pl.Expr:
     return prefix.replace_strict(PREFIX_TO_NODE_TYPE, default=None)
 
 
-def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> Part:
-    """Map, cut and de-duplicate the raw edges of one recipe."""
+def raw_edges(recipe: Recipe, inputs: Inputs) -> pl.DataFrame:
+    """The raw edges of ``recipe``: row (its number), id1, id2 (categorical), qscore."""
+    return inputs.raw(recipe).with_row_index("row").with_columns(pl.col("id1").cast(pl.Categorical),
+                                                                 pl.col("id2").cast(pl.Categorical))
+
+
+def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
+               raw: Optional[pl.DataFrame] = None) -> Part:
+    """Map, cut and de-duplicate the raw edges of one recipe (``raw``: its :func:`raw_edges`,
+    read here when not given)."""
     edge = EDGE_TYPES[recipe.edge_type]
-    raw = inputs.raw(recipe).with_row_index("row").with_columns(pl.col("id1").cast(pl.Categorical),
-                                                                pl.col("id2").cast(pl.Categorical))
+    raw = raw_edges(recipe, inputs) if raw is None else raw
     frame, unmapped1, fanned1 = _map_side(raw, "id1", recipe.side1, inputs)
     frame, unmapped2, fanned2 = _map_side(frame, "id2", recipe.side2, inputs)
 
@@ -273,7 +289,7 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool) -> 
     as_enum = lambda column: pl.col(column).replace_strict(list(range(len(type_names))), type_names,  # noqa: E731
                                                            return_dtype=NODE_TYPE_ENUM)
     edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
-                         pl.lit(recipe.source, dtype=pl.Categorical).alias("source"), as_enum("type1").alias("type1"),
+                         pl.lit(recipe.source, dtype=SOURCE_ENUM).alias("source"), as_enum("type1").alias("type1"),
                          as_enum("type2").alias("type2"))
     unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
     stats = _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2)
@@ -314,16 +330,24 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
     recipes = RECIPES if recipes is None else recipes
     parts: Dict[bool, List[Part]] = {False: [], True: []}
     last_use = {source: i for i, recipe in enumerate(recipes) for source in recipe.needs}
-    for i, recipe in enumerate(tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True,
-                                    leave=False)):
-        part = run_recipe(recipe, inputs, quality, directed)
-        for source in recipe.needs:
-            if last_use[source] == i and not any(m.needs == (source,) for m in _mappings_of(recipes[i + 1:])):
-                inputs.release(source)  # keeps peak memory to the sources still ahead
-        if part.edges.height == 0:
-            logger.warning("%s%s from %s: no edges", recipe.edge_type, " (TN)" if recipe.negative else "",
-                           recipe.source)
-        parts[recipe.negative].append(part)
+    # the sources of the next recipes are parsed on a second thread while this one is built
+    # (polars and the decompression release the GIL); released sources are never needed ahead
+    with ThreadPoolExecutor(1, thread_name_prefix="graphgen-read") as reader:
+        ahead = deque(reader.submit(raw_edges, recipe, inputs) for recipe in recipes[:READ_AHEAD])
+        for i, recipe in enumerate(tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True,
+                                        leave=False)):
+            raw = ahead.popleft().result()
+            if i + READ_AHEAD < len(recipes):
+                ahead.append(reader.submit(raw_edges, recipes[i + READ_AHEAD], inputs))
+            part = run_recipe(recipe, inputs, quality, directed, raw)
+            del raw
+            for source in recipe.needs:
+                if last_use[source] == i and not any(m.needs == (source,) for m in _mappings_of(recipes[i + 1:])):
+                    inputs.release(source)  # keeps peak memory to the sources still ahead
+            if part.edges.height == 0:
+                logger.warning("%s%s from %s: no edges", recipe.edge_type, " (TN)" if recipe.negative else "",
+                               recipe.source)
+            parts[recipe.negative].append(part)
     (edges, nodes), (tn_edges, tn_nodes) = (_union(parts[negative]) for negative in (False, True))
     unmapped = {negative: _unmapped(parts[negative]) for negative in (False, True)}
     return Graph(edge_table=edges, tn_edge_table=tn_edges, nodes=nodes, tn_nodes=tn_nodes, unmapped=unmapped[False],
@@ -342,7 +366,7 @@ def _union(parts: List[Part]) -> Tuple[EdgeTable, pl.DataFrame]:
 
     Only edge types that several recipes feed (IS_A, PART_OF) need de-duplication across recipes.
     Categorical codes are shared by both id columns: the node table and the ranks are built on
-    the distinct ids only, and the sort runs on one integer key per row.
+    the distinct ids only, and the sort runs on one integer key per row (:mod:`graphgen.order`).
     """
     if not parts:
         return EdgeTable.empty(), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
@@ -358,21 +382,11 @@ def _union(parts: List[Part]) -> Tuple[EdgeTable, pl.DataFrame]:
     distinct = pl.concat([frame["id1"], frame["id2"]]).unique()
     nodes = (pl.DataFrame({"id": distinct.cast(pl.String), "code": distinct.to_physical()})
              .with_columns(_node_type("id").cast(NODE_TYPE_ENUM).alias("node_type")).sort(["node_type", "id"]))
-    if nodes.height >= 2 ** 24:
-        raise ValueError(f"{nodes.height} nodes exceed the 24 bits the sort key gives node ranks")
     rank_of = np.zeros(int(nodes["code"].max()) + 1, dtype=np.uint32)
     rank_of[nodes["code"].to_numpy()] = np.arange(nodes.height, dtype=np.uint32)
-    rank1 = rank_of[frame["id1"].to_physical().to_numpy()]
-    rank2 = rank_of[frame["id2"].to_physical().to_numpy()]
-    # one 64-bit key (rank1 | edge type | rank2) sorts much faster than three columns
-    key = rank1.astype(np.uint64)
-    key <<= np.uint64(40)
-    key |= frame["edge_type"].to_physical().to_numpy().astype(np.uint64) << np.uint64(32)
-    key |= rank2
-    order = pl.Series("key", key).arg_sort().to_numpy()
-    del key
-    table = EdgeTable(frame, order, nodes["id"].to_list(), rank1, rank2)
-    return table, nodes.select("id", "node_type")
+    key = sort_edges(frame["id1"].to_physical().to_numpy(), frame["id2"].to_physical().to_numpy(), rank_of,
+                     frame["edge_type"].to_physical().to_numpy())
+    return EdgeTable(frame, nodes["id"].to_list(), key), nodes.select("id", "node_type")
 
 
 def _unmapped(parts: List[Part]) -> pl.DataFrame:

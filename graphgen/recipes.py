@@ -7,6 +7,7 @@ table ``source -> target`` (one-to-many allowed: each target yields an edge).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
@@ -43,11 +44,14 @@ SOURCES: Dict[str, Dict[str, Remote]] = {
 
 
 class SourceFiles:
-    """Parsed source tables from one folder of downloaded files, each parsed once."""
+    """Parsed source tables from one folder of downloaded files, each parsed once (also when
+    several threads ask for the same table: the build reads ahead on a second thread)."""
 
     def __init__(self, folder):
         self.folder = Path(folder)
         self._cache: Dict[Tuple[str, str, str], object] = {}
+        self._lock = threading.Lock()
+        self._table_locks: Dict[Tuple[str, str, str], threading.Lock] = {}
 
     def path(self, source: str, key: str) -> Path:
         remote = SOURCES[source][key]
@@ -59,18 +63,23 @@ class SourceFiles:
 
     def table(self, source: str, key: str, reader: Callable, variant: str = ""):
         """``reader`` applied to the file ``key`` of ``source``, once per (source, key, variant)."""
-        if (source, key, variant) not in self._cache:
-            try:
-                self._cache[(source, key, variant)] = reader(self.path(source, key))
-            except InputError as error:
-                if error.reason.startswith(f"{source} "):
-                    raise
-                raise InputError(f"{source} {key}: {error.reason}", error.path, error.line) from error
-        return self._cache[(source, key, variant)]
+        name = (source, key, variant)
+        with self._lock:
+            table_lock = self._table_locks.setdefault(name, threading.Lock())
+        with table_lock:
+            if name not in self._cache:
+                try:
+                    self._cache[name] = reader(self.path(source, key))
+                except InputError as error:
+                    if error.reason.startswith(f"{source} "):
+                        raise
+                    raise InputError(f"{source} {key}: {error.reason}", error.path, error.line) from error
+            return self._cache[name]
 
     def release(self, source: str) -> None:
-        for key in [key for key in self._cache if key[0] == source]:
-            del self._cache[key]
+        with self._lock:
+            for name in [name for name in self._cache if name[0] == source]:
+                del self._cache[name]
 
     def ontology(self, name: str) -> obo.Ontology:
         source = {"GO": "GO", "HPO": "HPO"}.get(name, name)

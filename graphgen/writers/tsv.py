@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import numpy as np
 import polars as pl
 
-from graphgen.build import STATS_COLUMNS, EdgeTable, Graph
+from graphgen.build import EDGE_TYPE_ENUM, STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
 from graphgen.writers.coded import Column, write_coded
 from openbench._io import replace_folder
@@ -32,22 +32,27 @@ def _coded(series: pl.Series) -> Column:
     """A categorical or enum column as (codes (n,) uint32, dictionary) for :func:`write_coded`."""
     if series.dtype == pl.Enum:
         return series.to_physical().to_numpy().astype(np.uint32), series.dtype.categories.to_list()
-    distinct = series.unique()
-    dictionary = distinct.cast(pl.String).to_list()
-    physical = distinct.to_physical()
-    top = int(physical.max()) if physical.null_count() < len(physical) else -1
-    lookup = np.zeros(top + 2, dtype=np.uint32)  # the last slot stands for null
-    lookup[physical.fill_null(top + 1).to_numpy()] = np.arange(len(dictionary), dtype=np.uint32)
-    return lookup[series.to_physical().fill_null(top + 1).to_numpy()], dictionary
+    physical = series.to_physical()
+    top = -1 if physical.null_count() == len(physical) else int(physical.max())
+    codes = (physical.fill_null(top + 1) if physical.null_count() else physical).to_numpy()  # top + 1: null
+    first = pl.Series(codes).arg_unique().to_numpy()  # a row of each distinct code
+    lookup = np.zeros(top + 2, dtype=np.uint32)
+    lookup[codes[first]] = np.arange(len(first), dtype=np.uint32)
+    return lookup[codes], series.gather(first).cast(pl.String).to_list()
 
 
-def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool, order: np.ndarray) -> None:
-    """Rows ``order`` of ``table``: id1, EDGE_TYPE, id2, qscore, source."""
-    frame = table.frame
-    qscore = (np.zeros(frame.height, dtype=np.uint32), [None]) if no_qscore else _coded(frame["qscore"])
-    columns = [(table.rank1, table.node_ids), _coded(frame["edge_type"]), (table.rank2, table.node_ids), qscore,
-               _coded(frame["source"])]
-    write_coded(path, columns, order, sep)
+def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool,
+                 positions: Optional[np.ndarray] = None) -> None:
+    """id1, EDGE_TYPE, id2, qscore, source of the output positions ``positions`` ((m,) indices
+    into the sorted table; default all). The key columns are already in output order; the
+    score and the source are taken through the order."""
+    key, frame = table.key, table.frame
+    rows = frame.height
+    qscore = (np.zeros(rows, dtype=np.uint32), [None]) if no_qscore else _coded(frame["qscore"])
+    source = _coded(frame["source"])
+    columns = [(key.rank1, table.node_ids), (key.type_code, EDGE_TYPE_ENUM.categories.to_list()),
+               (key.rank2, table.node_ids), (qscore[0][key.order], qscore[1]), (source[0][key.order], source[1])]
+    write_coded(path, columns, positions, sep)
 
 
 def present_names(names: pl.Series, order) -> List[str]:
@@ -80,16 +85,14 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
     for prefix, table, nodes in (("", graph.edge_table, graph.nodes), ("TN_", graph.tn_edge_table, graph.tn_nodes)):
         present = present_names(table.frame["edge_type"], EDGE_TYPES)
         if multi_file:
-            types_in_order = table.frame["edge_type"].to_physical().to_numpy()[table.order]
-            categories = table.frame["edge_type"].dtype.categories.to_list()
             for name in present:
-                code = categories.index(name)
+                code = EDGE_TYPE_ENUM.categories.to_list().index(name)
                 _write_edges(table, folder / f"{prefix}edges_{name}.csv", sep, no_qscore,
-                             table.order[types_in_order == code])
+                             np.flatnonzero(table.key.type_code == code).astype(np.uint32))
             for name, part in nodes.partition_by("node_type", as_dict=True, maintain_order=True).items():
                 _write_frame(part, folder / f"{prefix}nodes_{name[0]}.csv", sep)
         else:
-            _write_edges(table, folder / f"{prefix}edges.csv", sep, no_qscore, table.order)
+            _write_edges(table, folder / f"{prefix}edges.csv", sep, no_qscore)
             _write_frame(nodes, folder / f"{prefix}nodes.csv", sep)
         write_list(folder / f"{prefix}edges_list.csv", present)
         write_list(folder / f"{prefix}nodes_list.csv", present_names(nodes["node_type"], NODE_TYPES))
