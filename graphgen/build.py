@@ -22,7 +22,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
-from graphgen.order import EdgeOrder, sort_edges
+from graphgen.order import EdgeOrder, key_bits, sort_edges
 from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, Side, SourceFiles
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the ou
 NODE_TYPE_ENUM = pl.Enum(sorted(NODE_TYPES))
 READ_AHEAD = 3  # recipes whose raw edges are read ahead of the one being built
 SOURCE_ENUM = pl.Enum(sorted(SOURCES))
+SOURCE_BITS = (len(SOURCES) - 1).bit_length()
 EDGE_SCHEMA = {"id1": pl.Categorical, "edge_type": EDGE_TYPE_ENUM, "id2": pl.Categorical, "qscore": pl.Categorical,
                "source": SOURCE_ENUM, "type1": NODE_TYPE_ENUM, "type2": NODE_TYPE_ENUM}
 
@@ -88,19 +89,21 @@ class EdgeTable:
     score categorical, edge_type, source and the types enums). ``node_ids``: the distinct node
     ids sorted by (type, id). ``key``: the :class:`graphgen.order.EdgeOrder` of the rows:
     ``key.order`` (n,) uint32 frame rows in output order, sorted by (node1 type, id1, edge type,
-    node2 type, id2), and per output position the rank of id1 and id2 in ``node_ids`` and the
-    edge-type code. The writer assembles lines in that order straight from these;
-    :attr:`frame_in_order` moves the rows only when someone asks for the sorted frame.
+    node2 type, id2), and per output position the rank of id1 and id2 in ``node_ids``, the
+    edge-type code and, as the passenger, score code << :data:`SOURCE_BITS` | source code.
+    ``score_names``: the distinct scores (None for a missing one), indexed by score code. The
+    writer assembles lines in output order straight from these; :attr:`frame_in_order` moves the
+    rows only when someone asks for the sorted frame.
     """
 
-    def __init__(self, frame: pl.DataFrame, node_ids: List[str], key: EdgeOrder):
-        self.frame, self.node_ids, self.key = frame, node_ids, key
+    def __init__(self, frame: pl.DataFrame, node_ids: List[str], key: EdgeOrder, score_names: List[Optional[str]]):
+        self.frame, self.node_ids, self.key, self.score_names = frame, node_ids, key, score_names
         self._in_order: Optional[pl.DataFrame] = None
 
     @classmethod
     def empty(cls) -> "EdgeTable":
         none = np.zeros(0, dtype=np.uint32)
-        return cls(pl.DataFrame(schema=EDGE_SCHEMA), [], EdgeOrder(none, none, none.astype(np.uint8), none))
+        return cls(pl.DataFrame(schema=EDGE_SCHEMA), [], EdgeOrder(none, none, none.astype(np.uint8), none, none), [])
 
     @property
     def height(self) -> int:
@@ -111,12 +114,31 @@ class EdgeTable:
         """(n,) uint32 frame rows in output order."""
         return self.key.order
 
+    def score_codes(self) -> np.ndarray:
+        """(n,) uint32 index into :attr:`score_names` of each output position."""
+        return self.key.passenger >> np.uint32(SOURCE_BITS)
+
+    def source_codes(self) -> np.ndarray:
+        """(n,) uint32 index into ``SOURCE_ENUM.categories`` of each output position."""
+        return self.key.passenger & np.uint32((1 << SOURCE_BITS) - 1)
+
     @property
     def frame_in_order(self) -> pl.DataFrame:
         """The edges (columns :data:`EDGE_COLUMNS`) sorted in output order."""
         if self._in_order is None:
             self._in_order = self.frame.select(EDGE_COLUMNS)[pl.Series(self.order)]
         return self._in_order
+
+
+def dictionary_codes(series: pl.Series) -> Tuple[np.ndarray, List[Optional[str]]]:
+    """A categorical column as ((n,) uint32 codes, the distinct values they index, None for null)."""
+    physical = series.to_physical()
+    top = -1 if physical.null_count() == len(physical) else int(physical.max())
+    codes = (physical.fill_null(top + 1) if physical.null_count() else physical).to_numpy()  # top + 1: null
+    first = pl.Series(codes).arg_unique().to_numpy()  # a row of each distinct code
+    lookup = np.zeros(top + 2, dtype=np.uint32)
+    lookup[codes[first]] = np.arange(len(first), dtype=np.uint32)
+    return lookup[codes], series.gather(first).cast(pl.String).to_list()
 
 
 @dataclass
@@ -384,9 +406,15 @@ def _union(parts: List[Part]) -> Tuple[EdgeTable, pl.DataFrame]:
              .with_columns(_node_type("id").cast(NODE_TYPE_ENUM).alias("node_type")).sort(["node_type", "id"]))
     rank_of = np.zeros(int(nodes["code"].max()) + 1, dtype=np.uint32)
     rank_of[nodes["code"].to_numpy()] = np.arange(nodes.height, dtype=np.uint32)
+    score_codes, score_names = dictionary_codes(frame["qscore"])
+    passenger = score_codes << np.uint32(SOURCE_BITS)
+    passenger |= frame["source"].to_physical().to_numpy()
+    fits = int(passenger.max(initial=0)).bit_length() <= 64 - key_bits(nodes.height, len(EDGE_TYPES))
     key = sort_edges(frame["id1"].to_physical().to_numpy(), frame["id2"].to_physical().to_numpy(), rank_of,
-                     frame["edge_type"].to_physical().to_numpy())
-    return EdgeTable(frame, nodes["id"].to_list(), key), nodes.select("id", "node_type")
+                     frame["edge_type"].to_physical().to_numpy(), passenger=passenger if fits else None)
+    if not fits:  # more distinct scores than the key has room for: gather them into output order
+        key.passenger = passenger[key.order]
+    return EdgeTable(frame, nodes["id"].to_list(), key, score_names), nodes.select("id", "node_type")
 
 
 def _unmapped(parts: List[Part]) -> pl.DataFrame:

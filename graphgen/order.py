@@ -8,8 +8,10 @@ order (node1 type, id1, edge type, node2 type, id2). Two implementations of one 
 * numpy and polars (a stable ``arg_sort`` of the same key), used when the C sort is not built or
   with ``OPENBENCH_SORT=polars``; tests compare the two.
 
-Both return the decoded key of every output position as well as the order, so that the writer
-reads the key columns sequentially rather than gathering them through the order.
+Both return the decoded key of every output position as well as the order, and a passenger
+column (the score and source codes) in output order, so that the writer reads its columns
+sequentially rather than gathering them through the order (a random gather of 46 million rows
+costs about as much as formatting them).
 """
 from __future__ import annotations
 
@@ -27,11 +29,11 @@ from openbench._native import OptionalLibrary
 
 
 def _configure(library) -> None:
-    library.openbench_partition_edges.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 4 + \
-        [ctypes.c_int32, ctypes.c_int32] + [ctypes.c_void_p] * 5
+    library.openbench_partition_edges.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 5 + [ctypes.c_int32] * 3 + \
+        [ctypes.c_void_p] * 5
     library.openbench_partition_edges.restype = None
-    library.openbench_sort_bucket.argtypes = [ctypes.c_int64, ctypes.c_int64, ctypes.c_int32, ctypes.c_int32] + \
-        [ctypes.c_void_p] * 7
+    library.openbench_sort_bucket.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_int32] * 3 + \
+        [ctypes.c_void_p] * 8
     library.openbench_sort_bucket.restype = None
 
 
@@ -42,12 +44,14 @@ SORT_LIBRARY = OptionalLibrary(Path(__file__).resolve().parent, "_order", _confi
 @dataclass
 class EdgeOrder:
     """``order``: (n,) uint32 rows in output order (equal keys keep their row order);
-    ``rank1``/``type_code``/``rank2``: (n,) uint32/uint8/uint32 key of output position i."""
+    ``rank1``/``type_code``/``rank2``: (n,) uint32/uint8/uint32 key of output position i;
+    ``passenger``: (n,) uint32 passenger code of output position i (None when none was given)."""
 
     order: np.ndarray
     rank1: np.ndarray
     type_code: np.ndarray
     rank2: np.ndarray
+    passenger: Optional[np.ndarray] = None
 
 
 def sort_name() -> str:
@@ -55,54 +59,71 @@ def sort_name() -> str:
     return "c" if SORT_LIBRARY.get() is not None else "polars"
 
 
+def key_bits(nodes: int, types: int) -> int:
+    """Bits of the sort key of ``nodes`` node ranks and ``types`` edge-type codes; 64 minus this is
+    the room left for a passenger."""
+    return 2 * max(1, (nodes - 1).bit_length()) + max(1, (types - 1).bit_length())
+
+
 def sort_edges(code1: np.ndarray, code2: np.ndarray, rank_of: np.ndarray, type_code: np.ndarray,
-               threads: Optional[int] = None) -> EdgeOrder:
+               passenger: Optional[np.ndarray] = None, threads: Optional[int] = None) -> EdgeOrder:
     """Sort rows by (rank_of[code1], type_code, rank_of[code2]), stably.
 
     :param code1: (n,) uint32 codes of id1; ``code2`` likewise for id2.
     :param rank_of: (k,) uint32 node rank of each code (k > every code).
     :param type_code: (n,) uint8 edge-type code of each row.
+    :param passenger: (n,) uint32 codes to return in output order (not sorted on); they travel in
+        the key's spare bits, so they must fit beside it (see :func:`key_bits`).
     :param threads: threads sorting the buckets of the C sort (default: one per core).
     """
     code1, code2 = (np.ascontiguousarray(c, dtype=np.uint32) for c in (code1, code2))
     rank_of = np.ascontiguousarray(rank_of, dtype=np.uint32)
     type_code = np.ascontiguousarray(type_code, dtype=np.uint8)
     rows = len(code1)
-    if len(code2) != rows or len(type_code) != rows:
-        raise ValueError("code1, code2 and type_code differ in length")
+    if len(code2) != rows or len(type_code) != rows or (passenger is not None and len(passenger) != rows):
+        raise ValueError("code1, code2, type_code and passenger differ in length")
     if rows >= 2 ** 32:
         raise ValueError(f"{rows} rows exceed the 32-bit row order")
     rank_bits = max(1, int(rank_of.max(initial=0)).bit_length())
     type_bits = max(1, int(type_code.max(initial=0)).bit_length())
-    if 2 * rank_bits + type_bits > 64:
-        raise ValueError(f"node ranks of {rank_bits} bits do not fit the 64-bit sort key")
+    passenger_bits = 0
+    if passenger is not None:
+        passenger = np.ascontiguousarray(passenger, dtype=np.uint32)
+        passenger_bits = int(passenger.max(initial=0)).bit_length()
+    if 2 * rank_bits + type_bits + passenger_bits > 64:
+        raise ValueError(f"node ranks of {rank_bits} bits, edge types of {type_bits} and a passenger of "
+                         f"{passenger_bits} do not fit the 64-bit sort key")
     library = SORT_LIBRARY.get()
     if library is None:
-        return _sort_polars(code1, code2, rank_of, type_code, rank_bits, type_bits)
-    return _sort_c(library, code1, code2, rank_of, type_code, rank_bits, type_bits, threads or os.cpu_count() or 1)
+        return _sort_polars(code1, code2, rank_of, type_code, passenger, rank_bits, type_bits)
+    return _sort_c(library, code1, code2, rank_of, type_code, passenger, (rank_bits, type_bits, passenger_bits),
+                   threads or os.cpu_count() or 1)
 
 
-def _sort_c(library, code1, code2, rank_of, type_code, rank_bits: int, type_bits: int, threads: int) -> EdgeOrder:
+def _sort_c(library, code1, code2, rank_of, type_code, passenger, bits, threads: int) -> EdgeOrder:
     rows = len(code1)
     result = EdgeOrder(np.empty(rows, np.uint32), np.empty(rows, np.uint32), np.empty(rows, np.uint8),
-                       np.empty(rows, np.uint32))
+                       np.empty(rows, np.uint32), None if passenger is None else np.empty(rows, np.uint32))
     keys, scratch_keys = np.empty(rows, np.uint64), np.empty(rows, np.uint64)
     scratch_rows = np.empty(rows, np.uint32)
     bounds = np.zeros(257, np.int64)
-    pointer = lambda array: array.ctypes.data  # noqa: E731
+
+    def pointer(array):
+        return None if array is None else array.ctypes.data
+
     library.openbench_partition_edges(rows, pointer(code1), pointer(code2), pointer(rank_of), pointer(type_code),
-                                      rank_bits, type_bits, pointer(keys), pointer(result.order),
+                                      pointer(passenger), *bits, pointer(keys), pointer(result.order),
                                       pointer(scratch_keys), pointer(scratch_rows), pointer(bounds))
     outputs = [pointer(a) for a in (keys, result.order, scratch_keys, scratch_rows, result.rank1, result.type_code,
-                                    result.rank2)]
+                                    result.rank2, result.passenger)]
     buckets = [(int(b), int(e)) for b, e in zip(bounds[:-1], bounds[1:]) if e > b]
     buckets.sort(key=lambda bucket: bucket[0] - bucket[1])  # largest first: threads finish together
     with ThreadPoolExecutor(max(1, threads)) as pool:
-        list(pool.map(lambda bucket: library.openbench_sort_bucket(*bucket, rank_bits, type_bits, *outputs), buckets))
+        list(pool.map(lambda bucket: library.openbench_sort_bucket(*bucket, *bits, *outputs), buckets))
     return result
 
 
-def _sort_polars(code1, code2, rank_of, type_code, rank_bits: int, type_bits: int) -> EdgeOrder:
+def _sort_polars(code1, code2, rank_of, type_code, passenger, rank_bits: int, type_bits: int) -> EdgeOrder:
     key = rank_of[code1].astype(np.uint64)
     key <<= np.uint64(rank_bits + type_bits)
     key |= type_code.astype(np.uint64) << np.uint64(rank_bits)
@@ -113,4 +134,4 @@ def _sort_polars(code1, code2, rank_of, type_code, rank_bits: int, type_bits: in
     rank_mask = np.uint64((1 << rank_bits) - 1)
     return EdgeOrder(order, (key >> np.uint64(rank_bits + type_bits)).astype(np.uint32),
                      ((key >> np.uint64(rank_bits)) & np.uint64((1 << type_bits) - 1)).astype(np.uint8),
-                     (key & rank_mask).astype(np.uint32))
+                     (key & rank_mask).astype(np.uint32), None if passenger is None else passenger[order])

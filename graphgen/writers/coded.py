@@ -6,7 +6,8 @@ into text costs two full passes; here one pass does both: each output line is as
 the dictionary entries its codes point at. Two implementations of one contract:
 
 * a small C loop (``_rows.c``, built at install time, loaded with ctypes) that copies the
-  pre-quoted entries, chunks of rows formatted on a thread per core while the main thread writes;
+  pre-quoted entries, chunks of rows formatted on a thread per core while the main thread writes
+  them (past the page cache where the filesystem allows: :class:`openbench._io.SequentialWriter`);
 * a polars fallback (gather the strings, ``write_csv``) used when the loop is not built, or with
   ``OPENBENCH_WRITER=polars`` (tests compare the two byte for byte).
 
@@ -22,11 +23,12 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import polars as pl
 
+from openbench._io import SequentialWriter
 from openbench._native import OptionalLibrary
 
 logger = logging.getLogger(__name__)
@@ -83,9 +85,9 @@ def write_coded(path, columns: Sequence[Column], order: Optional[np.ndarray] = N
         order = np.ascontiguousarray(order, dtype=np.uint32)
         if len(order) and int(order.max()) >= rows:
             raise ValueError("the row order points past the last row")
-    dictionaries = [list(d) for _, d in columns]
+    dictionaries = [d for _, d in columns]
     if ROWS_LIBRARY.get() is None:
-        return _write_polars(Path(path), codes, dictionaries, order, separator)
+        return _write_polars(Path(path), codes, [list(d) for d in dictionaries], order, separator)
     return _write_c(Path(path), codes, dictionaries, order, separator, threads or os.cpu_count() or 1)
 
 
@@ -108,13 +110,16 @@ def _encoded(dictionary: List[Optional[str]], separator: str):
 
 
 def _write_c(path: Path, codes, dictionaries, order, separator: str, threads: int) -> int:
-    encoded = [_encoded(d, separator) for d in dictionaries]
-    blobs = [ctypes.create_string_buffer(blob, max(1, len(blob))) for blob, _, _ in encoded]
-    offsets = [o for _, o, _ in encoded]
+    shared: Dict[int, tuple] = {}  # a dictionary that several columns use (node ids) is encoded once
+    for dictionary in dictionaries:
+        if id(dictionary) not in shared:
+            blob, offsets, longest = _encoded(dictionary, separator)
+            shared[id(dictionary)] = (ctypes.create_string_buffer(blob, max(1, len(blob))), offsets, longest)
+    encoded = [shared[id(dictionary)] for dictionary in dictionaries]
     pointer_array = ctypes.c_void_p * len(codes)
     code_pointers = pointer_array(*(c.ctypes.data for c in codes))
-    offset_pointers = pointer_array(*(o.ctypes.data for o in offsets))
-    blob_pointers = pointer_array(*(ctypes.addressof(b) for b in blobs))
+    offset_pointers = pointer_array(*(offsets.ctypes.data for _, offsets, _ in encoded))
+    blob_pointers = pointer_array(*(ctypes.addressof(blob) for blob, _, _ in encoded))
     longest_row = sum(longest for _, _, longest in encoded) + len(codes)
     total = rows = len(codes[0]) if order is None else len(order)
     chunk_rows = max(1, CHUNK_BYTES // longest_row)
@@ -128,7 +133,7 @@ def _write_c(path: Path, codes, dictionaries, order, separator: str, threads: in
                            separator.encode("utf-8"), buffer.ctypes.data)
         return memoryview(buffer)[:written]
 
-    with open(path, "wb") as handle, ThreadPoolExecutor(max(1, threads)) as pool:
+    with SequentialWriter(path) as handle, ThreadPoolExecutor(max(1, threads)) as pool:
         pending = deque()
         for begin in range(0, rows, chunk_rows):  # keep a few chunks in flight; write them in order
             pending.append(pool.submit(format_chunk, begin))

@@ -15,9 +15,9 @@ from typing import List, Optional
 import numpy as np
 import polars as pl
 
-from graphgen.build import EDGE_TYPE_ENUM, STATS_COLUMNS, EdgeTable, Graph
+from graphgen.build import EDGE_TYPE_ENUM, SOURCE_ENUM, STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
-from graphgen.writers.coded import Column, write_coded
+from graphgen.writers.coded import write_coded
 from openbench._io import replace_folder
 
 GRAPH_FOLDER = "graph_files"
@@ -28,30 +28,15 @@ def _write_frame(frame: pl.DataFrame, path: Path, sep: str) -> None:
                     null_value="")
 
 
-def _coded(series: pl.Series) -> Column:
-    """A categorical or enum column as (codes (n,) uint32, dictionary) for :func:`write_coded`."""
-    if series.dtype == pl.Enum:
-        return series.to_physical().to_numpy().astype(np.uint32), series.dtype.categories.to_list()
-    physical = series.to_physical()
-    top = -1 if physical.null_count() == len(physical) else int(physical.max())
-    codes = (physical.fill_null(top + 1) if physical.null_count() else physical).to_numpy()  # top + 1: null
-    first = pl.Series(codes).arg_unique().to_numpy()  # a row of each distinct code
-    lookup = np.zeros(top + 2, dtype=np.uint32)
-    lookup[codes[first]] = np.arange(len(first), dtype=np.uint32)
-    return lookup[codes], series.gather(first).cast(pl.String).to_list()
-
-
 def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool,
                  positions: Optional[np.ndarray] = None) -> None:
     """id1, EDGE_TYPE, id2, qscore, source of the output positions ``positions`` ((m,) indices
-    into the sorted table; default all). The key columns are already in output order; the
-    score and the source are taken through the order."""
-    key, frame = table.key, table.frame
-    rows = frame.height
-    qscore = (np.zeros(rows, dtype=np.uint32), [None]) if no_qscore else _coded(frame["qscore"])
-    source = _coded(frame["source"])
+    into the sorted table; default all); every column is already in output order."""
+    key = table.key
+    score = (np.zeros(table.height, dtype=np.uint32), [None]) if no_qscore else (table.score_codes(),
+                                                                                 table.score_names)
     columns = [(key.rank1, table.node_ids), (key.type_code, EDGE_TYPE_ENUM.categories.to_list()),
-               (key.rank2, table.node_ids), (qscore[0][key.order], qscore[1]), (source[0][key.order], source[1])]
+               (key.rank2, table.node_ids), score, (table.source_codes(), SOURCE_ENUM.categories.to_list())]
     write_coded(path, columns, positions, sep)
 
 

@@ -193,3 +193,30 @@ def test_generate_downloads_from_a_local_mirror(tmp_path):
     assert (tmp_path / "cache" / "hp.obo.sha256").exists()
     edges = (tmp_path / "out" / "graph_files" / "edges.csv").read_text()
     assert "\tGENE_PATHWAY\t" in edges and "\tDIS_PHENOTYPE\t" in edges
+
+
+def test_every_sort_and_writer_path_writes_the_same_files(tmp_path, monkeypatch):
+    """C sort with the score riding in the key, the gather used when it has no room, the polars
+    sort and the polars writer: byte-identical outputs, in the order the spec gives."""
+    import graphgen.build as build
+    from graphgen import order
+    from graphgen.writers import coded
+
+    def written(name):
+        generate(tmp_path / name, sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False)
+        folder = tmp_path / name / "graph_files"
+        return {path.name: path.read_bytes() for path in folder.iterdir()}
+
+    expected = written("default")
+    monkeypatch.setattr(build, "key_bits", lambda nodes, types: 64)  # no room: scores gathered instead
+    assert written("gathered") == expected
+    for library, switch in ((order.SORT_LIBRARY, "OPENBENCH_SORT"), (coded.ROWS_LIBRARY, "OPENBENCH_WRITER")):
+        monkeypatch.setenv(switch, "polars")
+        monkeypatch.setattr(library, "_library", None)  # both restored after the test
+        monkeypatch.setattr(library, "_loaded", False)
+    assert written("polars") == expected
+    nodes = dict(pl.read_csv(tmp_path / "default" / "graph_files" / "nodes.csv", separator="\t", has_header=False,
+                             infer_schema=False).iter_rows())
+    lines = [line.split("\t") for line in expected["edges.csv"].decode().splitlines()]
+    keys = [(nodes[a], a, edge_type, nodes[b], b) for a, edge_type, b, *_ in lines]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)

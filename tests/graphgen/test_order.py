@@ -9,19 +9,19 @@ from hypothesis import strategies as st
 from graphgen import order
 
 
-def _reference(code1, code2, rank_of, type_code):
+def _reference(code1, code2, rank_of, type_code, passenger=None):
     rank1, rank2 = rank_of[code1], rank_of[code2]
     rows = np.lexsort((rank2, type_code, rank1))  # stable: equal keys keep their row order
-    return rows, rank1[rows], type_code[rows], rank2[rows]
+    return rows, rank1[rows], type_code[rows], rank2[rows], None if passenger is None else passenger[rows]
 
 
-def _sorted(implementation, monkeypatch, *arrays, threads=None):
+def _sorted(implementation, monkeypatch, *arrays, passenger=None, threads=None):
     monkeypatch.setattr(order.SORT_LIBRARY, "_library", None)  # both restored after the test
     monkeypatch.setattr(order.SORT_LIBRARY, "_loaded", False)
     monkeypatch.setenv("OPENBENCH_SORT", implementation)
     if order.sort_name() != implementation:
         pytest.skip("the C edge sort is not built")
-    return order.sort_edges(*arrays, threads=threads)
+    return order.sort_edges(*arrays, passenger=passenger, threads=threads)
 
 
 def _check(result, expected):
@@ -29,6 +29,11 @@ def _check(result, expected):
         np.testing.assert_array_equal(got, want)
     assert (result.order.dtype, result.rank1.dtype, result.type_code.dtype, result.rank2.dtype) == \
         (np.uint32, np.uint32, np.uint8, np.uint32)
+    if expected[4] is None:
+        assert result.passenger is None
+    else:
+        np.testing.assert_array_equal(result.passenger, expected[4])
+        assert result.passenger.dtype == np.uint32
 
 
 @settings(max_examples=80, deadline=None)
@@ -41,11 +46,17 @@ def test_both_implementations_match_a_stable_lexsort(data):
     code1 = np.array(data.draw(codes), dtype=np.uint32)
     code2 = np.array(data.draw(codes), dtype=np.uint32)
     type_code = np.array(data.draw(st.lists(st.integers(0, 31), min_size=rows, max_size=rows)), dtype=np.uint8)
-    expected = _reference(code1, code2, rank_of, type_code)
+    passenger = None
+    if data.draw(st.booleans()):  # any width that fits beside the key, up to the full 32 bits
+        room = min(32, 64 - order.key_bits(nodes, 32))
+        passenger = np.array(data.draw(st.lists(st.integers(0, 2 ** data.draw(st.integers(0, room)) - 1),
+                                                min_size=rows, max_size=rows)), dtype=np.uint32)
+    expected = _reference(code1, code2, rank_of, type_code, passenger)
     with pytest.MonkeyPatch.context() as monkeypatch:
         for implementation in ("c", "polars"):
             try:
-                _check(_sorted(implementation, monkeypatch, code1, code2, rank_of, type_code), expected)
+                _check(_sorted(implementation, monkeypatch, code1, code2, rank_of, type_code, passenger=passenger),
+                       expected)
             except pytest.skip.Exception:
                 continue
 
@@ -61,8 +72,10 @@ def test_large_inputs_split_into_buckets_and_keep_ties_in_row_order(monkeypatch,
     code1 = np.concatenate([hubs, rng.integers(0, nodes, rows - len(hubs))]).astype(np.uint32)
     code2 = rng.integers(0, 40, rows).astype(np.uint32)  # few tails: many repeated keys
     type_code = rng.integers(0, 3, rows).astype(np.uint8)
-    expected = _reference(code1, code2, rank_of, type_code)
-    _check(_sorted("c", monkeypatch, code1, code2, rank_of, type_code, threads=threads), expected)
+    passenger = rng.integers(0, 2 ** 20, rows).astype(np.uint32)
+    expected = _reference(code1, code2, rank_of, type_code, passenger)
+    _check(_sorted("c", monkeypatch, code1, code2, rank_of, type_code, passenger=passenger, threads=threads),
+           expected)
 
 
 def test_bad_arguments_are_refused():
@@ -71,6 +84,9 @@ def test_bad_arguments_are_refused():
         order.sort_edges(one, np.zeros(2, dtype=np.uint32), one, one.astype(np.uint8))
     with pytest.raises(ValueError, match="64-bit sort key"):
         order.sort_edges(one, one, np.array([2 ** 31], dtype=np.uint32), one.astype(np.uint8))
+    with pytest.raises(ValueError, match="64-bit sort key"):
+        order.sort_edges(one, one, np.array([2 ** 20], dtype=np.uint32), one.astype(np.uint8),
+                         passenger=np.array([2 ** 30], dtype=np.uint32))
 
 
 def test_c_sort_is_built_where_a_compiler_is(monkeypatch):
