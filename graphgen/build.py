@@ -15,7 +15,7 @@ from collections import Counter, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import polars as pl
@@ -36,6 +36,7 @@ STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges 
 RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
 EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the output order
 NODE_TYPE_ENUM = pl.Enum(sorted(NODE_TYPES))
+NODE_TYPE_NAMES = pl.Series(sorted(NODE_TYPES), dtype=NODE_TYPE_ENUM)  # indexed by node-type code
 READ_AHEAD = 3  # recipes whose raw edges are read ahead of the one being built
 SOURCE_ENUM = pl.Enum(sorted(SOURCES))
 SOURCE_BITS = (len(SOURCES) - 1).bit_length()
@@ -188,18 +189,25 @@ def _unmapped_ids(ids: pl.Series, side: Side) -> pl.Series:
     return frame.select(value.alias("id")).to_series()
 
 
-def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs):
-    """Returns (mapped frame, unmapped raw ids, whether some id gave several rows). ``frame[column]``
-    is categorical.
+class MappedSide(NamedTuple):
+    frame: pl.DataFrame     # the edges with this side mapped
+    unmapped: pl.Series     # raw ids without a mapping, as ids_no_mapping.tsv writes them
+    fanned_out: bool        # whether some raw id gave several rows
+    raw_ids: int            # distinct raw ids of the side in the frame it was given
+    ids: pl.Series          # the side's ids after mapping (categorical; a superset of the frame's)
+
+
+def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs) -> MappedSide:
+    """Map one side of the edges; ``frame[column]`` is categorical.
 
     Mapping, prefixing and alt-id resolution run on the distinct ids only; the rows then follow
     through one join on the 4-byte codes (a raw id with several targets gives several rows, in the
     mapping's order).
     """
     unmapped = pl.Series("id", [], dtype=pl.String)
-    if not (side.mapping or side.prefix or side.alt_ids):
-        return frame, unmapped, False
     distinct = frame.get_column(column).unique()
+    if not (side.mapping or side.prefix or side.alt_ids):
+        return MappedSide(frame, unmapped, False, distinct.len(), distinct)
     table = pl.DataFrame({"_code": distinct.to_physical(), "value": distinct.cast(pl.String)})
     if side.mapping:
         joined = table.join(inputs.mapping(side.mapping), left_on="value", right_on="source", how="left",
@@ -217,7 +225,7 @@ def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs):
     frame = (frame.with_columns(pl.col(column).to_physical().alias("_code"))
              .join(table, on="_code", how="inner", maintain_order="left")
              .with_columns(pl.col("value").alias(column)).drop("_code", "value"))
-    return frame, unmapped, fanned_out
+    return MappedSide(frame, unmapped, fanned_out, distinct.len(), table.get_column("value"))
 
 
 def _quality_filter(edge_type: str, quality: str) -> Optional[pl.Expr]:
@@ -233,9 +241,10 @@ NODE_TYPE_CODE = {name: code for code, name in enumerate(sorted(NODE_TYPES))}
 _NO_TYPE = 255
 
 
-def _per_id_tables(frame: pl.DataFrame):
-    """Lookup arrays indexed by categorical code: node-type code (255: unknown prefix) and lexical rank."""
-    distinct = pl.concat([frame.get_column("id1"), frame.get_column("id2")]).unique()
+def _per_id_tables(ids: pl.Series):
+    """Lookup arrays indexed by the categorical codes of ``ids``: node-type code (255: unknown
+    prefix) and lexical rank among them."""
+    distinct = ids.unique()
     table = pl.DataFrame({"id": distinct.cast(pl.String), "code": distinct.to_physical()}).with_columns(
         _node_type("id").replace_strict(NODE_TYPE_CODE, default=_NO_TYPE, return_dtype=pl.UInt8).alias("type")
     ).sort("id")
@@ -265,8 +274,9 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
     read here when not given)."""
     edge = EDGE_TYPES[recipe.edge_type]
     raw = raw_edges(recipe, inputs) if raw is None else raw
-    frame, unmapped1, fanned1 = _map_side(raw, "id1", recipe.side1, inputs)
-    frame, unmapped2, fanned2 = _map_side(frame, "id2", recipe.side2, inputs)
+    side1 = _map_side(raw, "id1", recipe.side1, inputs)
+    side2 = _map_side(side1.frame, "id2", recipe.side2, inputs)
+    frame, fanned1, fanned2 = side2.frame, side1.fanned_out, side2.fanned_out
 
     def raw_rows(edges: pl.DataFrame) -> int:  # how many raw rows the edges come from
         return edges.get_column("row").n_unique() if (fanned1 or fanned2) and edges.height else edges.height
@@ -282,7 +292,7 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
     # and per-id work (mapping, the prefix regex, lexical order) runs on the distinct ids only
     frame = frame.with_columns(pl.col("qscore").cast(pl.Categorical))
     codes = {side: frame.get_column(side).to_physical().to_numpy() for side in ("id1", "id2")}
-    type_of, rank_of = _per_id_tables(frame)
+    type_of, rank_of = _per_id_tables(pl.concat([side1.ids, side2.ids]))
     frame = frame.with_columns(pl.Series("type1", type_of[codes["id1"]]), pl.Series("type2", type_of[codes["id2"]]))
     allowed = [NODE_TYPE_CODE[a] * 8 + NODE_TYPE_CODE[b] for a, b in edge.signatures]
     fits = (pl.col("type1").cast(pl.Int32) * 8 + pl.col("type2").cast(pl.Int32)).is_in(allowed)
@@ -307,14 +317,15 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
                    .rename({"id1": "id2", "id2": "id1", "type1": "type2", "type2": "type1"}).select(frame.columns))
         returned = reverse.height
         frame = pl.concat([frame, reverse])
-    type_names = sorted(NODE_TYPES)
-    as_enum = lambda column: pl.col(column).replace_strict(list(range(len(type_names))), type_names,  # noqa: E731
-                                                           return_dtype=NODE_TYPE_ENUM)
     edges = frame.select("id1", pl.lit(recipe.edge_type, dtype=EDGE_TYPE_ENUM).alias("edge_type"), "id2", "qscore",
-                         pl.lit(recipe.source, dtype=SOURCE_ENUM).alias("source"), as_enum("type1").alias("type1"),
-                         as_enum("type2").alias("type2"))
-    unmapped = pl.concat([unmapped1, unmapped2]).unique(maintain_order=True)
-    stats = _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2)
+                         pl.lit(recipe.source, dtype=SOURCE_ENUM).alias("source"),
+                         *(NODE_TYPE_NAMES.gather(frame.get_column(c).cast(pl.UInt32)).alias(c)
+                           for c in ("type1", "type2")))
+    unmapped = pl.concat([side1.unmapped, side2.unmapped]).unique(maintain_order=True)
+    # side 2 is mapped on the rows side 1 kept; the statistics count its ids among all raw rows
+    raw_ids = (side1.raw_ids, raw.get_column("id2").n_unique() if raw.height else 0)
+    stats = _stats(recipe, edge, raw.height, raw_ids, rows_mapped, below_cutoff, duplicates, returned, edges,
+                   side1.unmapped, side2.unmapped)
     unmapped_frame = pl.DataFrame({"id": unmapped.cast(pl.String)}).with_columns(
         pl.lit(recipe.edge_type, dtype=pl.String).alias("edge_type"))
     return Part(recipe, edges, unmapped_frame, stats)
@@ -330,11 +341,10 @@ def _first_of_pair(first: np.ndarray, second: np.ndarray) -> pl.Series:
     return pl.Series(mask)
 
 
-def _stats(recipe, edge, raw, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1, unmapped2) -> dict:
+def _stats(recipe, edge, total, raw_ids, rows_mapped, below_cutoff, duplicates, returned, edges, unmapped1,
+           unmapped2) -> dict:
     head, tail = edge.signatures[0] if len(edge.signatures) == 1 else ("MULTI", "MULTI")
-    total = raw.height
-    nodes1 = raw.get_column("id1").n_unique() if total else 0
-    nodes2 = raw.get_column("id2").n_unique() if total else 0
+    nodes1, nodes2 = raw_ids if total else (0, 0)
 
     def ratio(part, whole):
         return "" if whole == 0 else f"{part / whole:.4f}"
