@@ -228,13 +228,19 @@ def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs) -> M
     return MappedSide(frame, unmapped, fanned_out, distinct.len(), table.get_column("value"))
 
 
-def _quality_filter(edge_type: str, quality: str) -> Optional[pl.Expr]:
+def _quality_filter(edge_type: str, quality: str, scores: pl.Series) -> Optional[pl.Expr]:
+    """Whether a row passes the cutoff of ``quality``, decided once per distinct score of the
+    categorical ``scores`` (None: the level keeps every row)."""
     cutoff = EDGE_TYPES[edge_type].cutoff(quality)
+    if not isinstance(cutoff, (MinScore, ExcludedScores)):
+        return None
+    distinct = pl.DataFrame({"qscore": scores.unique().cast(pl.String)})
     if isinstance(cutoff, MinScore):
-        return pl.col("qscore").cast(pl.Float64, strict=False).fill_null(float("-inf")) > cutoff.threshold
-    if isinstance(cutoff, ExcludedScores):
-        return ~pl.col("qscore").fill_null("").is_in(sorted(cutoff.excluded))
-    return None
+        passes = pl.col("qscore").cast(pl.Float64, strict=False).fill_null(float("-inf")) > cutoff.threshold
+    else:
+        passes = ~pl.col("qscore").fill_null("").is_in(sorted(cutoff.excluded))
+    kept = distinct.filter(passes).get_column("qscore").cast(pl.Categorical)
+    return pl.col("qscore").is_in(kept.implode(), nulls_equal=True)  # a missing score can pass (evidence cutoffs)
 
 
 NODE_TYPE_CODE = {name: code for code, name in enumerate(sorted(NODE_TYPES))}
@@ -263,9 +269,9 @@ def _node_type(column: str) -> pl.Expr:
 
 
 def raw_edges(recipe: Recipe, inputs: Inputs) -> pl.DataFrame:
-    """The raw edges of ``recipe``: row (its number), id1, id2 (categorical), qscore."""
-    return inputs.raw(recipe).with_row_index("row").with_columns(pl.col("id1").cast(pl.Categorical),
-                                                                 pl.col("id2").cast(pl.Categorical))
+    """The raw edges of ``recipe``: row (its number), id1, id2, qscore (categorical)."""
+    return inputs.raw(recipe).with_row_index("row").with_columns(pl.col(c).cast(pl.Categorical)
+                                                                 for c in ("id1", "id2", "qscore"))
 
 
 def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
@@ -282,7 +288,7 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
         return edges.get_column("row").n_unique() if (fanned1 or fanned2) and edges.height else edges.height
 
     rows_mapped = raw_rows(frame)
-    keep = _quality_filter(recipe.edge_type, quality)
+    keep = _quality_filter(recipe.edge_type, quality, frame.get_column("qscore"))
     if keep is not None:
         frame = frame.filter(keep)
     below_cutoff = rows_mapped - raw_rows(frame)
@@ -290,7 +296,6 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
         logger.info("%s from %s: the %s cutoff removed nothing", recipe.edge_type, recipe.source, quality)
     # ids are categorical from the start: typing, checks and de-duplication work on 4-byte codes,
     # and per-id work (mapping, the prefix regex, lexical order) runs on the distinct ids only
-    frame = frame.with_columns(pl.col("qscore").cast(pl.Categorical))
     codes = {side: frame.get_column(side).to_physical().to_numpy() for side in ("id1", "id2")}
     type_of, rank_of = _per_id_tables(pl.concat([side1.ids, side2.ids]))
     frame = frame.with_columns(pl.Series("type1", type_of[codes["id1"]]), pl.Series("type2", type_of[codes["id2"]]))
