@@ -7,7 +7,11 @@ used); where a figure is uncertain the comment says so. Prints wall time of the 
 rows read per second and peak memory (the child's max RSS); targets on the 2-core machine:
 >= 1 million rows/s and < 8 GB.
 
-    python benchmarks/bench_generate.py [--fraction 0.1] [--workdir DIR] [--seed 0]
+    python benchmarks/bench_generate.py [--fraction 1] [--workdir DIR] [--seed 0]
+
+The targets hold for the real sizes (``--fraction 1``, the default; about 3 GB of disk and a
+minute to write the inputs); smaller fractions are for quick looks, where the mappings and
+ontologies (always whole) and start-up weigh more than the rows.
 """
 from __future__ import annotations
 
@@ -210,7 +214,7 @@ def make_inputs(folder: Path, fraction: float, seed: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--fraction", type=float, default=0.1, help="share of the real row counts (1 = real size)")
+    parser.add_argument("--fraction", type=float, default=1.0, help="share of the real row counts (1 = real size)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
@@ -232,7 +236,9 @@ def main() -> None:
     print(f"openbench generate: {seconds:.1f} s, {rate / 1e6:.2f} million source rows/s (target >= 1.0), "
           f"peak memory {peak_gb:.2f} GB (target < 8)")
     edges = sum(1 for _ in open(workdir / "out" / "graph_files" / "edges.csv", "rb"))
-    print(f"{edges:,} edges written; targets {'met' if rate >= 1e6 and peak_gb < 8 else 'MISSED'}")
+    verdict = "met" if rate >= 1e6 and peak_gb < 8 else "MISSED"
+    print(f"{edges:,} edges written; " + (f"targets {verdict}" if args.fraction >= 1 else
+                                          "the targets are stated for --fraction 1"))
 
 
 if __name__ == "__main__":
