@@ -69,11 +69,14 @@ class SourceFiles:
         with table_lock:
             if name not in self._cache:
                 try:
-                    self._cache[name] = reader(self.path(source, key))
+                    table = reader(self.path(source, key))
                 except InputError as error:
                     if error.reason.startswith(f"{source} "):
                         raise
                     raise InputError(f"{source} {key}: {error.reason}", error.path, error.line) from error
+                with self._lock:  # release() may be walking the cache on the other thread
+                    self._cache[name] = table
+                return table
             return self._cache[name]
 
     def release(self, source: str) -> None:

@@ -220,3 +220,31 @@ def test_every_sort_and_writer_path_writes_the_same_files(tmp_path, monkeypatch)
     lines = [line.split("\t") for line in expected["edges.csv"].decode().splitlines()]
     keys = [(nodes[a], a, edge_type, nodes[b], b) for a, edge_type, b, *_ in lines]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+def test_source_tables_are_parsed_once_when_threads_ask_together(tmp_path):
+    """The build reads ahead on a second thread: concurrent requests for one table share one parse."""
+    import threading
+    import time
+
+    from graphgen.recipes import SourceFiles
+
+    shutil.copy(SAMPLE_DIR / "go-basic.obo", tmp_path / "go-basic.obo")
+    files, calls = SourceFiles(tmp_path), []
+
+    def slow_reader(path):
+        calls.append(path)
+        time.sleep(0.2)  # long enough that every thread asks while the first parse runs
+        return path.read_text()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(files.table("GO", "ontology", slow_reader, "t")))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len(results) == 4 and len(set(results)) == 1
+    files.release("GO")
+    files.table("GO", "ontology", slow_reader, "t")
+    assert len(calls) == 2  # released tables are parsed again on request
