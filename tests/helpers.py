@@ -10,6 +10,17 @@ PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXTURES = PROJECT_ROOT / ".." / "shared" / "fixtures"
 
 
+def use_native(monkeypatch, library, switch: str, value=None) -> None:
+    """Make an ``openbench._native.OptionalLibrary`` look at the environment again, with its
+    ``switch`` variable set to ``value`` (None: unset); monkeypatch restores all of it afterwards."""
+    monkeypatch.setattr(library, "_library", None)
+    monkeypatch.setattr(library, "_loaded", False)
+    if value is None:
+        monkeypatch.delenv(switch, raising=False)
+    else:
+        monkeypatch.setenv(switch, value)
+
+
 def fixture(*parts):
     """Path of a shared fixture file; skips the test cleanly when ../shared is absent."""
     path = FIXTURES.joinpath(*parts)

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphgen.writers import coded
+from tests.helpers import use_native
 
 
 def _reference(columns, order, separator):
@@ -16,9 +17,7 @@ def _reference(columns, order, separator):
 
 
 def _write(tmp_path, implementation, monkeypatch, columns, order, separator, name):
-    monkeypatch.setattr(coded.ROWS_LIBRARY, "_library", None)  # both restored after the test
-    monkeypatch.setattr(coded.ROWS_LIBRARY, "_loaded", False)
-    monkeypatch.setenv("OPENBENCH_WRITER", implementation)
+    use_native(monkeypatch, coded.ROWS_LIBRARY, "OPENBENCH_WRITER", implementation)
     if implementation == "c" and coded.writer_name() != "c":
         pytest.skip("the C row formatter is not built")
     path = tmp_path / name
@@ -58,9 +57,7 @@ def test_c_writer_is_built_where_a_compiler_is(monkeypatch):
     import os
     if os.environ.get("CI") != "true":
         pytest.skip("only required in CI, which installs with a compiler")
-    monkeypatch.delenv("OPENBENCH_WRITER", raising=False)
-    monkeypatch.setattr(coded.ROWS_LIBRARY, "_library", None)  # both restored after the test
-    monkeypatch.setattr(coded.ROWS_LIBRARY, "_loaded", False)
+    use_native(monkeypatch, coded.ROWS_LIBRARY, "OPENBENCH_WRITER")
     assert coded.writer_name() == "c"
 
 

@@ -13,6 +13,7 @@ from graphgen.pipeline import SAMPLE_DIR, generate
 from graphgen.sample.make_sample import make_sample
 from openbench.cli import main
 from openbench.errors import InputError
+from tests.helpers import use_native
 
 # regression counts of the committed sample (seed 7), per edge type
 NQ_COUNTS = {
@@ -210,10 +211,8 @@ def test_every_sort_and_writer_path_writes_the_same_files(tmp_path, monkeypatch)
     expected = written("default")
     monkeypatch.setattr(build, "key_bits", lambda nodes, types: 64)  # no room: scores gathered instead
     assert written("gathered") == expected
-    for library, switch in ((order.SORT_LIBRARY, "OPENBENCH_SORT"), (coded.ROWS_LIBRARY, "OPENBENCH_WRITER")):
-        monkeypatch.setenv(switch, "polars")
-        monkeypatch.setattr(library, "_library", None)  # both restored after the test
-        monkeypatch.setattr(library, "_loaded", False)
+    use_native(monkeypatch, order.SORT_LIBRARY, "OPENBENCH_SORT", "polars")
+    use_native(monkeypatch, coded.ROWS_LIBRARY, "OPENBENCH_WRITER", "polars")
     assert written("polars") == expected
     nodes = dict(pl.read_csv(tmp_path / "default" / "graph_files" / "nodes.csv", separator="\t", has_header=False,
                              infer_schema=False).iter_rows())

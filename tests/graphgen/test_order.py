@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphgen import order
+from tests.helpers import use_native
 
 
 def _reference(code1, code2, rank_of, type_code, passenger=None):
@@ -16,9 +17,7 @@ def _reference(code1, code2, rank_of, type_code, passenger=None):
 
 
 def _sorted(implementation, monkeypatch, *arrays, passenger=None, threads=None):
-    monkeypatch.setattr(order.SORT_LIBRARY, "_library", None)  # both restored after the test
-    monkeypatch.setattr(order.SORT_LIBRARY, "_loaded", False)
-    monkeypatch.setenv("OPENBENCH_SORT", implementation)
+    use_native(monkeypatch, order.SORT_LIBRARY, "OPENBENCH_SORT", implementation)
     if order.sort_name() != implementation:
         pytest.skip("the C edge sort is not built")
     return order.sort_edges(*arrays, passenger=passenger, threads=threads)
@@ -92,7 +91,5 @@ def test_bad_arguments_are_refused():
 def test_c_sort_is_built_where_a_compiler_is(monkeypatch):
     if os.environ.get("CI") != "true":
         pytest.skip("only required in CI, which installs with a compiler")
-    monkeypatch.delenv("OPENBENCH_SORT", raising=False)
-    monkeypatch.setattr(order.SORT_LIBRARY, "_library", None)  # both restored after the test
-    monkeypatch.setattr(order.SORT_LIBRARY, "_loaded", False)
+    use_native(monkeypatch, order.SORT_LIBRARY, "OPENBENCH_SORT")
     assert order.sort_name() == "c"
