@@ -22,7 +22,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
-from graphgen.order import EdgeOrder, key_bits, sort_edges
+from graphgen.order import EdgeOrder, sort_edges
 from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, Side, SourceFiles
 
 logger = logging.getLogger(__name__)
@@ -424,11 +424,8 @@ def _union(parts: List[Part]) -> Tuple[EdgeTable, pl.DataFrame]:
     score_codes, score_names = dictionary_codes(frame["qscore"])
     passenger = score_codes << np.uint32(SOURCE_BITS)
     passenger |= frame["source"].to_physical().to_numpy()
-    fits = int(passenger.max(initial=0)).bit_length() <= 64 - key_bits(nodes.height, len(EDGE_TYPES))
     key = sort_edges(frame["id1"].to_physical().to_numpy(), frame["id2"].to_physical().to_numpy(), rank_of,
-                     frame["edge_type"].to_physical().to_numpy(), passenger=passenger if fits else None)
-    if not fits:  # more distinct scores than the key has room for: gather them into output order
-        key.passenger = passenger[key.order]
+                     frame["edge_type"].to_physical().to_numpy(), passenger=passenger)
     return EdgeTable(frame, nodes["id"].to_list(), key, score_names), nodes.select("id", "node_type")
 
 

@@ -59,12 +59,6 @@ def sort_name() -> str:
     return "c" if SORT_LIBRARY.get() is not None else "polars"
 
 
-def key_bits(nodes: int, types: int) -> int:
-    """Bits of the sort key of ``nodes`` node ranks and ``types`` edge-type codes; 64 minus this is
-    the room left for a passenger."""
-    return 2 * max(1, (nodes - 1).bit_length()) + max(1, (types - 1).bit_length())
-
-
 def sort_edges(code1: np.ndarray, code2: np.ndarray, rank_of: np.ndarray, type_code: np.ndarray,
                passenger: Optional[np.ndarray] = None, threads: Optional[int] = None) -> EdgeOrder:
     """Sort rows by (rank_of[code1], type_code, rank_of[code2]), stably.
@@ -73,7 +67,7 @@ def sort_edges(code1: np.ndarray, code2: np.ndarray, rank_of: np.ndarray, type_c
     :param rank_of: (k,) uint32 node rank of each code (k > every code).
     :param type_code: (n,) uint8 edge-type code of each row.
     :param passenger: (n,) uint32 codes to return in output order (not sorted on); they travel in
-        the key's spare bits, so they must fit beside it (see :func:`key_bits`).
+        the key's spare bits where they fit, and are gathered through the order where not.
     :param threads: threads sorting the buckets of the C sort (default: one per core).
     """
     code1, code2 = (np.ascontiguousarray(c, dtype=np.uint32) for c in (code1, code2))
@@ -86,22 +80,26 @@ def sort_edges(code1: np.ndarray, code2: np.ndarray, rank_of: np.ndarray, type_c
         raise ValueError(f"{rows} rows exceed the 32-bit row order")
     rank_bits = max(1, int(rank_of.max(initial=0)).bit_length())
     type_bits = max(1, int(type_code.max(initial=0)).bit_length())
-    passenger_bits = 0
+    if 2 * rank_bits + type_bits > 64:
+        raise ValueError(f"node ranks of {rank_bits} bits do not fit the 64-bit sort key")
     if passenger is not None:
         passenger = np.ascontiguousarray(passenger, dtype=np.uint32)
-        passenger_bits = int(passenger.max(initial=0)).bit_length()
-    if 2 * rank_bits + type_bits + passenger_bits > 64:
-        raise ValueError(f"node ranks of {rank_bits} bits, edge types of {type_bits} and a passenger of "
-                         f"{passenger_bits} do not fit the 64-bit sort key")
     library = SORT_LIBRARY.get()
     if library is None:
         return _sort_polars(code1, code2, rank_of, type_code, passenger, rank_bits, type_bits)
-    return _sort_c(library, code1, code2, rank_of, type_code, passenger, (rank_bits, type_bits, passenger_bits),
-                   threads or os.cpu_count() or 1)
+    room = 64 - 2 * rank_bits - type_bits
+    rides = passenger is not None and int(passenger.max(initial=0)).bit_length() <= room
+    result = _sort_c(library, code1, code2, rank_of, type_code, passenger if rides else None, rank_bits, type_bits,
+                     threads)
+    if passenger is not None and not rides:  # no room beside the key: gathered through the order
+        result.passenger = passenger[result.order]
+    return result
 
 
-def _sort_c(library, code1, code2, rank_of, type_code, passenger, bits, threads: int) -> EdgeOrder:
+def _sort_c(library, code1, code2, rank_of, type_code, passenger, rank_bits: int, type_bits: int,
+            threads: Optional[int]) -> EdgeOrder:
     rows = len(code1)
+    bits = (rank_bits, type_bits, 0 if passenger is None else int(passenger.max(initial=0)).bit_length())
     result = EdgeOrder(np.empty(rows, np.uint32), np.empty(rows, np.uint32), np.empty(rows, np.uint8),
                        np.empty(rows, np.uint32), None if passenger is None else np.empty(rows, np.uint32))
     keys, scratch_keys = np.empty(rows, np.uint64), np.empty(rows, np.uint64)
@@ -118,7 +116,7 @@ def _sort_c(library, code1, code2, rank_of, type_code, passenger, bits, threads:
                                     result.rank2, result.passenger)]
     buckets = [(int(b), int(e)) for b, e in zip(bounds[:-1], bounds[1:]) if e > b]
     buckets.sort(key=lambda bucket: bucket[0] - bucket[1])  # largest first: threads finish together
-    with ThreadPoolExecutor(max(1, threads)) as pool:
+    with ThreadPoolExecutor(threads or os.cpu_count() or 1) as pool:
         list(pool.map(lambda bucket: library.openbench_sort_bucket(*bucket, *bits, *outputs), buckets))
     return result
 

@@ -139,6 +139,10 @@ class SequentialWriter:
             return
         self._direct = on
 
+    def _give_up_direct(self) -> None:
+        self._set_direct(False)
+        self._direct_flag = 0
+
     def _write_all(self, array: np.ndarray) -> None:
         view = memoryview(array)
         while len(view):
@@ -147,10 +151,8 @@ class SequentialWriter:
             except OSError as error:
                 if error.errno != errno.EINVAL or not self._direct:
                     raise
-                self._set_direct(False)  # refused at write time: the same bytes again, buffered
-                self._direct_flag = 0
+                self._give_up_direct()  # refused at write time: the same bytes again, buffered
                 continue
             if written < len(view) and self._direct:
-                self._set_direct(False)  # the rest is no longer aligned
-                self._direct_flag = 0
+                self._give_up_direct()  # the rest is no longer aligned
             view = view[written:]

@@ -84,3 +84,23 @@ def test_other_write_errors_propagate_and_close_the_file(tmp_path, monkeypatch):
 def test_block_size_must_be_aligned(tmp_path):
     with pytest.raises(ValueError, match="multiple of 4096"):
         _io.SequentialWriter(tmp_path / "x", block=1000)
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECT"), reason="no O_DIRECT on this platform")
+def test_a_short_direct_write_finishes_buffered(tmp_path, monkeypatch):
+    import fcntl
+    real_write = os.write
+    calls = []
+
+    def short_direct_write(fd, data):
+        direct = bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT)
+        calls.append(direct)
+        return real_write(fd, memoryview(data)[:_io.ALIGNMENT] if direct else data)
+
+    monkeypatch.setattr(_io.os, "write", short_direct_write)
+    pieces = _pieces([3 * BLOCK + 11])
+    with _io.SequentialWriter(tmp_path / "out.bin", block=BLOCK) as writer:
+        writer.write(pieces[0])
+    assert (tmp_path / "out.bin").read_bytes() == pieces[0]
+    if calls[0]:  # the filesystem took O_DIRECT: one short direct write, all the rest buffered
+        assert calls.count(True) == 1

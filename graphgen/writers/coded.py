@@ -70,6 +70,14 @@ def write_coded(path, columns: Sequence[Column], order: Optional[np.ndarray] = N
         indices into ``dictionary`` (a sequence of str or None); all columns have the same n.
     :param order: (m,) indices of the rows to write, in writing order.
     """
+    return write_coded_parts([(path, order)], columns, separator, threads)[0]
+
+
+def write_coded_parts(parts: Sequence[Tuple[object, Optional[np.ndarray]]], columns: Sequence[Column],
+                      separator: str = "\t", threads: Optional[int] = None) -> List[int]:
+    """:func:`write_coded` for several files from the same columns (one per edge type, say): the
+    columns are checked and their dictionaries encoded once. ``parts``: (path, order) per file;
+    returns the row count of each."""
     if len(separator.encode("utf-8")) != 1:
         raise ValueError(f"the separator must be one ASCII character, not {separator!r}")
     if not columns:
@@ -81,14 +89,16 @@ def write_coded(path, columns: Sequence[Column], order: Optional[np.ndarray] = N
     for (column_codes, dictionary), number in zip(zip(codes, (d for _, d in columns)), range(len(columns))):
         if rows and len(column_codes) and int(column_codes.max()) >= len(dictionary):
             raise ValueError(f"column {number}: a code exceeds its dictionary of {len(dictionary)} entries")
-    if order is not None:
-        order = np.ascontiguousarray(order, dtype=np.uint32)
-        if len(order) and int(order.max()) >= rows:
-            raise ValueError("the row order points past the last row")
+    orders = [None if order is None else np.ascontiguousarray(order, dtype=np.uint32) for _, order in parts]
+    if any(order is not None and len(order) and int(order.max()) >= rows for order in orders):
+        raise ValueError("the row order points past the last row")
     dictionaries = [d for _, d in columns]
     if ROWS_LIBRARY.get() is None:
-        return _write_polars(Path(path), codes, [list(d) for d in dictionaries], order, separator)
-    return _write_c(Path(path), codes, dictionaries, order, separator, threads or os.cpu_count() or 1)
+        lists = [list(d) for d in dictionaries]
+        return [_write_polars(Path(path), codes, lists, order, separator) for (path, _), order in zip(parts, orders)]
+    formatter = _Formatter(codes, dictionaries, separator)
+    return [formatter.write(Path(path), order, threads or os.cpu_count() or 1)
+            for (path, _), order in zip(parts, orders)]
 
 
 def _write_polars(path: Path, codes, dictionaries, order, separator: str) -> int:
@@ -109,36 +119,42 @@ def _encoded(dictionary: List[Optional[str]], separator: str):
     return b"".join(entries), offsets, max((len(e) for e in entries), default=0)
 
 
-def _write_c(path: Path, codes, dictionaries, order, separator: str, threads: int) -> int:
-    shared: Dict[int, tuple] = {}  # a dictionary that several columns use (node ids) is encoded once
-    for dictionary in dictionaries:
-        if id(dictionary) not in shared:
-            blob, offsets, longest = _encoded(dictionary, separator)
-            shared[id(dictionary)] = (ctypes.create_string_buffer(blob, max(1, len(blob))), offsets, longest)
-    encoded = [shared[id(dictionary)] for dictionary in dictionaries]
-    pointer_array = ctypes.c_void_p * len(codes)
-    code_pointers = pointer_array(*(c.ctypes.data for c in codes))
-    offset_pointers = pointer_array(*(offsets.ctypes.data for _, offsets, _ in encoded))
-    blob_pointers = pointer_array(*(ctypes.addressof(blob) for blob, _, _ in encoded))
-    longest_row = sum(longest for _, _, longest in encoded) + len(codes)
-    total = rows = len(codes[0]) if order is None else len(order)
-    chunk_rows = max(1, CHUNK_BYTES // longest_row)
-    order_pointer = order.ctypes.data if order is not None else None
-    function = ROWS_LIBRARY.get().openbench_format_rows
+class _Formatter:
+    """The C loop's view of the columns: encoded dictionaries and pointer arrays, made once."""
 
-    def format_chunk(begin: int) -> memoryview:
-        end = min(begin + chunk_rows, total)
-        buffer = np.empty((end - begin) * longest_row, dtype=np.uint8)
-        written = function(order_pointer, begin, end, len(codes), code_pointers, offset_pointers, blob_pointers,
-                           separator.encode("utf-8"), buffer.ctypes.data)
-        return memoryview(buffer)[:written]
+    def __init__(self, codes, dictionaries, separator: str):
+        shared: Dict[int, tuple] = {}  # a dictionary that several columns use (node ids) is encoded once
+        for dictionary in dictionaries:
+            if id(dictionary) not in shared:
+                blob, offsets, longest = _encoded(dictionary, separator)
+                shared[id(dictionary)] = (ctypes.create_string_buffer(blob, max(1, len(blob))), offsets, longest)
+        self._encoded = [shared[id(dictionary)] for dictionary in dictionaries]  # keeps the buffers alive
+        self._codes, self._separator = codes, separator.encode("utf-8")
+        pointer_array = ctypes.c_void_p * len(codes)
+        self._code_pointers = pointer_array(*(c.ctypes.data for c in codes))
+        self._offset_pointers = pointer_array(*(offsets.ctypes.data for _, offsets, _ in self._encoded))
+        self._blob_pointers = pointer_array(*(ctypes.addressof(blob) for blob, _, _ in self._encoded))
+        self._longest_row = sum(longest for _, _, longest in self._encoded) + len(codes)
 
-    with SequentialWriter(path) as handle, ThreadPoolExecutor(max(1, threads)) as pool:
-        pending = deque()
-        for begin in range(0, rows, chunk_rows):  # keep a few chunks in flight; write them in order
-            pending.append(pool.submit(format_chunk, begin))
-            if len(pending) > 2 * threads:
+    def write(self, path: Path, order: Optional[np.ndarray], threads: int) -> int:
+        total = len(self._codes[0]) if order is None else len(order)
+        chunk_rows = max(1, CHUNK_BYTES // self._longest_row)
+        order_pointer = order.ctypes.data if order is not None else None
+        function = ROWS_LIBRARY.get().openbench_format_rows
+
+        def format_chunk(begin: int) -> memoryview:
+            end = min(begin + chunk_rows, total)
+            buffer = np.empty((end - begin) * self._longest_row, dtype=np.uint8)
+            written = function(order_pointer, begin, end, len(self._codes), self._code_pointers,
+                               self._offset_pointers, self._blob_pointers, self._separator, buffer.ctypes.data)
+            return memoryview(buffer)[:written]
+
+        with SequentialWriter(path) as handle, ThreadPoolExecutor(max(1, threads)) as pool:
+            pending = deque()
+            for begin in range(0, total, chunk_rows):  # keep a few chunks in flight; write them in order
+                pending.append(pool.submit(format_chunk, begin))
+                if len(pending) > 2 * threads:
+                    handle.write(pending.popleft().result())
+            while pending:
                 handle.write(pending.popleft().result())
-        while pending:
-            handle.write(pending.popleft().result())
-    return rows
+        return total

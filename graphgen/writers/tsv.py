@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import List
 
 import numpy as np
 import polars as pl
 
 from graphgen.build import EDGE_TYPE_ENUM, SOURCE_ENUM, STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
-from graphgen.writers.coded import write_coded
+from graphgen.writers.coded import Column, write_coded, write_coded_parts
 from openbench._io import replace_folder
 
 GRAPH_FOLDER = "graph_files"
@@ -28,16 +28,13 @@ def _write_frame(frame: pl.DataFrame, path: Path, sep: str) -> None:
                     null_value="")
 
 
-def _write_edges(table: EdgeTable, path: Path, sep: str, no_qscore: bool,
-                 positions: Optional[np.ndarray] = None) -> None:
-    """id1, EDGE_TYPE, id2, qscore, source of the output positions ``positions`` ((m,) indices
-    into the sorted table; default all); every column is already in output order."""
+def _edge_columns(table: EdgeTable, no_qscore: bool) -> List[Column]:
+    """id1, EDGE_TYPE, id2, qscore, source for :func:`write_coded`, each already in output order."""
     key = table.key
     score = (np.zeros(table.height, dtype=np.uint32), [None]) if no_qscore else (table.score_codes(),
                                                                                  table.score_names)
-    columns = [(key.rank1, table.node_ids), (key.type_code, EDGE_TYPE_ENUM.categories.to_list()),
-               (key.rank2, table.node_ids), score, (table.source_codes(), SOURCE_ENUM.categories.to_list())]
-    write_coded(path, columns, positions, sep)
+    return [(key.rank1, table.node_ids), (key.type_code, EDGE_TYPE_ENUM.categories.to_list()),
+            (key.rank2, table.node_ids), score, (table.source_codes(), SOURCE_ENUM.categories.to_list())]
 
 
 def present_names(names: pl.Series, order) -> List[str]:
@@ -69,15 +66,16 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
     all_nodes = pl.concat([graph.nodes, graph.tn_nodes]).unique().sort(["node_type", "id"])
     for prefix, table, nodes in (("", graph.edge_table, graph.nodes), ("TN_", graph.tn_edge_table, graph.tn_nodes)):
         present = present_names(table.frame["edge_type"], EDGE_TYPES)
+        columns = _edge_columns(table, no_qscore)
         if multi_file:
-            for name in present:
-                code = EDGE_TYPE_ENUM.categories.to_list().index(name)
-                _write_edges(table, folder / f"{prefix}edges_{name}.csv", sep, no_qscore,
-                             np.flatnonzero(table.key.type_code == code).astype(np.uint32))
+            type_names = EDGE_TYPE_ENUM.categories.to_list()
+            write_coded_parts([(folder / f"{prefix}edges_{name}.csv",
+                                np.flatnonzero(table.key.type_code == type_names.index(name))) for name in present],
+                              columns, sep)
             for name, part in nodes.partition_by("node_type", as_dict=True, maintain_order=True).items():
                 _write_frame(part, folder / f"{prefix}nodes_{name[0]}.csv", sep)
         else:
-            _write_edges(table, folder / f"{prefix}edges.csv", sep, no_qscore)
+            write_coded(folder / f"{prefix}edges.csv", columns, separator=sep)
             _write_frame(nodes, folder / f"{prefix}nodes.csv", sep)
         write_list(folder / f"{prefix}edges_list.csv", present)
         write_list(folder / f"{prefix}nodes_list.csv", present_names(nodes["node_type"], NODE_TYPES))

@@ -89,3 +89,20 @@ def test_bad_arguments_are_refused(tmp_path):
         coded.write_coded(tmp_path / "x", [(np.array([0, 1], dtype=np.uint32), dictionary)], np.array([2]))
     with pytest.raises(ValueError, match="one ASCII character"):
         coded.write_coded(tmp_path / "x", [(np.array([0], dtype=np.uint32), dictionary)], separator="||")
+
+
+def test_parts_share_one_set_of_columns(tmp_path, monkeypatch):
+    """write_coded_parts writes each file as write_coded would, in both implementations."""
+    rng = np.random.default_rng(2)
+    dictionary = [f"NCBIGENE:{i}" for i in range(50)] + [None, "a,b"]
+    codes = rng.integers(0, len(dictionary), 300).astype(np.uint32)
+    columns = [(codes, dictionary), (codes[::-1].copy(), dictionary)]
+    orders = [rng.permutation(300)[:120].astype(np.uint32), None, np.zeros(0, dtype=np.uint32)]
+    for implementation in ("c", "polars"):
+        use_native(monkeypatch, coded.ROWS_LIBRARY, "OPENBENCH_WRITER", implementation)
+        if coded.writer_name() != implementation:
+            continue
+        parts = [(tmp_path / f"{implementation}{i}", order) for i, order in enumerate(orders)]
+        assert coded.write_coded_parts(parts, columns, ",") == [120, 300, 0]
+        for (path, order) in parts:
+            assert path.read_bytes() == _reference(columns, order, ","), implementation

@@ -197,9 +197,8 @@ def test_generate_downloads_from_a_local_mirror(tmp_path):
 
 
 def test_every_sort_and_writer_path_writes_the_same_files(tmp_path, monkeypatch):
-    """C sort with the score riding in the key, the gather used when it has no room, the polars
-    sort and the polars writer: byte-identical outputs, in the order the spec gives."""
-    import graphgen.build as build
+    """C sort and writer, polars sort and writer: byte-identical outputs, in the order the spec
+    gives (the sort's own paths are compared in test_order.py)."""
     from graphgen import order
     from graphgen.writers import coded
 
@@ -209,8 +208,6 @@ def test_every_sort_and_writer_path_writes_the_same_files(tmp_path, monkeypatch)
         return {path.name: path.read_bytes() for path in folder.iterdir()}
 
     expected = written("default")
-    monkeypatch.setattr(build, "key_bits", lambda nodes, types: 64)  # no room: scores gathered instead
-    assert written("gathered") == expected
     use_native(monkeypatch, order.SORT_LIBRARY, "OPENBENCH_SORT", "polars")
     use_native(monkeypatch, coded.ROWS_LIBRARY, "OPENBENCH_WRITER", "polars")
     assert written("polars") == expected
