@@ -18,6 +18,7 @@ from typing import Callable, Dict
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
+from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
 from graphgen.writers.tsv import graph_props, present_names, write_list
 from openbench._io import replace_folder
 from openbench.errors import InputError
@@ -63,8 +64,6 @@ def graph_folder(path) -> Path:
 
 def read_graph_folder(path, sep: str = "\t") -> GraphTables:
     """Read and check a TSV graph folder (OpenBioLink's single-file layout)."""
-    from splits.io import check_nodes_known, read_edges, read_nodes
-
     folder = graph_folder(path)
     missing = [name for name in GRAPH_FILES if not (folder / name).is_file()]
     if missing:

@@ -70,13 +70,12 @@ def _split_list(text: str) -> List[str]:
 
 def write_json(result: dict, output: Optional[str]) -> None:
     """Write a result record to ``output`` atomically, or to stdout."""
-    from openbench._io import write_text_atomic
-
-    text = json.dumps(result, indent=2) + "\n"
     if output:
-        write_text_atomic(output, text)
+        from openbench._io import write_json as write_file
+
+        write_file(output, result)
     else:
-        click.echo(text, nl=False)
+        click.echo(json.dumps(result, indent=2) + "\n", nl=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -386,7 +385,7 @@ def datasets():
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def datasets_list(fmt):
     """Print the registry: name, version, URL, checksum, counts, protocol."""
-    from openbench.datasets import REGISTRY
+    from openbench.registry import REGISTRY
 
     rows = [entry.as_row() for entry in REGISTRY.values()]
     if fmt == "json":
@@ -409,7 +408,7 @@ def datasets_list(fmt):
 @_handle_errors
 def datasets_get(name, root, mirror, force, progress):
     """Download (resumable), verify and unpack NAME; a verified copy is reused. Prints its folder."""
-    from openbench.datasets import get
+    from openbench.registry import get
 
     click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))
 
@@ -561,9 +560,9 @@ text.add_command(metaeval_command)
 @_handle_errors
 def rank_diseases(test_set, methods_text, dataset, cache_root, top_n, annotations, ontology, resume, progress):
     """Rank the knowledge base's diseases for every case into the per-case cache."""
-    from openbench.text.disease_ranking import KnowledgeBase
-    from openbench.text.phenotype_sets import load_test_set
-    from openbench.text.rank_runs import default_dataset_name, parse_methods, resolve_cache_dir, run_methods
+    from openbench.text.disease_ranking.knowledge_base import KnowledgeBase
+    from openbench.text.disease_ranking.test_sets import load_test_set
+    from openbench.text.disease_ranking.runs import default_dataset_name, parse_methods, resolve_cache_dir, run_methods
 
     methods = parse_methods(methods_text)
     cases = load_test_set(test_set)
@@ -583,7 +582,7 @@ def rank_diseases(test_set, methods_text, dataset, cache_root, top_n, annotation
 @_handle_errors
 def rank_eval(cache_dir, ties, fmt, plot_path):
     """Top-1/3/5/10/20 (micro and macro), median rank and MRR per method of a cache."""
-    from openbench.text.rank_runs import evaluate_cache, format_report, plot_topk
+    from openbench.text.disease_ranking.runs import evaluate_cache, format_report, plot_topk
 
     report = evaluate_cache(cache_dir, ties)
     click.echo(format_report(report, fmt), nl=False)
@@ -671,7 +670,7 @@ def split():
 def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val, crossval, seed, neg_ratio,
                no_neg_train_val, no_neg_test, undirected):
     """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
-    from splits.io import check_nodes_known, read_edges, read_nodes
+    from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
     from splits.random_split import random_split
 
     positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
@@ -705,7 +704,7 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
 def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep, output_dir, val,
                seed, neg_ratio, no_neg_train_val, no_neg_test, undirected):
     """Time-slice split: train on the t-1 graph, test on the edges new at t."""
-    from splits.io import check_nodes_known, read_edges, read_nodes
+    from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
     from splits.time_split import time_split
 
     graphs = []

@@ -1,7 +1,7 @@
 """OpenBioLink's evaluation API, working, for users porting code (``openbiolink.evaluation``).
 
 ``DataLoader(root, name, entity_to_id_path, relation_to_id_path)`` fetches a registry dataset
-(verified, see :mod:`openbench.datasets`) and exposes OpenBioLink's attributes; its
+(verified, see :mod:`openbench.registry`) and exposes OpenBioLink's attributes; its
 ``filter_scores`` takes the arguments in the declared order and removes the true answer from the
 filter (OpenBioLink 0.1.4 calls it with the arguments swapped and cannot run); ``save_as_kgid``
 writes the integer-id layout (0.1.4 raises a TypeError). :class:`Evaluator` is subclassed exactly as
@@ -15,7 +15,7 @@ from typing import Iterator, Optional, Tuple
 
 import torch
 
-from openbench.datasets import get
+from openbench.registry import get
 from openbench.errors import InputError
 from openbench.evaluation.dataset import SPLITS, load_dataset, write_id_layout
 from openbench.evaluation.evaluator import Evaluator as _Evaluator

@@ -125,9 +125,9 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     ``out/results/<model>.json``; returns {model: result}.
     """
     from graphgen.pipeline import SAMPLE_DIR, generate
-    from openbench.cli import write_json
+    from openbench._io import write_json
     from openbench.evaluation.dataset import load_dataset
-    from splits.io import read_edges, read_nodes
+    from graphgen.graph_files import read_edges, read_nodes
     from splits.random_split import random_split
 
     out = Path(out)
@@ -142,7 +142,7 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     for model in PIPELINE_MODELS:
         results[model] = train_and_evaluate(dataset, model, out / "models" / model, dim, epochs, seed, device,
                                             progress)
-        write_json(results[model], str(out / "results" / f"{model}.json"))
+        write_json(out / "results" / f"{model}.json", results[model])
     return results
 
 

@@ -1,1 +1,3 @@
-"""Leakage-free random and time-slice splits (see ../shared/DESIGN.md); built in a later issue."""
+"""Leakage-free splits of a generated graph: random (:mod:`.random_split`) and time-slice
+(:mod:`.time_split`), with negatives (:mod:`.negatives`) and leakage removal (:mod:`.leakage`),
+written in OpenBioLink's split layout."""

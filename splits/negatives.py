@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES
-from splits.io import SPLIT_COLUMNS as COLUMNS
+from graphgen.graph_files import SPLIT_COLUMNS as COLUMNS
 from splits.leakage import categorical_ids
 
 logger = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import InputError
-from splits.io import SPLIT_COLUMNS
+from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
 from splits.negatives import sample_negatives
 

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import InputError
-from splits.io import SPLIT_COLUMNS
+from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import categorical_ids
 from splits.negatives import sample_negatives
 from splits.random_split import KEY, _carve, _write_fold, remove_inconsistent

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openbench import _io
+from openbench._io import outputs as _io
 
 BLOCK = 2 * _io.ALIGNMENT
 

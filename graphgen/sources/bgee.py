@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 REMOTES = {
     "expression": Remote("Bgee", "https://www.bgee.org/ftp/current/download/calls/expr_calls/"

@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import open_text, read_table
+from openbench._io.inputs import iter_raw_lines, read_table
 from openbench.errors import InputError
 
 REMOTES = {
@@ -33,21 +33,19 @@ def read_dump_tables(path, tables: Dict[str, Sequence[str]]) -> Dict[str, pl.Dat
     blocks: Dict[str, List[str]] = {}
     headers: Dict[str, List[str]] = {}
     current = None
-    with open_text(path) as handle:
-        for raw in handle:
-            line = raw.rstrip("\r\n")
-            if current is not None:
-                if line == "\\.":
-                    current = None
-                else:
-                    blocks[current].append(line)
-                continue
-            if line.startswith("COPY "):
-                name = line[5:].split(" ", 1)[0]
-                if name in tables:
-                    inside = line[line.index("(") + 1:line.index(")")] if "(" in line else ""
-                    headers[name] = [column.strip().strip('"') for column in inside.split(",")]
-                    blocks[name], current = [], name
+    for _, line in iter_raw_lines(path):
+        if current is not None:
+            if line == "\\.":
+                current = None
+            else:
+                blocks[current].append(line)
+            continue
+        if line.startswith("COPY "):
+            name = line[5:].split(" ", 1)[0]
+            if name in tables:
+                inside = line[line.index("(") + 1:line.index(")")] if "(" in line else ""
+                headers[name] = [column.strip().strip('"') for column in inside.split(",")]
+                blocks[name], current = [], name
     result = {}
     for name, wanted in tables.items():
         if name not in headers:

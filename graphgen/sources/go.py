@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 REMOTES = {
     "annotations": Remote("GO", "http://current.geneontology.org/annotations/goa_human.gaf.gz", "goa_human.gaf.gz"),

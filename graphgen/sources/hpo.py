@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import iter_lines, read_table
+from openbench._io.inputs import iter_lines, read_table
 from openbench.errors import InputError
 
 REMOTES = {

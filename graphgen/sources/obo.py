@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from openbench._io.inputs import iter_raw_lines
 from openbench.errors import InputError
 
 _LINE = "line"
@@ -43,7 +44,9 @@ def read_lines(path: Path) -> pl.DataFrame:
                             new_columns=[_LINE], infer_schema=False, truncate_ragged_lines=True)
     except pl.exceptions.NoDataError:
         return pl.DataFrame({_LINE: []}, schema={_LINE: pl.String})
-    except pl.exceptions.ComputeError as error:
+    except (pl.exceptions.ComputeError, OSError) as error:
+        for _ in iter_raw_lines(path):  # names the first undecodable line, or the truncation
+            pass
         raise InputError(f"cannot read as text: {error}", path) from error
     return frame.with_columns(pl.col(_LINE).fill_null("").str.strip_chars_end("\r"))
 

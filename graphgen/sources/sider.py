@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 REMOTES = {
     "side_effects": Remote("SIDER", "http://sideeffects.embl.de/media/download/meddra_all_se.tsv.gz",

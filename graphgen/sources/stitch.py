@@ -9,7 +9,7 @@ import polars as pl
 
 from graphgen.download import Remote
 from graphgen.sources.sider import stitch_to_pubchem
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 REMOTES = {
     "links": Remote("STITCH", "http://stitch.embl.de/download/protein_chemical.links.v5.0/"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 REMOTES = {
     "links": Remote("STRING", "https://stringdb-static.org/download/protein.links.v11.0/"

@@ -10,7 +10,7 @@ from typing import Tuple
 import polars as pl
 
 from graphgen.download import Remote
-from graphgen.sources.tables import read_table
+from openbench._io.inputs import read_table
 
 BASE = "https://ftp.uniprot.org/pub/databases/uniprot/current_release/knowledgebase/idmapping/by_organism/"
 REMOTES = {

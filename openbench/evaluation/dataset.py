@@ -23,14 +23,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from openbench._io import line_of_row
+from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
+from openbench.evaluation.id_maps import labels_by_id
+from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
+from openbench.registry import registry_of, resolve
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "valid", "test")
-SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
-ID_FILES = {"train": "train.tsv", "valid": "valid.tsv", "test": "test.tsv"}
 TRIPLE_COLUMNS = ("h", "r", "t")
 _SHOWN_UNKNOWN = 10
 
@@ -72,134 +72,52 @@ class Dataset:
 # reading files
 
 
-def _read_tsv_strings(path: Path, required: int = 3) -> pl.DataFrame:
-    """All columns of a headerless TSV as strings; fully empty lines dropped.
-
-    ``required``: how many leading columns must be non-empty (used to word errors).
-    """
-    try:
-        frame = pl.read_csv(path, separator="\t", has_header=False, quote_char=None, infer_schema=False)
-    except pl.exceptions.NoDataError:
-        return pl.DataFrame()
-    except pl.exceptions.ComputeError:
-        _raise_first_bad_line(path, allowed_widths=None, required=required)
-        raise
-    if frame.width == 0:
-        return frame
-    frame = frame.filter(~pl.all_horizontal(pl.all().is_null()))
-    return frame if frame.height else pl.DataFrame()
-
-
-def _raise_first_bad_line(path: Path, allowed_widths: Optional[Sequence[int]], required: int = 3,
-                          flag_column: Optional[int] = None) -> None:
-    """Scan ``path`` line by line and raise an InputError at the first malformed line.
-
-    This is the slow, exact reference of the file format, run only once a fast reader found a
-    problem, so that the message can name the line.
-    """
-    width = None
-    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if line.strip() == "":
-                continue
-            fields = line.split("\t")
-            if width is None:
-                width = len(fields)
-                if allowed_widths is not None and width not in allowed_widths:
-                    shown = " or ".join(str(w) for w in allowed_widths)
-                    raise InputError(f"expected {shown} tab-separated columns, found {width}", path, number)
-            elif len(fields) != width:
-                raise InputError(f"expected {width} tab-separated columns like the first line, found {len(fields)}",
-                                 path, number)
-            if len(fields) < required:
-                raise InputError(f"expected at least {required} tab-separated columns, found {len(fields)}",
-                                 path, number)
-            for index in range(required):
-                if fields[index].strip() == "":
-                    raise InputError(f"column {index + 1} is empty; expected an identifier", path, number)
-            if flag_column is not None and fields[flag_column] not in ("0", "1"):
-                raise InputError(f"column {flag_column + 1} (value) is {fields[flag_column]!r}; expected 0 or 1",
-                                 path, number)
+def _first_bad_row(frame: pl.DataFrame, problems: pl.Expr) -> Optional[int]:
+    rows = frame.select(problems.arg_true()).to_series()
+    return int(rows[0]) if len(rows) else None
 
 
 def read_sample_triples(path: Path) -> pl.DataFrame:
     """Positive triples of one OpenBioLink sample file as a frame with string columns h, r, t.
 
     Accepts the 6-column layout (``id1, relation, id2, qscore, value, source``; value 1 marks a
-    triple, value 0 a negative) and the 3-column layout.
+    triple, value 0 a negative) and the 3-column layout; every line has the first line's width.
     """
-    frame = _read_tsv_strings(path)
-    if frame.width == 0:
-        return pl.DataFrame({name: [] for name in TRIPLE_COLUMNS}, schema={n: pl.String for n in TRIPLE_COLUMNS})
-    if frame.width not in (3, 6):
-        _raise_first_bad_line(path, allowed_widths=(3, 6))
-        raise InputError(f"expected 3 or 6 tab-separated columns, found {frame.width}", path)
+    frame = read_table(path, None, header=False, widths=(3, 6), comment_prefixes=())
+    if frame.height == 0:
+        return pl.DataFrame(schema={n: pl.String for n in TRIPLE_COLUMNS})
     columns = frame.columns
-    flag = columns[4] if frame.width == 6 else None
-    problems = pl.any_horizontal([pl.col(c).is_null() for c in columns[:3]])
-    if flag is not None:
-        problems = problems | ~pl.col(flag).is_in(["0", "1"]) | pl.col(flag).is_null()
-    if frame.select(problems.any()).item():
-        _raise_first_bad_line(path, allowed_widths=(3, 6), flag_column=4 if flag else None)
-        raise InputError("malformed rows (empty identifier or value not 0/1)", path)
-    if flag is not None:
+    for index, column in enumerate(columns[:3]):
+        row = _first_bad_row(frame, pl.col(column).is_null() | (pl.col(column).str.strip_chars() == ""))
+        if row is not None:
+            raise InputError(f"column {index + 1} is empty; expected an identifier", path, line_of_row(path, row))
+    if frame.width == 6:
+        flag = columns[4]
+        row = _first_bad_row(frame, ~pl.col(flag).fill_null("").is_in(["0", "1"]))
+        if row is not None:
+            raise InputError(f"column 5 (value) is {frame[flag][row] or ''!r}; expected 0 or 1", path,
+                             line_of_row(path, row))
         frame = frame.filter(pl.col(flag) == "1")
     return frame.select([pl.col(c).alias(n) for c, n in zip(columns[:3], TRIPLE_COLUMNS)])
 
 
 def read_id_map(path: Path, kind: str) -> List[str]:
     """Read an ``id<TAB>label`` file whose ids are exactly 0..N-1; return labels indexed by id."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{kind} map file does not exist", path)
-    frame = _read_tsv_strings(path, required=2)
-    if frame.width < 2:
-        _raise_first_bad_line(path, allowed_widths=(2,), required=2)
-        raise InputError("expected 2 tab-separated columns: id and label", path)
-    if frame.width > 2:
-        _raise_first_bad_line(path, allowed_widths=(2,), required=2)
-    ids_text, labels = frame.get_column(frame.columns[0]), frame.get_column(frame.columns[1])
-    ids = ids_text.cast(pl.Int64, strict=False)
-    bad = (ids.is_null() | labels.is_null()).arg_true()
-    if len(bad):
-        _raise_first_bad_line(path, allowed_widths=(2,), required=2)
-        row = int(bad[0])
-        raise InputError(f"expected an integer id and a label, found {ids_text[row]!r}, {labels[row]!r}", path,
-                         line_of_row(path, row))
-    n = len(ids)
-    ids_np = ids.to_numpy()
-    if ids_np.min() < 0 or ids_np.max() >= n or len(np.unique(ids_np)) != n:
-        seen = np.zeros(n, dtype=bool)
-        for row, value in enumerate(ids_np):
-            if value < 0 or value >= n or seen[value]:
-                raise InputError(f"id {value} is out of range or repeated; expected each id 0..{n - 1} exactly once",
-                                 path, line_of_row(path, row))
-            seen[value] = True
-    repeated = ~labels.is_first_distinct()
-    if repeated.any():
-        row = int(repeated.arg_true()[0])
-        raise InputError(f"label {labels[row]!r} appears more than once; labels must be unique", path,
-                         line_of_row(path, row))
-    return labels.gather(np.argsort(ids_np)).to_list()  # ids are a permutation of 0..n-1
+    return labels_by_id(path, kind)
 
 
 def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.Tensor:
     """Integer triples (N, 3) from a headerless ``head<TAB>relation<TAB>tail`` id file, range-checked."""
-    frame = _read_tsv_strings(path)
-    if frame.width == 0:
+    frame = read_table(path, None, header=False, widths=(3,), comment_prefixes=())
+    if frame.height == 0:
         return torch.empty((0, 3), dtype=torch.long)
-    if frame.width != 3:
-        _raise_first_bad_line(path, allowed_widths=(3,))
-        raise InputError(f"expected 3 tab-separated integer ids, found {frame.width} columns", path)
     numbers = frame.select([pl.col(c).cast(pl.Int64, strict=False) for c in frame.columns])
     bad_mask = pl.any_horizontal([pl.col(c).is_null() for c in numbers.columns])
     limits = (num_entities, num_relations, num_entities)
     for column, limit in zip(numbers.columns, limits):
         bad_mask = bad_mask | (pl.col(column) < 0) | (pl.col(column) >= limit)
-    bad_rows = numbers.select(bad_mask.arg_true()).to_series()
-    if len(bad_rows):
-        row = int(bad_rows[0])
+    row = _first_bad_row(numbers, bad_mask)
+    if row is not None:
         raise InputError(
             f"expected integer ids head < {num_entities}, relation < {num_relations}, tail < {num_entities}; "
             f"found {frame.row(row)}", path, line_of_row(path, row))
@@ -207,35 +125,7 @@ def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.
 
 
 # --------------------------------------------------------------------------------------------
-# layout detection
-
-
-def resolve_layout(path: Path, fold: Optional[int]) -> Tuple[str, Path]:
-    """Return (layout, folder) for a dataset path; layout is ``"samples"`` or ``"ids"``."""
-    path = Path(path)
-    if not path.is_dir():
-        raise InputError("dataset path is not a directory", path)
-    if all((path / name).is_file() for name in ("entities.tsv", "relations.tsv", *ID_FILES.values())):
-        if fold is not None:
-            raise InputError("--fold applies to OpenBioLink sample folders, not to the integer-id layout", path)
-        return "ids", path
-    candidates = [path, path / "train_test_data"]
-    for folder in candidates:
-        if fold is not None:
-            fold_dir = folder / f"fold_{fold}"
-            if fold_dir.is_dir():
-                folder = fold_dir
-            elif folder.is_dir() and any(folder.glob("fold_*")):
-                folds = sorted(p.name for p in folder.glob("fold_*"))
-                raise InputError(f"fold {fold} not found; available: {', '.join(folds)}", folder)
-            else:
-                continue
-        if (folder / SAMPLE_FILES["train"]).is_file() and (folder / SAMPLE_FILES["test"]).is_file():
-            return "samples", folder
-    raise InputError(
-        "no dataset found: expected train_sample.csv and test_sample.csv (optionally val_sample.csv), "
-        "a train_test_data/ folder holding them, or entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv",
-        path)
+# layout detection: openbench.layouts (shared with the writers and the registry)
 
 
 # --------------------------------------------------------------------------------------------
@@ -273,7 +163,7 @@ def _describe_unknown(frame: pl.DataFrame, unknown: pl.Series) -> str:
 def triples_fingerprint(labelled: Dict[str, pl.DataFrame]) -> str:
     """sha256 of the positive triples in canonical form.
 
-    Canonical form: one line ``split<TAB>head<TAB>relation<TAB>tail`` per triple (split is
+    Canonical form: one line ``split<TAB>head<TAB>relation<TAB>tail`` per distinct triple of a split (split is
     train/valid/test), lines sorted by byte order, each ending in a newline. It does not depend
     on separators, file layout or row order.
     """
@@ -309,25 +199,42 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
     InputError listing the first ten, unless ``drop_unknown``; unknown triples in the other splits
     can never be candidates and are dropped from the filter with a recorded warning.
     """
-    from openbench.datasets import registry_of, resolve
+    folder = resolve(path)  # the registry look-up comes first: a name stands for its verified copy
+    dataset = read_dataset(folder, fold, entity_map, relation_map, drop_unknown, evaluation_split)
+    dataset.registry = registry_of(folder)
+    return dataset
 
-    path = resolve(path)  # a registry name (HQ_DIR, ...) stands for its verified local copy
+
+def read_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,
+                 drop_unknown: bool = False, evaluation_split: str = "test") -> Dataset:
+    """Read a dataset folder (no registry names: see :func:`load_dataset`) into a :class:`Dataset`."""
     layout, folder = resolve_layout(Path(path), fold)
     if layout == "ids":
-        dataset = _load_id_layout(Path(path), folder, entity_map, relation_map)
-    else:
-        dataset = _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split)
-    dataset.registry = registry_of(Path(path))
-    return dataset
+        return _load_id_layout(Path(path), folder, entity_map, relation_map)
+    return _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split)
+
+
+def _without_duplicates(frame: pl.DataFrame, split: str, path: Path, warnings: List[str],
+                        evaluated: bool) -> pl.DataFrame:
+    """The frame's first occurrence of each row. Repeats of the evaluated split would count a query
+    twice: a warning counts them; elsewhere (filter sets, training) a repeat changes nothing."""
+    unique = frame.unique(maintain_order=True)
+    repeats = frame.height - unique.height
+    if repeats and evaluated:
+        warnings.append(f"removed {repeats} repeated {split} triple(s) of {path.name} (each triple counts once)")
+        logger.warning(warnings[-1])
+    return unique
 
 
 def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop_unknown: bool,
                         evaluation_split: str) -> Dataset:
     labelled: Dict[str, pl.DataFrame] = {}
+    warnings: List[str] = []
     for split, name in SAMPLE_FILES.items():
         file = folder / name
         if file.is_file():
-            labelled[split] = read_sample_triples(file)
+            labelled[split] = _without_duplicates(read_sample_triples(file), split, file, warnings,
+                                                  split == evaluation_split)
             logger.info("read %d triples from %s", labelled[split].height, file)
         else:
             labelled[split] = pl.DataFrame(schema={n: pl.String for n in TRIPLE_COLUMNS})
@@ -337,7 +244,7 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
     entities = (read_id_map(entity_map, "entity") if entity_map
                 else _sorted_labels(pl.concat([train.get_column("h"), train.get_column("t")])))
     relations = read_id_map(relation_map, "relation") if relation_map else _sorted_labels(train.get_column("r"))
-    triples, dropped, warnings = {}, {}, []
+    triples, dropped = {}, {}
     for split in SPLITS:
         frame = labelled[split]
         ids, unknown = _map_labels(frame, entities, relations)
@@ -369,7 +276,17 @@ def _load_id_layout(path: Path, folder: Path, entity_map, relation_map) -> Datas
                          "entities.tsv and relations.tsv", folder)
     entities = read_id_map(folder / "entities.tsv", "entity")
     relations = read_id_map(folder / "relations.tsv", "relation")
-    triples = {split: read_id_triples(folder / name, len(entities), len(relations)) for split, name in ID_FILES.items()}
+    triples, warnings = {}, []
+    for split, name in ID_FILES.items():
+        ids = read_id_triples(folder / name, len(entities), len(relations))
+        if ids.shape[0]:
+            _, first = np.unique(ids.numpy(), axis=0, return_index=True)
+            if len(first) < ids.shape[0] and split == "test":
+                warnings.append(f"removed {ids.shape[0] - len(first)} repeated {split} triple(s) of {name} (each "
+                                "triple counts once)")
+                logger.warning(warnings[-1])
+            ids = ids[torch.from_numpy(np.sort(first))]
+        triples[split] = ids
     if triples["train"].shape[0] == 0:
         raise InputError("the training file holds no triples", folder / ID_FILES["train"])
     if triples["test"].shape[0] == 0:
@@ -383,7 +300,7 @@ def _load_id_layout(path: Path, folder: Path, entity_map, relation_map) -> Datas
             "t": entity_series.gather(array[:, 2])})
     return Dataset(path=str(path), layout="ids", entity_labels=entities, relation_labels=relations,
                    triples=triples, fingerprint=triples_fingerprint(labelled),
-                   id_map_sha256=id_map_fingerprint(entities, relations))
+                   id_map_sha256=id_map_fingerprint(entities, relations), warnings=warnings)
 
 
 # --------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ import torch
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
-from openbench.evaluation.id_maps import read_index_labels, rows_for_labels
+from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
 from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256, load_array
 
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
@@ -81,7 +81,7 @@ def read_id_map(folder: Path, kind: str) -> Dict[str, int]:
     stem = PLURALS[kind]
     for name in (f"{stem}.dict", f"{stem}.tsv"):
         if (folder / name).is_file():
-            return read_index_labels(folder / name)
+            return index_of_labels(folder / name, kind)
     raise InputError(f"no {stem}.dict or {stem}.tsv: give the DGL-KE training data folder (--dglke-data)", folder)
 
 

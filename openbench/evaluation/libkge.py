@@ -26,7 +26,7 @@ import torch
 
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
-from openbench.evaluation.id_maps import read_index_labels, rows_for_labels
+from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
 from openbench.evaluation.scorers import SCORERS, EmbeddingScorer, build_scorer, file_sha256
 
 logger = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ def read_libkge_ids(folder: Path, kind: str) -> Dict[str, int]:
     path = folder / f"{kind}_ids.del"
     if not path.is_file():
         raise InputError(f"no {kind}_ids.del: give LibKGE's dataset folder (--libkge-data)", folder)
-    return read_index_labels(path)
+    return index_of_labels(path, kind)
 
 
 def _rows(labels: List[str], mapping: Dict[str, int], rows: int, kind: str, where: Path) -> np.ndarray:

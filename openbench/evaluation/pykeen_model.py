@@ -12,7 +12,6 @@ caller says the file is trusted (``--trust-pickle``).
 """
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -21,6 +20,7 @@ import torch
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
+from openbench.evaluation.id_maps import index_of_labels
 
 MODEL_FILE = "trained_model.pkl"
 
@@ -34,16 +34,7 @@ def read_pykeen_map(path: Path) -> Dict[str, int]:
     if not path.is_file():
         raise InputError("missing id map; expected PyKEEN's save_to_directory layout "
                          "(training_triples/entity_to_id.tsv.gz, relation_to_id.tsv.gz)", path)
-    mapping = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            parts = line.rstrip("\n").split("\t")
-            if number == 1 and parts[0] == "id":
-                continue
-            if len(parts) != 2 or not parts[0].isdigit():
-                raise InputError("expected id<TAB>label", path, number)
-            mapping[parts[1]] = int(parts[0])
-    return mapping
+    return index_of_labels(path)
 
 
 def _positions(labels, mapping: Dict[str, int], kind: str, path: Path) -> torch.Tensor:

@@ -266,7 +266,7 @@ def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
     """True where the protocol differs from the registry's standard one; None without a registry entry."""
     if not dataset_name:
         return None
-    from openbench.datasets import REGISTRY
+    from openbench.registry import REGISTRY
 
     entry = REGISTRY.get(dataset_name)
     if entry is None:

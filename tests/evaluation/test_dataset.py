@@ -144,7 +144,8 @@ def test_fingerprint_is_sha256_of_the_documented_canonical_form(tmp_path):
 
     splits = random_labelled_graph(4, 15, 3, {"train": 40, "valid": 4, "test": 6})
     dataset = load_dataset(write_samples(tmp_path, splits))
-    lines = sorted(f"{split}\t{h}\t{r}\t{t}\n" for split, triples in splits.items() for h, r, t in triples)
+    # one line per distinct triple of a split: a repeated row counts once
+    lines = sorted({f"{split}\t{h}\t{r}\t{t}\n" for split, triples in splits.items() for h, r, t in triples})
     assert dataset.fingerprint == hashlib.sha256("".join(lines).encode()).hexdigest()
 
 

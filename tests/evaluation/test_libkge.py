@@ -183,7 +183,7 @@ def test_errors_name_the_file_and_the_expectation(tmp_path, graph):
     with pytest.raises(InputError, match="expected 1 relation rows"):
         load_libkge(folder, graph)
     (folder / "relation_ids.del").write_text("zero REL_A\n")
-    with pytest.raises(InputError, match="expected <index><TAB><label>") as info:
+    with pytest.raises(InputError, match="expected 2 tab-separated columns") as info:
         load_libkge(folder, graph)
     assert "relation_ids.del" in str(info.value)
     broken = tmp_path / "broken"

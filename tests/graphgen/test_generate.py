@@ -113,7 +113,7 @@ def test_outputs_layout_determinism_and_steps(tmp_path):
                      keep_in_files=True)
     generate(tmp_path / "b", sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False)
     files = sorted(p.name for p in (tmp_path / "a" / "graph_files").iterdir())
-    assert files == ["ALL_nodes.csv", "TN_edges.csv", "TN_edges_list.csv", "TN_nodes.csv", "TN_nodes_list.csv",
+    assert files == [".openbench-output.json", "ALL_nodes.csv", "TN_edges.csv", "TN_edges_list.csv", "TN_nodes.csv", "TN_nodes_list.csv",
                      "edges.csv", "edges_list.csv", "graph_props.json", "ids_no_mapping.tsv", "nodes.csv",
                      "nodes_list.csv", "stats.txt", "tn_ids_no_mapping.tsv", "tn_stats.txt"]
     for name in files:

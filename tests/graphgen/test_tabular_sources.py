@@ -101,12 +101,12 @@ def test_missing_required_value_names_the_line(tmp_path):
     path.write_text("CID1\tCID0\tC1\tPT\tC1\tx\nCID1\t\tC2\tPT\tC2\ty\n")
     with pytest.raises(InputError, match=r"meddra_all_se\.tsv, line 2: column\(s\) stitch_stereo empty"):
         sider.read_side_effects(path)
-    with pytest.raises(InputError, match="source file does not exist"):
+    with pytest.raises(InputError, match="file does not exist"):
         sider.read_side_effects(tmp_path / "absent.tsv")
 
 
 def test_header_errors(tmp_path):
-    from graphgen.sources.tables import read_table
+    from openbench._io.inputs import read_table
 
     path = tmp_path / "only_comments.tsv"
     path.write_text("# nothing but comments\n")

@@ -3,7 +3,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from splits.io import SPLIT_COLUMNS as COLUMNS
+from graphgen.graph_files import SPLIT_COLUMNS as COLUMNS
 from splits.negatives import sample_negatives
 
 GENES = [f"NCBIGENE:{i}" for i in range(30)]

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from graphgen.edge_types import EDGE_TYPES
 from graphgen.pipeline import SAMPLE_DIR, generate
 from openbench.errors import InputError
-from splits.io import check_nodes_known, read_edges, read_nodes
+from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
 from splits.random_split import random_split
 
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}

@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from splits.io import read_edges, read_nodes
+from graphgen.graph_files import read_edges, read_nodes
 from splits.time_split import time_split
 
 

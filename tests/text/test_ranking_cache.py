@@ -5,7 +5,7 @@ import multiprocessing
 import pytest
 
 from openbench.errors import InputError
-from openbench.text import ranking_cache as rc
+from openbench.text.disease_ranking import cache as rc
 
 TERMS, TRUTH = ["HP:0001250", "HP:0001263"], ["OMIM:100100"]
 

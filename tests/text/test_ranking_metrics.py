@@ -1,7 +1,7 @@
 """Disease-ranking metrics: the spec's worked examples M1–M5 (text_evaluators.md C.6)."""
 import pytest
 
-from openbench.text.ranking_metrics import CaseRank, case_rank, rank_metrics
+from openbench.text.disease_ranking.metrics import CaseRank, case_rank, rank_metrics
 
 
 def _case(rank, truth=("X",), candidates=100):

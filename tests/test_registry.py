@@ -12,10 +12,10 @@ import torch
 from click.testing import CliRunner
 
 from graphgen.download import DownloadError
-from openbench import datasets
+from openbench import registry
 from openbench.cli import main
 from openbench.compat import DataLoader, Evaluator
-from openbench.datasets import MARKER, DatasetError, get
+from openbench.registry import MARKER, DatasetError, get
 from openbench.evaluation.dataset import load_dataset, write_id_layout
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import build_scorer
@@ -58,7 +58,7 @@ def test_download_verify_unpack_and_reuse(tmp_path, server, caplog):
     assert marker["archive_sha256"] == hashlib.sha256(server.files["/HQ_DIR.zip"]).hexdigest()
     assert "train_test_data/test_sample.csv" in marker["files"]
     assert "no published checksum" in caplog.text  # Zenodo's md5 is not in the registry: recorded instead
-    pins = json.loads((tmp_path / datasets.PINS).read_text())
+    pins = json.loads((tmp_path / registry.PINS).read_text())
     assert pins["HQ_DIR"] == marker["archive_sha256"]
     assert not list((tmp_path / ".downloads").glob("*"))  # the archive is not kept
     requests = len(server.requests)
@@ -73,13 +73,13 @@ def test_the_integer_id_archive_unpacks_to_the_id_layout(tmp_path, server):
 
 
 def test_a_published_checksum_that_does_not_match_discards_the_download(tmp_path, server, monkeypatch):
-    entry = datasets.REGISTRY["HQ_DIR"]
-    monkeypatch.setitem(datasets.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5="0" * 32))
+    entry = registry.REGISTRY["HQ_DIR"]
+    monkeypatch.setitem(registry.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5="0" * 32))
     with pytest.raises(DownloadError, match="md5 .* expected 0000"):
         get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
     assert not (tmp_path / "HQ_DIR").exists() and not list((tmp_path / ".downloads").glob("*"))
     right = hashlib.md5(server.files["/HQ_DIR.zip"]).hexdigest()
-    monkeypatch.setitem(datasets.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5=right,
+    monkeypatch.setitem(registry.REGISTRY, "HQ_DIR", dataclasses.replace(entry, md5=right,
                                                                          size=len(server.files["/HQ_DIR.zip"])))
     assert get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False).is_dir()
 
@@ -110,7 +110,7 @@ def test_a_corrupted_archive_fails_its_crc_and_leaves_nothing(tmp_path, server):
     with pytest.raises(DatasetError, match="CRC|not a readable zip"):
         get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
     assert not (tmp_path / "HQ_DIR").exists()
-    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [datasets.PINS]
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == [registry.PINS]
 
 
 def test_partial_or_altered_copies_are_refused(tmp_path, server):
@@ -127,7 +127,7 @@ def test_partial_or_altered_copies_are_refused(tmp_path, server):
 
 def test_unknown_names_list_the_registry():
     with pytest.raises(Exception, match="registered: HQ_DIR, HQ_UNDIR, ALL_DIR, ALL_UNDIR, KGID_HQ_DIR"):
-        datasets.lookup("HQ")
+        registry.lookup("HQ")
 
 
 def test_datasets_list_prints_every_entry():

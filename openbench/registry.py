@@ -27,6 +27,7 @@ from typing import Dict, Optional, Tuple
 
 from openbench._io import replace_folder, write_text_atomic
 from openbench.errors import InputError, OpenbenchError
+from openbench.layouts import resolve_layout
 
 logger = logging.getLogger(__name__)
 
@@ -208,8 +209,6 @@ def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progr
 
 def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) -> None:
     """Check the zip's CRCs, extract, check the layout, write the marker, rename into place."""
-    from openbench.evaluation.dataset import resolve_layout
-
     try:
         with zipfile.ZipFile(archive) as bundle:
             try:

@@ -1,4 +1,6 @@
-"""Reading a graph (OpenBioLink's graph_files layout) for splitting, with line-precise errors."""
+"""Reading OpenBioLink's ``graph_files`` layout (edges and nodes TSV), with line-precise errors.
+
+The format is graphgen's (it writes it); the splits and the exports read it through here."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,10 +8,12 @@ from pathlib import Path
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
-from graphgen.sources.tables import read_table
-from openbench._io import line_of_row
+from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
 
+__all__ = ["SPLIT_COLUMNS", "read_edges", "read_nodes", "check_nodes_known"]
+
+# the split files' columns: an edge with its label (value 1 positive, 0 negative)
 SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
 
 

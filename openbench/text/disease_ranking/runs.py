@@ -5,7 +5,7 @@ them with ``resume=False``), stores the top-N diseases plus the ground-truth one
 (:func:`openbench.text.disease_ranking.ranked_entries`) through :func:`save_cache`, and on failure
 writes ``case_NNNN.error`` and goes on. :func:`evaluate_cache` turns the cached entries back into
 :class:`CaseRank` tie blocks per method and computes the metrics of
-:mod:`openbench.text.ranking_metrics`.
+:mod:`openbench.text.disease_ranking.metrics`.
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from typing import Dict, List, Optional, Sequence
 from tqdm.auto import tqdm
 
 from openbench.errors import InputError
-from openbench.text.disease_ranking import METHODS, KnowledgeBase, ranked_entries
-from openbench.text.phenotype_sets import TestSet
-from openbench.text.ranking_cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases, disease_id,
+from openbench.text.disease_ranking.knowledge_base import METHODS, KnowledgeBase, ranked_entries
+from openbench.text.disease_ranking.test_sets import TestSet
+from openbench.text.disease_ranking.cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases, disease_id,
                                           load_cache, record_error, save_cache)
-from openbench.text.ranking_metrics import DEFAULT_KS, CaseRank, rank_metrics
+from openbench.text.disease_ranking.metrics import DEFAULT_KS, CaseRank, rank_metrics
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,51 @@
+"""The on-disk layouts of a link-prediction dataset: their file names and how a folder is recognised.
+
+* ``samples``: OpenBioLink's split files ``train_sample.csv``, ``test_sample.csv`` and optionally
+  ``val_sample.csv`` (headerless TSV, ``id1, relation, id2, qscore, value, source`` or 3 columns),
+  in the folder itself, in ``train_test_data/``, or in ``fold_<i>/`` below either.
+* ``ids``: the integer-id layout (OBL2021's KGID): ``entities.tsv``, ``relations.tsv``
+  (``id<TAB>label``) and ``train.tsv``, ``valid.tsv``, ``test.tsv`` (id triples).
+
+Shared by the loader (:mod:`openbench.evaluation.dataset`), the writers (splits, KGID export) and
+the registry, which checks that an archive unpacks into the layout it promises.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Tuple
+
+from openbench.errors import InputError
+
+__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "resolve_layout"]
+
+SPLITS = ("train", "valid", "test")
+SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
+ID_FILES = {"train": "train.tsv", "valid": "valid.tsv", "test": "test.tsv"}
+LABEL_FILES = {"entity": "entities.tsv", "relation": "relations.tsv"}
+
+
+def resolve_layout(path: Path, fold: Optional[int] = None) -> Tuple[str, Path]:
+    """Return (layout, folder holding the files) for a dataset folder; layout is ``"samples"`` or ``"ids"``."""
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError("dataset path is not a directory", path)
+    if all((path / name).is_file() for name in (*LABEL_FILES.values(), *ID_FILES.values())):
+        if fold is not None:
+            raise InputError("--fold applies to OpenBioLink sample folders, not to the integer-id layout", path)
+        return "ids", path
+    for folder in (path, path / "train_test_data"):
+        if fold is not None:
+            fold_dir = folder / f"fold_{fold}"
+            if fold_dir.is_dir():
+                folder = fold_dir
+            elif folder.is_dir() and any(folder.glob("fold_*")):
+                folds = sorted(p.name for p in folder.glob("fold_*"))
+                raise InputError(f"fold {fold} not found; available: {', '.join(folds)}", folder)
+            else:
+                continue
+        if (folder / SAMPLE_FILES["train"]).is_file() and (folder / SAMPLE_FILES["test"]).is_file():
+            return "samples", folder
+    raise InputError(
+        "no dataset found: expected train_sample.csv and test_sample.csv (optionally val_sample.csv), "
+        "a train_test_data/ folder holding them, or entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv",
+        path)

@@ -1,0 +1,123 @@
+"""The package's import graph, read with ``ast``: layers point down only and no module cycle exists
+(../shared/DESIGN.md, "Layers"). Imports inside functions count as well: a lazy import is still
+a dependency."""
+import ast
+import pathlib
+from typing import Dict, List, Set
+
+from tests.helpers import PROJECT_ROOT
+
+PACKAGES = ("openbench", "graphgen", "splits")
+# lowest first; a module belongs to the layer of its longest matching prefix
+LAYERS = [
+    ("base", ("openbench", "openbench._io", "openbench.errors", "openbench._native", "openbench.layouts")),
+    ("graph", ("graphgen",)),
+    ("engine", ("splits", "openbench.registry", "openbench.text")),
+    ("evaluation", ("openbench.evaluation",)),
+    ("engine users", ("openbench.training", "openbench.compat")),
+    ("service", ("openbench.leaderboard", "openbench.demo")),
+    ("entry", ("openbench.cli", "openbench.__main__")),
+]
+
+
+def _modules() -> Dict[str, pathlib.Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in (PROJECT_ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(PROJECT_ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _resolve(name: str, modules: Dict[str, pathlib.Path]) -> str:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def import_graph() -> Dict[str, Set[str]]:
+    modules = _modules()
+    graph: Dict[str, Set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: List[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    targets.append(submodule if submodule in modules else node.module)
+            for target in targets:
+                resolved = _resolve(target, modules)
+                if resolved and resolved != name:
+                    graph[name].add(resolved)
+    return graph
+
+
+def layer_of(module: str) -> int:
+    best, best_length = None, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_length:
+                best, best_length = index, len(prefix)
+    assert best is not None, f"{module} belongs to no layer: add it to LAYERS"
+    return best
+
+
+def test_imports_point_down_only():
+    upward = [f"{source} ({LAYERS[layer_of(source)][0]}) -> {target} ({LAYERS[layer_of(target)][0]})"
+              for source, targets in import_graph().items() for target in targets
+              if layer_of(target) > layer_of(source)]
+    assert not upward, "upward imports:\n" + "\n".join(sorted(upward))
+
+
+def test_no_import_cycles():
+    graph = import_graph()
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    cycles: List[List[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_nothing_imports_the_cli():
+    importers = [source for source, targets in import_graph().items()
+                 if "openbench.cli" in targets and source != "openbench.__main__"]
+    assert not importers
+
+
+def test_the_graph_is_read_as_expected():
+    """The checks above only mean something if the reader sees real edges."""
+    graph = import_graph()
+    assert "openbench.errors" in graph["openbench._io.inputs"]
+    assert "graphgen.graph_files" in graph["graphgen.export"]
+    assert "openbench.evaluation._triton" in graph["openbench.evaluation.kernels"]
+    assert layer_of("openbench.evaluation.scorers") == 3 and layer_of("openbench._io.outputs") == 0
