@@ -13,11 +13,12 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict
+from typing import Callable, Dict, Sequence
 
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
+from graphgen.formats import EXPORT_FORMATS
 from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
 from graphgen.writers.tsv import graph_props, present_names, write_list
 from openbench._io import replace_folder
@@ -25,7 +26,7 @@ from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-FORMATS = ("BEL", "RDF-N3", "RDF-NT", "RDF-TTL", "PARQUET")
+FORMATS = EXPORT_FORMATS
 GRAPH_FILES = ("edges.csv", "nodes.csv", "TN_edges.csv", "TN_nodes.csv")
 
 
@@ -134,10 +135,22 @@ def _write_parquet(tables: GraphTables, folder: Path) -> Dict[str, int]:
 
 WRITERS = {"BEL": _write_bel, "RDF-N3": _write_rdf("RDF-N3"), "RDF-NT": _write_rdf("RDF-NT"),
            "RDF-TTL": _write_rdf("RDF-TTL"), "PARQUET": _write_parquet}
+if tuple(WRITERS) != EXPORT_FORMATS:
+    raise RuntimeError(f"graphgen.export's writers {tuple(WRITERS)} differ from graphgen.formats {EXPORT_FORMATS}")
 
 
-def export(tables: GraphTables, output, fmt: str) -> Dict[str, int]:
-    """Write ``tables`` in ``fmt`` into the folder ``output`` (replacing it); returns counts written."""
+def export_graph_folder(graph_dir, output, fmt: str, sep: str = "\t") -> Dict[str, int]:
+    """Read the TSV graph in ``graph_dir`` (checked) and export it into ``output``; the output is
+    checked first, so a refused one costs no reading."""
+    from openbench._io import check_output_folder
+
+    check_output_folder(output, [graph_dir])
+    return export(read_graph_folder(graph_dir, sep=sep), output, fmt, inputs=[graph_dir])
+
+
+def export(tables: GraphTables, output, fmt: str, inputs: Sequence = ()) -> Dict[str, int]:
+    """Write ``tables`` in ``fmt`` into the folder ``output`` (replacing one openbench wrote);
+    returns counts written. ``inputs``: what the tables were read from (never replaced)."""
     fmt = fmt.upper()
     if fmt not in WRITERS:
         raise InputError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
@@ -147,7 +160,7 @@ def export(tables: GraphTables, output, fmt: str) -> Dict[str, int]:
         counts.update(WRITERS[fmt](tables, folder))
         _write_side_files(tables, folder)
 
-    replace_folder(Path(output), fill)
+    replace_folder(Path(output), fill, inputs=inputs, kind=f"export {fmt}")
     logger.info("%s export in %s: %s", fmt, output, counts)
     return counts
 

@@ -22,6 +22,7 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.recipes import RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
 from graphgen.export import FORMATS, export, tables_of_graph
 from graphgen.writers.tsv import GRAPH_FOLDER, write_tsv
+from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def select(sources: Optional[Sequence[str]] = None, edge_types: Optional[Sequenc
     return Selection(recipes, needed, added)
 
 
-def download(selection: Selection, cache: Path, progress: bool = True, mirror: Optional[str] = None) -> List[Path]:
+def download_sources(selection: Selection, cache: Path, progress: bool = True, mirror: Optional[str] = None) -> List[Path]:
     """Fetch every file the selection reads; ``mirror`` replaces each URL by ``<mirror>/<filename>``."""
     paths = []
     for source in selection.sources:
@@ -111,29 +112,37 @@ def _raw_name(index: int, recipe: Recipe) -> str:
     return f"edges_{index:02d}_{recipe.edge_type}_{recipe.source}{'_TN' if recipe.negative else ''}.parquet"
 
 
-def parse(selection: Selection, inputs: Inputs, folder: Path) -> None:
-    """Write the raw edges, mappings and alt-id tables the selected recipes need."""
-    folder.mkdir(parents=True, exist_ok=True)
-    mappings, ontologies = set(), set()
-    for recipe in selection.recipes:
-        inputs.raw(recipe).write_parquet(folder / _raw_name(RECIPE_INDEX[id(recipe)], recipe), compression="lz4")
-        for side in (recipe.side1, recipe.side2):
-            if side.mapping:
-                mappings.add(side.mapping)
-            if side.alt_ids:
-                ontologies.add(side.alt_ids)
-    for name in sorted(mappings):
-        inputs.mapping(name).write_parquet(folder / f"mapping_{name}.parquet", compression="lz4")
-    for name in sorted(ontologies):
-        inputs.alt_ids(name).write_parquet(folder / f"alt_ids_{name}.parquet", compression="lz4")
+def parse(selection: Selection, inputs: Inputs, folder: Path, sources: Sequence = ()) -> None:
+    """Write the raw edges, mappings and alt-id tables the selected recipes need into ``folder``
+    (replaced as a whole; ``sources``: the source folders it may not be, hold or lie in)."""
+
+    def fill(staging: Path) -> None:
+        mappings, ontologies = set(), set()
+        for recipe in selection.recipes:
+            inputs.raw(recipe).write_parquet(staging / _raw_name(RECIPE_INDEX[id(recipe)], recipe), compression="lz4")
+            for side in (recipe.side1, recipe.side2):
+                if side.mapping:
+                    mappings.add(side.mapping)
+                if side.alt_ids:
+                    ontologies.add(side.alt_ids)
+        for name in sorted(mappings):
+            inputs.mapping(name).write_parquet(staging / f"mapping_{name}.parquet", compression="lz4")
+        for name in sorted(ontologies):
+            inputs.alt_ids(name).write_parquet(staging / f"alt_ids_{name}.parquet", compression="lz4")
+
+    replace_folder(folder, fill, inputs=sources, kind=IN_FILES)
 
 
 def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,
              steps: Sequence[str] = STEPS, sources: Optional[Sequence[str]] = None,
              edge_types: Optional[Sequence[str]] = None, sep: str = "\t", multi_file: bool = False,
              no_qscore: bool = False, progress: bool = True, mirror: Optional[str] = None,
-             keep_in_files: bool = False, output_format: str = "TSV") -> Optional[Graph]:
+             keep_in_files: bool = False, output_format: str = "TSV", sample: bool = False,
+             download: bool = True) -> Optional[Graph]:
     """Run the chosen stages; returns the graph when ``build`` ran.
+
+    ``sample``: read the embedded sample sources (offline). ``download=False`` or a
+    ``sources_dir`` drops the download stage: the files are read as they are.
 
     ``output_format``: TSV (OpenBioLink's layout) or one of :data:`graphgen.export.FORMATS`,
     written into ``<output>/graph_files`` either way.
@@ -142,28 +151,38 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     writes them to ``in_files/`` (a later ``--steps build`` reads them from there).
     """
     _check_names("step(s)", steps, STEPS)
+    if not steps:
+        raise InputError(f"no stage to run; give --steps from {', '.join(STEPS)}")
+    if sample:
+        sources_dir, download = SAMPLE_DIR, False
+    if not download or sources_dir:
+        steps = [step for step in steps if step != "download"]
+        if not steps:
+            raise InputError("only the download stage was asked for, but the sources are read as they are "
+                             "(--sample, --sources-dir or --no-download): nothing to run")
     _check_names("output format", [output_format.upper()], ("TSV",) + FORMATS)
     output = Path(output)
     selection = select(sources, edge_types)
     if selection.added:
         logger.warning("also reading %s (needed for id mappings and alt ids)", ", ".join(selection.added))
     folder = Path(sources_dir) if sources_dir else Path(cache or default_cache())
+    writes_in_files = "parse" in steps and ("build" not in steps or keep_in_files)
+    for target in ([output / IN_FILES] if writes_in_files else []) + ([output / GRAPH_FOLDER] if "build" in steps else []):
+        check_output_folder(target, [folder])  # before any download or parse: fail fast
     if "download" in steps:
-        if sources_dir:
-            raise InputError("--sources-dir reads files as they are; combine it with --no-download")
-        download(selection, folder, progress, mirror)
+        download_sources(selection, folder, progress, mirror)
     inputs: Inputs = Inputs(SourceFiles(folder))
-    if "parse" in steps and ("build" not in steps or keep_in_files):
-        parse(selection, inputs, output / IN_FILES)
+    if writes_in_files:
+        parse(selection, inputs, output / IN_FILES, [folder])
     elif "parse" not in steps and "build" in steps:
         inputs = StoredInputs(output / IN_FILES)
     if "build" not in steps:
         return None
     graph = build_graph(inputs, selection.recipes, quality=quality, directed=directed, progress=progress)
     if output_format.upper() == "TSV":
-        write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore)
+        write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore, inputs=[folder])
     else:
-        export(tables_of_graph(graph), output / GRAPH_FOLDER, output_format)
+        export(tables_of_graph(graph), output / GRAPH_FOLDER, output_format, inputs=[folder])
     return graph
 
 

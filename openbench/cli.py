@@ -1,4 +1,10 @@
-"""The ``openbench`` command. Heavy modules (torch, polars, pykeen) are imported inside commands."""
+"""The ``openbench`` command: parsing options and printing results, nothing else.
+
+Every command calls one library function; choices come from the registries (light modules, so
+that ``--help`` imports no torch or polars): scorers and model sources from
+:mod:`openbench.evaluation.catalog`, formats from :mod:`graphgen.formats`, splits from
+:mod:`openbench.layouts`. Results go to stdout, logs and progress to stderr.
+"""
 from __future__ import annotations
 
 import functools
@@ -23,28 +29,93 @@ os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 from openbench import __version__
 from openbench.errors import OpenbenchError
+from openbench.evaluation import catalog
+from openbench.layouts import SPLITS
+from graphgen.formats import EXPORT_FORMATS, OUTPUT_FORMATS
+from openbench.leaderboard.render import TABLE_FORMATS
+from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
+from openbench.text.brat import MATCHINGS as BRAT_MATCHINGS
+from openbench.text.brat import TASKS as BRAT_TASKS
+from openbench.text.brat import TYPE_MODES as BRAT_TYPE_MODES
+from openbench.text.disease_ranking.metrics import TIE_POLICIES
+from openbench.text.metaeval import SEMANTICS as METAEVAL_SEMANTICS
 
 logger = logging.getLogger("openbench")
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def _handle_errors(command):
-    """Print OpenbenchError messages without a traceback and exit with status 1."""
+    """Errors end a command with one line on stderr and a status, never a traceback: openbench's
+    own errors with theirs (1, or 2 for a refused output), an interrupt with 130, and anything
+    unexpected as an internal error (1; ``-vv`` shows its traceback)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
         try:
             return command(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
         except OpenbenchError as error:
-            click.echo(f"error: {error}", err=True)
+            click.echo(f"error: {_one_line(error)}", err=True)
+            sys.exit(getattr(error, "exit_code", 1))
+        except KeyboardInterrupt:
+            click.echo("error: interrupted; outputs are left as they were before this run", err=True)
+            sys.exit(130)
+        except Exception as error:  # a bug: one line for the user, the traceback with -vv
+            if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+                raise
+            click.echo(f"error: internal error ({type(error).__name__}: {_one_line(error)}); this is a bug in "
+                       "openbench: rerun with -vv for the traceback and please report it", err=True)
             sys.exit(1)
 
     return wrapper
 
 
-def torch_cuda_available() -> bool:
-    import torch
+class Names(click.Choice):
+    """A case-insensitive choice whose ``--help`` shows the names as the registry spells them."""
 
-    return torch.cuda.is_available()
+    def __init__(self, choices):
+        super().__init__(list(choices), case_sensitive=False)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(self.choices) + "]"
+
+    def get_invalid_choice_message(self, value, ctx) -> str:
+        return f"{value!r} is not one of {', '.join(repr(choice) for choice in self.choices)}."
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float within [min, max] (an open end where ``min_open``/``max_open``); NaN and
+    infinities are refused, which click's FloatRange lets through."""
+
+    name = "float"
+
+    def __init__(self, min: Optional[float] = None, max: Optional[float] = None, min_open: bool = False,
+                 max_open: bool = False):
+        self.min, self.max, self.min_open, self.max_open = min, max, min_open, max_open
+
+    def _bounds(self) -> str:
+        low = "-inf" if self.min is None else f"{self.min:g}"
+        high = "inf" if self.max is None else f"{self.max:g}"
+        return f"{'(' if self.min_open or self.min is None else '['}{low}, {high}{')' if self.max_open or self.max is None else ']'}"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        import math
+
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; expected a value in {self._bounds()}", param, ctx)
+        if self.min is not None and (number < self.min or (self.min_open and number == self.min)):
+            self.fail(f"{value} is outside {self._bounds()}", param, ctx)
+        if self.max is not None and (number > self.max or (self.max_open and number == self.max)):
+            self.fail(f"{value} is outside {self._bounds()}", param, ctx)
+        return number
 
 
 def _int_list(option: str, text: str) -> List[int]:
@@ -58,8 +129,6 @@ def _int_list(option: str, text: str) -> List[int]:
 
 
 def _split_list(text: str) -> List[str]:
-    from openbench.evaluation.dataset import SPLITS
-
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in SPLITS]
     if unknown or not names:
@@ -68,23 +137,34 @@ def _split_list(text: str) -> List[str]:
     return names
 
 
-def write_json(result: dict, output: Optional[str]) -> None:
-    """Write a result record to ``output`` atomically, or to stdout."""
+def _names(text: Optional[str]) -> Optional[List[str]]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+def write_json(result: dict, output: Optional[str], inputs=()) -> None:
+    """A result record to ``output`` (atomically, only over a file openbench wrote), or to stdout."""
     if output:
         from openbench._io import write_json as write_file
 
-        write_file(output, result)
+        write_file(output, result, inputs)
     else:
         click.echo(json.dumps(result, indent=2) + "\n", nl=False)
 
 
+def _dataset_inputs(dataset_path: str, *maps) -> List[str]:
+    """The dataset's folder (where it is a path, not a registry name) and map files: outputs never replace them."""
+    return [str(path) for path in (dataset_path, *maps) if path and Path(path).exists()]
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="openbench")
-@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug).")
-def main(verbose: int) -> None:
+@click.option("-v", "--verbose", count=True, help="More log output (-v info, -vv debug and tracebacks).")
+@click.option("-q", "--quiet", is_flag=True, help="Errors only on stderr (no warnings).")
+def main(verbose: int, quiet: bool) -> None:
     """openbench: build, split and evaluate biomedical link-prediction benchmarks."""
-    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    level = logging.ERROR if quiet else logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 \
+        else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
 
 
 def _quiet_pykeen() -> None:
@@ -103,12 +183,13 @@ def _quiet_pykeen() -> None:
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
                    "or a registry name (HQ_DIR, ...: see openbench datasets list).")
-@click.option("--fold", type=int, default=None, help="Cross-validation fold (train_test_data/fold_<I>/).")
+@click.option("--fold", type=click.IntRange(min=0), default=None,
+              help="Cross-validation fold (train_test_data/fold_<I>/).")
 @click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
 @click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
-@click.option("--model", "model_name", help="Score function of the embeddings: TransE-L1, TransE-L2, DistMult, "
-                                            "ComplEx, RotatE, RESCAL.")
-@click.option("--complex-layout", type=click.Choice(["halves", "interleaved"]), default="halves", show_default=True,
+@click.option("--model", "model_name", type=Names(catalog.SCORERS),
+              help="Score function of the embeddings.")
+@click.option("--complex-layout", type=click.Choice(catalog.COMPLEX_LAYOUTS), default="halves", show_default=True,
               help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
 @click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
                                                                     "training labels).")
@@ -122,13 +203,13 @@ def _quiet_pykeen() -> None:
                                                            "(always on for --predictions, as SAFRAN does).")
 @click.option("--distributed", is_flag=True, help="Run on the torch.distributed process group torchrun set up "
                                                   "(gloo on CPU, NCCL on GPUs); rank 0 writes the result.")
-@click.option("--shard", type=click.Choice(["queries", "entities"]), default="queries", show_default=True,
+@click.option("--shard", type=click.Choice(catalog.SHARDS), default="queries", show_default=True,
               help="With --distributed: split the test queries, or the candidate entities, over the ranks.")
-@click.option("--candidates", type=click.Choice(["all", "typed"]), default="all", show_default=True,
+@click.option("--candidates", type=click.Choice(catalog.CANDIDATE_MODES), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="A model folder: PyKEEN's (trained_model.pkl), a DGL-KE checkpoint (config.json + "
-                   "<dataset>_<model>_entity/relation.npy) or a LibKGE one (checkpoint_best.pt).")
+              help="A model folder: " + "; ".join(catalog.MODEL_SOURCES[name] for name in ("pykeen", "dglke", "libkge"))
+                   + ".")
 @click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
 @click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
@@ -138,9 +219,9 @@ def _quiet_pykeen() -> None:
 @click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="An AnyBURL/SAFRAN top-k prediction file (triple / Heads: / Tails: lines) instead of embeddings.")
+              help=catalog.MODEL_SOURCES["anyburl"].capitalize() + " instead of embeddings.")
 @click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="An OBL2021 submission (.npz with pred_top10) against the integer-id layout's test triples.")
+              help=catalog.MODEL_SOURCES["obl2021"].capitalize() + ", against the integer-id layout's test triples.")
 @click.option("--drop-unknown", is_flag=True, help="Drop evaluation triples with labels missing from the maps "
                                                    "(recorded as a warning) instead of failing.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
@@ -152,124 +233,36 @@ def _quiet_pykeen() -> None:
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
-             candidates, model_dir, trust_pickle, dglke_data, dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed, output, progress):
+             candidates, model_dir, trust_pickle, dglke_data, dglke_compat, libkge_data, predictions_path,
+             submission_path, drop_unknown, device, batch_size, seed, output, progress):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
-    given = [bool(entity_embeddings or relation_embeddings or model_name), bool(model_dir), bool(predictions_path),
-             bool(submission_path)]
-    if sum(given) > 1:
-        raise click.UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
-                               "--model-dir, --predictions or --submission")
-    if predictions_path or submission_path:
-        _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, no_filter, hits_at,
-                        predictions_path, submission_path, drop_unknown, seed, output)
-        return
-    embedding_inputs = [entity_embeddings, relation_embeddings, model_name]
-    if not model_dir and not all(embedding_inputs):
-        missing = [name for name, value in zip(("--entity-embeddings", "--relation-embeddings", "--model"),
-                                               embedding_inputs) if not value]
-        raise click.UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
-                               f"(missing: {', '.join(missing)})")
     if no_filter and filter_text:
         raise click.UsageError("--filter and --no-filter exclude each other")
     hits = _int_list("--hits-at", hits_at)
-    filter_sets = [] if no_filter else _split_list(filter_text or "train,valid,test")
-
-    from openbench.evaluation.dataset import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.report import format_table
-    from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class, load_array
-
-    if model_dir:
-        from openbench.evaluation.dglke import PROJECTED, dglke_evaluator, is_dglke_checkpoint, load_dglke, read_config
-        from openbench.evaluation.pykeen_model import is_pykeen_directory, pykeen_evaluator
-
-        from openbench.evaluation.libkge import is_libkge_checkpoint, load_libkge
-
-        folder_evaluator = None  # model folders whose evaluator scores full rows itself
-        if is_pykeen_directory(Path(model_dir)):
-            _quiet_pykeen()
-            folder_evaluator = functools.partial(pykeen_evaluator, trust_pickle=trust_pickle)
-        elif is_dglke_checkpoint(Path(model_dir)) and read_config(Path(model_dir))["model_name"] in PROJECTED:
-            folder_evaluator = functools.partial(dglke_evaluator, data_dir=dglke_data)
-        if folder_evaluator is not None:
-            dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                                   drop_unknown=drop_unknown)
-            evaluator = folder_evaluator(model_dir, dataset, filter_sets=filter_sets, hits_at=hits,
-                                         exclude_query_entity=exclude_query_entity, seed=seed, progress=progress,
-                                         device=device, candidates=candidates)
-            result = evaluator.evaluate(batch_size=batch_size)
-            click.echo(format_table(result), err=True)
-            write_json(result, output)
-            return
-        if is_dglke_checkpoint(Path(model_dir)):
-            loader, data_dir = functools.partial(load_dglke, compat=dglke_compat), dglke_data
-        elif is_libkge_checkpoint(Path(model_dir)):
-            loader, data_dir = load_libkge, libkge_data
-        else:
-            raise click.UsageError(f"{model_dir} is not a model folder openbench reads yet (expected PyKEEN's "
-                                   "trained_model.pkl, a DGL-KE checkpoint: config.json and "
-                                   "<dataset>_<model>_entity.npy, or a LibKGE checkpoint_best.pt)")
-        dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                               drop_unknown=drop_unknown)
-        scorer, description = loader(model_dir, dataset, data_dir)
-        params, source = description["params"], description["source_sha256"]
-    else:
-        get_scorer_class(model_name)
-        dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                               drop_unknown=drop_unknown)
-        scorer = build_scorer(model_name, load_array(entity_embeddings), load_array(relation_embeddings),
-                              dataset.num_entities, dataset.num_relations, complex_layout=complex_layout,
-                              entity_path=entity_embeddings, relation_path=relation_embeddings)
-        params = {"complex_layout": complex_layout} if scorer.complex_valued else {}
-        source = file_sha256(entity_embeddings, relation_embeddings)
-    options = dict(model_params=params, source_sha256=source, filter_sets=filter_sets, hits_at=hits,
-                   lower_is_better=lower_is_better, device=device, exclude_query_entity=exclude_query_entity, seed=seed,
-                   progress=progress, candidates=candidates)
-    if distributed:
-        import torch.distributed as dist
-
-        from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, init_from_environment
-
-        init_from_environment()
-        if device == "auto" and torch_cuda_available():
-            options["device"] = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
-        try:
-            result = DistributedEmbeddingEvaluator(dataset, scorer, shard=shard, **options).evaluate(
-                batch_size=batch_size)
-        finally:
-            rank = dist.get_rank()
-            dist.destroy_process_group()
-        if rank != 0:
-            return
-    else:
-        result = EmbeddingEvaluator(dataset, scorer, **options).evaluate(batch_size=batch_size)
-    click.echo(format_table(result), err=True)
-    write_json(result, output)
-
-
-def _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, no_filter, hits_at, predictions_path,
-                    submission_path, drop_unknown, seed, output):
-    """Truncated rankings: AnyBURL/SAFRAN files (re-filtered) or OBL2021 submissions (as defined)."""
+    filter_sets = [] if no_filter else _split_list(filter_text or ",".join(SPLITS))
+    from openbench._io import check_output_file, is_openbench_json
     from openbench.evaluation.dataset import load_dataset
     from openbench.evaluation.report import format_table
-    from openbench.evaluation.topk import (OBL2021Evaluator, TopKEvaluator, read_obl2021_submission,
-                                           read_safran_predictions)
+    from openbench.evaluation.sources import EvaluationOptions, ModelSpec, evaluate_model, select_source
 
-    hits = _int_list("--hits-at", hits_at)
+    spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout, model_dir, trust_pickle,
+                     dglke_data, dglke_compat, libkge_data, predictions_path, submission_path)
+    options = EvaluationOptions(filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
+                                exclude_query_entity=exclude_query_entity, candidates=candidates, device=device,
+                                batch_size=batch_size, seed=seed, progress=progress, distributed=distributed,
+                                shard=shard, filter_given=bool(filter_text or no_filter))
+    inputs = spec.files() + _dataset_inputs(dataset_path, entity_map, relation_map)
+    if output:
+        check_output_file(output, inputs, recognise=is_openbench_json)  # before any work
+    if select_source(spec).name == "pykeen":
+        _quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                            drop_unknown=drop_unknown)
-    if submission_path:
-        if filter_text or no_filter:
-            raise click.UsageError("OBL2021 submissions are filtered by the submitter; --filter does not apply")
-        evaluator = OBL2021Evaluator(dataset, read_obl2021_submission(submission_path), Path(submission_path),
-                                     hits_at=hits, seed=seed, progress=False)
-    else:
-        filter_sets = [] if no_filter else _split_list(filter_text or "train,valid,test")
-        evaluator = TopKEvaluator(dataset, read_safran_predictions(predictions_path, dataset), Path(predictions_path),
-                                  filter_sets=filter_sets, hits_at=hits, seed=seed, progress=False)
-    result = evaluator.evaluate()
+    result = evaluate_model(dataset, spec, options)
+    if result is None:  # a distributed rank other than 0
+        return
     click.echo(format_table(result), err=True)
-    write_json(result, output)
+    write_json(result, output, inputs)
 
 
 @main.command()
@@ -287,9 +280,8 @@ def _evaluate_lists(dataset_path, fold, entity_map, relation_map, filter_text, n
 @click.option("--edge-types", "edge_type_names", default=None, help="Comma-separated edge types to build.")
 @click.option("--steps", default="download,parse,build", show_default=True,
               help="Stages to run: download, parse, build (comma-separated).")
-@click.option("--output-format", type=click.Choice(["TSV", "BEL", "RDF-N3", "RDF-NT", "RDF-TTL", "PARQUET"],
-                                                  case_sensitive=False), default="TSV", show_default=True,
-              help="TSV is OpenBioLink's layout; BEL, RDF and Parquet are exports of the same graph.")
+@click.option("--output-format", type=Names(OUTPUT_FORMATS), default="TSV",
+              show_default=True, help="TSV is OpenBioLink's layout; BEL, RDF and Parquet are exports of the same graph.")
 @click.option("--output-sep", default="\t", show_default="TAB", help="Separator of the graph files.")
 @click.option("--output-multi-file", is_flag=True, help="One file per edge type and per node type.")
 @click.option("--no-qscore", is_flag=True, help="Leave the quality-score column empty.")
@@ -309,38 +301,31 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
     if list_sources or list_edge_types:
         click.echo(pipeline.list_sources() if list_sources else pipeline.list_edge_types())
         return
-    step_list = [part.strip() for part in steps.split(",") if part.strip()]
-    if sample:
-        sources_dir, no_download = str(pipeline.SAMPLE_DIR), True
-    if no_download or sources_dir:
-        step_list = [step for step in step_list if step != "download"]
-    if len(output_sep.encode("utf-8")) != 1:
-        raise click.BadParameter("expected a single-byte separator", param_hint="--output-sep")
-    split = lambda text: [part.strip() for part in text.split(",") if part.strip()] if text else None  # noqa: E731
+    if len(output_sep.encode("utf-8")) != 1 or output_sep in "\r\n":
+        raise click.BadParameter("expected a single-byte separator other than a line break", param_hint="--output-sep")
     graph = pipeline.generate(output_dir, cache=cache, sources_dir=sources_dir, quality=quality,
-                              directed=not undirected, steps=step_list, sources=split(source_names),
-                              edge_types=split(edge_type_names), sep=output_sep, multi_file=output_multi_file,
-                              no_qscore=no_qscore, progress=progress, mirror=mirror,
-                              keep_in_files=keep_in_files, output_format=output_format)
+                              directed=not undirected, steps=_names(steps) or [], sources=_names(source_names),
+                              edge_types=_names(edge_type_names), sep=output_sep, multi_file=output_multi_file,
+                              no_qscore=no_qscore, progress=progress, mirror=mirror, keep_in_files=keep_in_files,
+                              output_format=output_format, sample=sample, download=not no_download)
     if graph is not None:
-        click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} true-negative "
-                   f"edges; written to {Path(output_dir) / 'graph_files'}", err=True)
+        click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} "
+                   f"true-negative edges; written to {Path(output_dir) / 'graph_files'}", err=True)
 
 
 @main.command("export")
 @click.option("--graph", "graph_dir", required=True, type=click.Path(file_okay=False, exists=True),
               help="A TSV graph: graph_files/ (or the folder holding it).")
-@click.option("--format", "fmt", required=True,
-              type=click.Choice(["BEL", "RDF-N3", "RDF-NT", "RDF-TTL", "PARQUET"], case_sensitive=False))
+@click.option("--format", "fmt", required=True, type=Names(EXPORT_FORMATS))
 @click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder to write (replaced if it exists).")
+              help="Folder to write (replaced if openbench wrote it).")
 @click.option("--sep", default="\t", show_default="TAB", help="Separator of the TSV graph files.")
 @_handle_errors
 def export_command(graph_dir, fmt, output_dir, sep):
     """Convert an existing TSV graph to BEL, RDF or Parquet without rebuilding it."""
-    from graphgen.export import export, read_graph_folder
+    from graphgen.export import export_graph_folder
 
-    counts = export(read_graph_folder(graph_dir, sep=sep), output_dir, fmt)
+    counts = export_graph_folder(graph_dir, output_dir, fmt, sep=sep)
     click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
                err=True)
 
@@ -352,7 +337,7 @@ def export_command(graph_dir, fmt, output_dir, sep):
 @click.option("--dim", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True)
+@click.option("--lr", "learning_rate", type=FiniteFloat(min=0, min_open=True), default=0.01, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
 @click.option("--no-early-stopping", is_flag=True, help="Train all epochs even with validation triples.")
@@ -362,15 +347,12 @@ def export_command(graph_dir, fmt, output_dir, sep):
 def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed, device, no_early_stopping,
           output_dir):
     """Train a PyKEEN model on a split's training triples (validation for early stopping)."""
-    from openbench.evaluation.dataset import load_dataset
-    from openbench.evaluation.device import resolve_device
-    from openbench.training import train_pipeline
+    from openbench.training import train_dataset
 
     _quiet_pykeen()
-    dataset = load_dataset(dataset_path)
-    description = train_pipeline(dataset, output_dir, model=model_name, dim=dim, epochs=epochs,
-                                 batch_size=batch_size, learning_rate=learning_rate, seed=seed,
-                                 device=str(resolve_device(device)), early_stopping=not no_early_stopping)
+    description = train_dataset(dataset_path, output_dir, model=model_name, dim=dim, epochs=epochs,
+                                batch_size=batch_size, learning_rate=learning_rate, seed=seed, device=device,
+                                early_stopping=not no_early_stopping)
     click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
                f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle",
                err=True)
@@ -385,17 +367,12 @@ def datasets():
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def datasets_list(fmt):
     """Print the registry: name, version, URL, checksum, counts, protocol."""
-    from openbench.registry import REGISTRY
+    from openbench.registry import REGISTRY, registry_table
 
-    rows = [entry.as_row() for entry in REGISTRY.values()]
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        return
-    click.echo(f"{'name':<12} {'family':<16} {'version':<22} {'md5':<8} {'entities':>9} {'relations':>9}  url")
-    for entry in REGISTRY.values():
-        graph = entry.counts.get("graph", {})
-        click.echo(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {(entry.md5 or 'unknown')[:8]:<8} "
-                   f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}")
+        click.echo(json.dumps([entry.as_row() for entry in REGISTRY.values()], indent=2))
+    else:
+        click.echo(registry_table())
 
 
 @datasets.command("get")
@@ -403,7 +380,8 @@ def datasets_list(fmt):
 @click.option("--root", type=click.Path(file_okay=False), default=None,
               help="Where datasets live [default: $OPENBENCH_DATA_DIR or the user data directory].")
 @click.option("--mirror", default=None, help="Base URL serving the archives instead of Zenodo.")
-@click.option("--force", is_flag=True, help="Replace a copy that fails verification.")
+@click.option("--force", is_flag=True, help="Download again over a copy that fails verification (kept until the new "
+                                            "one is verified).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @_handle_errors
 def datasets_get(name, root, mirror, force, progress):
@@ -421,11 +399,9 @@ def datasets_get(name, root, mirror, force, progress):
 @_handle_errors
 def export_kgid(dataset_path, output_dir):
     """Write a dataset in the integer-id layout (OBL2021's KGID)."""
-    from openbench.evaluation.dataset import load_dataset, write_id_layout
+    from openbench.evaluation.dataset import export_id_layout
 
-    dataset = load_dataset(dataset_path)
-    write_id_layout(dataset, output_dir)
-    counts = dataset.counts()
+    counts = export_id_layout(dataset_path, output_dir)
     click.echo(f"wrote {counts['entities']} entities, {counts['relations']} relations and "
                f"{counts['train']}/{counts['valid']}/{counts['test']} train/valid/test triples to {output_dir}")
 
@@ -442,8 +418,7 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
 @leaderboard.command("submit")
 @click.argument("result_path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--name", required=True, help="The name shown on the leaderboard.")
-@click.option("--model-type", type=click.Choice(["latent", "interpretable", "other"]), default="other",
-              show_default=True)
+@click.option("--model-type", type=click.Choice(MODEL_TYPES), default="other", show_default=True)
 @click.option("--paper", default=None, help="URL of the paper.")
 @click.option("--code", default=None, help="URL of the code.")
 @click.option("--notes", default=None, help="Free text.")
@@ -451,43 +426,26 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
 @_handle_errors
 def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
     """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard."""
-    from openbench.leaderboard import LeaderboardError, open_leaderboard
+    from openbench.leaderboard.store import submit_file
 
-    try:
-        record = json.loads(Path(result_path).read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise LeaderboardError(f"{result_path}: not JSON ({error})") from None
-    board = open_leaderboard(db)
-    try:
-        row_id = board.submit(record, name, model_type, paper, code, notes)
-    except LeaderboardError as error:
-        raise LeaderboardError(f"{result_path}: refused: {error}") from None
-    finally:
-        board.close()
-    click.echo(f"added #{row_id} {name!r} to {board.path}")
+    path, row_id = submit_file(result_path, db, name=name, model_type=model_type, paper=paper, code=code, notes=notes)
+    click.echo(f"added #{row_id} {name!r} to {path}")
 
 
 @leaderboard.command("show")
 @click.option("--dataset", default=None, help="A registry name or a fingerprint prefix (6+ characters).")
 @click.option("--sort", default="mrr", show_default=True, help="mrr, hits@1, hits@10, mr, ...")
-@click.option("--side", type=click.Choice(["both", "head", "tail"]), default="both", show_default=True)
-@click.option("--rank-type", type=click.Choice(["realistic", "optimistic", "pessimistic"]), default="realistic",
-              show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "md", "csv", "json", "html"]), default="table",
-              show_default=True)
+@click.option("--side", type=click.Choice(SIDES), default="both", show_default=True)
+@click.option("--rank-type", type=click.Choice(RANK_TYPES), default="realistic", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @_DB_OPTION
 @_handle_errors
 def leaderboard_show(dataset, sort, side, rank_type, fmt, db):
     """One row per model and protocol, mean ± std over seeds; published results beside them."""
-    from openbench.leaderboard import open_leaderboard
     from openbench.leaderboard.render import render
+    from openbench.leaderboard.store import read_rows
 
-    board = open_leaderboard(db)
-    try:
-        rows = board.rows(dataset=dataset, side=side, rank_type=rank_type, sort=sort)
-    finally:
-        board.close()
-    click.echo(render(rows, fmt), nl=False)
+    click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort), fmt), nl=False)
 
 
 @leaderboard.command("export")
@@ -498,23 +456,14 @@ def leaderboard_show(dataset, sort, side, rank_type, fmt, db):
 @_handle_errors
 def leaderboard_export(fmt, output_dir, dataset, db):
     """A static page (sortable table, plot of MRR and hits@10) in OUTPUT/index.html."""
-    from openbench._io import write_text_atomic
-    from openbench.leaderboard import open_leaderboard
-    from openbench.leaderboard.render import render
+    from openbench.leaderboard.render import export_page
 
-    board = open_leaderboard(db)
-    try:
-        rows = board.rows(dataset=dataset)
-    finally:
-        board.close()
-    target = Path(output_dir) / "index.html"
-    write_text_atomic(target, render(rows, fmt))
-    click.echo(str(target))
+    click.echo(str(export_page(db, output_dir, dataset=dataset)))
 
 
 @main.group()
 def text():
-    """Text-mining evaluation side modules (Meta-Eval, …)."""
+    """Text-mining evaluation side modules (Meta-Eval, BRAT/ChEMU, disease ranking)."""
 
 
 @click.command("metaeval")
@@ -522,7 +471,7 @@ def text():
 @click.option("--truth", "truth_dir", required=True, type=click.Path(), help="Folder of <field>.tsv truth files.")
 @click.option("--output", "output_dir", default=None, type=click.Path(file_okay=False),
               help="Write PR.txt and details/ here (default: print only).")
-@click.option("--semantics", default="set", show_default=True, type=click.Choice(["set", "multiset", "compat"]),
+@click.option("--semantics", default="set", show_default=True, type=click.Choice(METAEVAL_SEMANTICS),
               help="set: Meta-Eval's README; multiset: min-count; compat: the original program's counting.")
 @click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "json"]),
               help="json also writes summary.json (with --output) and prints it.")
@@ -531,9 +480,14 @@ def metaeval_command(input_dir, truth_dir, output_dir, semantics, fmt):
     """Precision/recall of extracted paper metadata (a port of allenai/meta-eval)."""
     from openbench.text import metaeval
 
+    if output_dir:
+        from openbench._io import check_output_folder
+
+        check_output_folder(output_dir, [input_dir, truth_dir])
     results = metaeval.evaluate(Path(input_dir), Path(truth_dir), semantics)
     if output_dir:
-        metaeval.write_outputs(results, Path(output_dir), semantics, json_summary=fmt == "json")
+        metaeval.write_outputs(results, Path(output_dir), semantics, json_summary=fmt == "json",
+                               inputs=[input_dir, truth_dir])
     if fmt == "json":
         click.echo(json.dumps(metaeval.summary(results, semantics), indent=2))
     else:
@@ -560,34 +514,39 @@ text.add_command(metaeval_command)
 @_handle_errors
 def rank_diseases(test_set, methods_text, dataset, cache_root, top_n, annotations, ontology, resume, progress):
     """Rank the knowledge base's diseases for every case into the per-case cache."""
-    from openbench.text.disease_ranking.knowledge_base import KnowledgeBase
-    from openbench.text.disease_ranking.test_sets import load_test_set
-    from openbench.text.disease_ranking.runs import default_dataset_name, parse_methods, resolve_cache_dir, run_methods
+    from openbench.text.disease_ranking.runs import rank_test_set
 
-    methods = parse_methods(methods_text)
-    cases = load_test_set(test_set)
-    kb = KnowledgeBase.from_files(annotations, ontology)
-    cache_dir = resolve_cache_dir(cache_root, dataset or default_dataset_name(test_set))
-    counts = run_methods(cases, kb, methods, cache_dir, top_n=top_n, resume=resume, progress=progress)
-    click.echo(f"{len(cases.cases)} cases ({', '.join(f'{k} {v}' for k, v in counts.items())}) against "
-               f"{len(kb.diseases)} diseases; cache: {cache_dir}", err=True)
+    summary = rank_test_set(test_set, methods_text, dataset=dataset, cache_root=cache_root, top_n=top_n,
+                            annotations=annotations, ontology=ontology, resume=resume, progress=progress)
+    click.echo(summary, err=True)
 
 
 @text.command("rank-eval")
 @click.option("--cache-dir", required=True, type=click.Path(file_okay=False, exists=True))
-@click.option("--ties", type=click.Choice(["mean", "optimistic", "pessimistic"]), default="mean", show_default=True)
+@click.option("--ties", type=click.Choice(TIE_POLICIES), default="mean", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a PNG of the top-k curves per method (needs matplotlib).")
+@click.option("--skip-corrupt", is_flag=True, help="Report unreadable case files but exit 0.")
 @_handle_errors
-def rank_eval(cache_dir, ties, fmt, plot_path):
-    """Top-1/3/5/10/20 (micro and macro), median rank and MRR per method of a cache."""
+def rank_eval(cache_dir, ties, fmt, plot_path, skip_corrupt):
+    """Top-1/3/5/10/20 (micro and macro), median rank and MRR per method of a cache (read only)."""
     from openbench.text.disease_ranking.runs import evaluate_cache, format_report, plot_topk
 
-    report = evaluate_cache(cache_dir, ties)
+    if plot_path:
+        from openbench._io import check_output_file, is_openbench_png
+
+        check_output_file(plot_path, [cache_dir], recognise=is_openbench_png)
+    report, corrupt = evaluate_cache(cache_dir, ties)
     click.echo(format_report(report, fmt), nl=False)
     if plot_path:
-        click.echo(f"plot: {plot_topk(report, plot_path)}", err=True)
+        click.echo(f"plot: {plot_topk(report, plot_path, ties=ties, inputs=[cache_dir])}", err=True)
+    for path, reason in corrupt:
+        click.echo(f"error: {path}: unreadable case file ({reason}); left as it is", err=True)
+    if corrupt:
+        click.echo(f"{len(corrupt)} corrupt case file(s) left out of the metrics", err=True)
+        if not skip_corrupt:
+            sys.exit(1)
 
 
 @text.command("brat")
@@ -595,14 +554,13 @@ def rank_eval(cache_dir, ties, fmt, plot_path):
               help="Folder of gold .ann files (searched recursively; .txt beside them checks offsets).")
 @click.option("--pred", "pred_dir", required=True, type=click.Path(file_okay=False, exists=True),
               help="Folder of predicted .ann files, paired with gold by relative path.")
-@click.option("--task", type=click.Choice(["ner", "ee", "ar"]), default="ner", show_default=True,
+@click.option("--task", type=click.Choice(BRAT_TASKS), default="ner", show_default=True,
               help="Entities, event extraction (trigger→argument relations), or anaphora resolution.")
 @click.option("--span", "span_mode", default="exact", show_default=True, help="exact, overlap or approx:T.")
-@click.option("--type", "type_mode", type=click.Choice(["exact", "inexact", "hierarchical"]), default="exact",
-              show_default=True)
+@click.option("--type", "type_mode", type=click.Choice(BRAT_TYPE_MODES), default="exact", show_default=True)
 @click.option("--taxonomy", type=click.Path(dir_okay=False, exists=True), default=None,
               help="annotation.conf whose [entities] tree drives --type hierarchical (never looked up by itself).")
-@click.option("--matching", type=click.Choice(["optimal", "greedy"]), default="optimal", show_default=True,
+@click.option("--matching", type=click.Choice(BRAT_MATCHINGS), default="optimal", show_default=True,
               help="optimal: maximum bipartite matching; greedy: BRATEval's first match in file order.")
 @click.option("--missing-as-empty", is_flag=True, help="Score a gold file without a prediction as an empty one.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
@@ -611,30 +569,9 @@ def brat_command(gold_dir, pred_dir, task, span_mode, type_mode, taxonomy, match
     """Score brat/ChEMU annotations: precision, recall and F1 per type and overall (micro)."""
     from openbench.text import brat
 
-    mode, threshold = brat.parse_span(span_mode)
-    rules = brat.Rules(mode, threshold, type_mode, brat.Taxonomy.read(taxonomy) if taxonomy else None)
-    pairs = brat.pair_documents(brat.read_folder(gold_dir), brat.read_folder(pred_dir), missing_as_empty,
-                                Path(pred_dir))
-    if task == "ner":
-        tables = {"entities": brat.score_entities(pairs, rules, matching)}
-    elif task == "ee":
-        tables = {"relations": brat.score_relations(pairs, rules, matching)}
-    else:
-        tables = {"surface": brat.score_relations(pairs, rules, matching),
-                  "coreference_closure": brat.score_coreference_closure(pairs, rules, matching)}
-    if fmt == "json":
-        settings = {"task": task, "span": span_mode, "type": type_mode, "matching": matching,
-                    "taxonomy": taxonomy}
-        click.echo(brat.to_json({"settings": settings, **{name: brat.rows(t) for name, t in tables.items()}}),
-                   nl=False)
-        return
-    for name, table in tables.items():
-        if len(tables) > 1:
-            click.echo(f"# {name.replace('_', ' ')}")
-        if fmt == "csv":
-            click.echo(brat.to_csv(table), nl=False)
-        else:
-            click.echo((brat.entity_table if task == "ner" else brat.relation_table)(table), nl=False)
+    click.echo(brat.score_folders(gold_dir, pred_dir, task=task, span=span_mode, type_mode=type_mode,
+                                  taxonomy=taxonomy, matching=matching, missing_as_empty=missing_as_empty, fmt=fmt),
+               nl=False)
 
 
 def metaeval_main() -> None:
@@ -658,11 +595,14 @@ def split():
 @click.option("--sep", default="\t", show_default="TAB", help="Separator of the three input files.")
 @click.option("--output", "output_dir", default="train_test_data", show_default=True,
               type=click.Path(file_okay=False), help="Folder for the split files (replaced atomically).")
-@click.option("--test-frac", type=float, default=0.05, show_default=True, help="Test share of all samples.")
-@click.option("--val", type=float, default=0.05, show_default=True, help="Validation share of the rest (0: none).")
+@click.option("--test-frac", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Test share of all samples.")
+@click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.05, show_default=True,
+              help="Validation share of the rest (0: none).")
 @click.option("--crossval", is_flag=True, help="ceil(1/val) cross-validation folds in fold_<i>/.")
 @click.option("--seed", type=int, default=42, show_default=True)
-@click.option("--neg-ratio", type=float, default=1.0, show_default=True, help="Negatives per positive.")
+@click.option("--neg-ratio", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True,
+              help="Negatives per positive.")
 @click.option("--no-neg-train-val", is_flag=True, help="No negatives for training and validation.")
 @click.option("--no-neg-test", is_flag=True, help="No negatives for the test set.")
 @click.option("--undirected", is_flag=True, help="The graph is undirected: keep reverse edges.")
@@ -670,15 +610,10 @@ def split():
 def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val, crossval, seed, neg_ratio,
                no_neg_train_val, no_neg_test, undirected):
     """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
-    from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
-    from splits.random_split import random_split
+    from splits.pipeline import split_random
 
-    positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
-    nodes = read_nodes(nodes_path, sep)
-    check_nodes_known(positives, nodes, edges_path)
-    check_nodes_known(true_negatives, nodes, tn_path)
-    info = random_split(positives, true_negatives, nodes, output_dir, test_frac=test_frac, val=val, crossval=crossval,
-                        seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
+    info = split_random(edges_path, tn_path, nodes_path, output_dir, sep=sep, test_frac=test_frac, val=val,
+                        crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
                         neg_test=not no_neg_test, neg_ratio=neg_ratio)
     click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)", err=True)
 
@@ -694,9 +629,10 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
 @click.option("--sep", default="\t", show_default="TAB", help="Separator of the input files.")
 @click.option("--output", "output_dir", default="train_test_data", show_default=True,
               type=click.Path(file_okay=False))
-@click.option("--val", type=float, default=0.0, show_default=True, help="Validation share carved from t-1.")
+@click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.0, show_default=True,
+              help="Validation share carved from t-1.")
 @click.option("--seed", type=int, default=42, show_default=True)
-@click.option("--neg-ratio", type=float, default=1.0, show_default=True)
+@click.option("--neg-ratio", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True)
 @click.option("--no-neg-train-val", is_flag=True)
 @click.option("--no-neg-test", is_flag=True)
 @click.option("--undirected", is_flag=True)
@@ -704,17 +640,11 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
 def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep, output_dir, val,
                seed, neg_ratio, no_neg_train_val, no_neg_test, undirected):
     """Time-slice split: train on the t-1 graph, test on the edges new at t."""
-    from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
-    from splits.time_split import time_split
+    from splits.pipeline import split_time as run_time_split
 
-    graphs = []
-    for edges, tn, node_file in ((edges_path, tn_path, nodes_path), (tmo_edges_path, tmo_tn_path, tmo_nodes_path)):
-        positives, negatives, nodes = read_edges(edges, "1", sep), read_edges(tn, "0", sep), read_nodes(node_file, sep)
-        check_nodes_known(positives, nodes, edges)
-        check_nodes_known(negatives, nodes, tn)
-        graphs += [positives, negatives, nodes]
-    info = time_split(*graphs, output_dir, val=val, seed=seed, directed=not undirected,
-                      neg_train_val=not no_neg_train_val, neg_test=not no_neg_test, neg_ratio=neg_ratio)
+    info = run_time_split(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output_dir,
+                          sep=sep, val=val, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
+                          neg_test=not no_neg_test, neg_ratio=neg_ratio)
     click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)", err=True)
 
 
@@ -727,14 +657,13 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
 @click.option("--planted", is_flag=True, help="Instead: a seeded planted-structure graph and one baseline, where a "
                                               "trained model must land far above chance.")
 @click.option("--model", "model_name", default="DistMult", show_default=True,
-              help="With --planted: the baseline to train (TransE-L1, TransE-L2, DistMult, ComplEx, RotatE, RESCAL).")
+              type=click.Choice([name for name in catalog.SCORERS if name != "RotatE-DGLKE"]),
+              help="With --planted: the baseline to train.")
 @click.option("--device", default="auto", show_default=True, help="Evaluation device: auto, cpu, cuda or cuda:N.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
 @_handle_errors
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
-    from pathlib import Path
-
     from openbench.demo import results_table, run_demo, run_pipeline_demo, submit_to_leaderboard
     from openbench.evaluation.report import format_table
 
@@ -742,7 +671,7 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     out = Path(out_dir)
     if not planted:
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
-        click.echo(results_table(results), err=True)
+        click.echo(results_table(results))
         page = submit_to_leaderboard(results, out, seed)
         click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
                    f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "
@@ -750,15 +679,14 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
                    f"the same evaluation from the command line:\n"
                    f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
                    f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "
-                   f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}", err=True)
+                   f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}")
         return
     result = run_demo(out, seed=seed, epochs=epochs or 40, model=model_name, device=device, progress=progress)
-    write_json(result, str(out / "result.json"))
-    click.echo(format_table(result), err=True)
+    click.echo(format_table(result))
     click.echo(f"\nresult: {out / 'result.json'}\nthe same evaluation from the command line:\n"
                f"  openbench evaluate --dataset {out / 'dataset'} --model {model_name} "
                f"--entity-embeddings {out / 'model' / 'entities.npy'} "
-               f"--relation-embeddings {out / 'model' / 'relations.npy'}", err=True)
+               f"--relation-embeddings {out / 'model' / 'relations.npy'}")
 
 
 if __name__ == "__main__":

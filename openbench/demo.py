@@ -14,7 +14,8 @@ from typing import Dict, List, Tuple
 
 import numpy as np
 
-from openbench._io import atomic_path, write_text_atomic
+from openbench._io import replace_folder
+from openbench.layouts import SAMPLE_FILES
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +28,6 @@ RELATIONS = {
     "GENE_DIS": ("GENE", "DIS"),
     "IS_A": ("PHENOTYPE", "PHENOTYPE"),
 }
-SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
 Triple = Tuple[str, str, str]
 
 
@@ -62,13 +62,28 @@ def planted_graph(seed: int, entities_per_type: int = 150, clusters_per_type: in
     return splits
 
 
+PLANTED_ENTRIES = ("dataset", "model", "result.json")
+PIPELINE_ENTRIES = ("graph", "split", "models", "results", "leaderboard.sqlite", "leaderboard")
+
+
+def claim_output(out: Path, entries) -> None:
+    """Make ``out`` the demo's folder: refused unless it is new, empty or an earlier demo's (it then
+    holds nothing but ``entries``); marked at once, so that a rerun after a kill is accepted."""
+    from graphgen.pipeline import SAMPLE_DIR
+    from openbench._io import check_output_folder, write_marker
+
+    check_output_folder(out, [SAMPLE_DIR])
+    out.mkdir(parents=True, exist_ok=True)
+    write_marker(out, "demo", entries)
+
+
 def write_samples(folder: Path, splits: Dict[str, List[Triple]], seed: int) -> None:
     """OpenBioLink sample files: positives (value 1) plus as many type-respecting random negatives (value 0)."""
     rng = np.random.default_rng(seed + 1)
     known = {triple for triples in splits.values() for triple in triples}
     tails_by_relation = {rel: sorted({t for triples in splits.values() for _, r, t in triples if r == rel})
                          for rel in RELATIONS}
-    folder.mkdir(parents=True, exist_ok=True)
+    texts = {}
     for split, triples in splits.items():
         lines = [f"{h}\t{r}\t{t}\t\t1\tDEMO" for h, r, t in triples]
         for h, r, _ in triples:
@@ -76,7 +91,13 @@ def write_samples(folder: Path, splits: Dict[str, List[Triple]], seed: int) -> N
             t = tails[rng.integers(0, len(tails))]
             if (h, r, t) not in known:
                 lines.append(f"{h}\t{r}\t{t}\t\t0\tGENERATED")
-        write_text_atomic(folder / SAMPLE_FILES[split], "\n".join(lines) + "\n")
+        texts[SAMPLE_FILES[split]] = "\n".join(lines) + "\n"
+
+    def fill(staging: Path) -> None:
+        for name, text in texts.items():
+            (staging / name).write_text(text, encoding="utf-8")
+
+    replace_folder(folder, fill, kind="dataset")
 
 
 def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult", dim: int = 32,
@@ -84,33 +105,38 @@ def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult"
     """Build the demo graph under ``out``, train ``model`` with PyKEEN, evaluate it; return the result."""
     from openbench.evaluation.dataset import load_dataset
 
+    from openbench._io import write_json
+
     out = Path(out)
+    claim_output(out, PLANTED_ENTRIES)
     data = out / "dataset"
     logger.info("writing the planted graph (seed %d) to %s", seed, data)
     write_samples(data, planted_graph(seed), seed)
-    return train_and_evaluate(load_dataset(data), model, out / "model", dim, epochs, seed, device, progress)
+    result = train_and_evaluate(load_dataset(data), model, out / "model", dim, epochs, seed, device, progress)
+    write_json(out / "result.json", result)
+    return result
 
 
 def train_and_evaluate(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, device: str,
                        progress: bool) -> dict:
     """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``, evaluate with openbench."""
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
     from openbench.evaluation.scorers import build_scorer, file_sha256
+    from openbench.evaluation.sources import EvaluationOptions, embedding_evaluator
     from openbench.training import train_embeddings
 
     logger.info("training %s with PyKEEN for %d epochs", model, epochs)
     entities, relations = train_embeddings(dataset, model=model, dim=dim, epochs=epochs, seed=seed,
                                            progress=progress)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = {"entities": folder / "entities.npy", "relations": folder / "relations.npy"}
-    for name, array in (("entities", entities), ("relations", relations)):
-        with atomic_path(paths[name]) as tmp:
-            with open(tmp, "wb") as handle:
-                np.save(handle, array)
+
+    def fill(staging: Path) -> None:
+        for name, array in (("entities", entities), ("relations", relations)):
+            np.save(staging / f"{name}.npy", array)
+
+    replace_folder(folder, fill, kind="embeddings")
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, model_params={"trained_by": "pykeen", "epochs": epochs},
-                                   source_sha256=file_sha256(paths["entities"], paths["relations"]),
-                                   device=device, seed=seed, progress=progress)
+    options = EvaluationOptions(device=device, seed=seed, progress=progress)
+    evaluator = embedding_evaluator(dataset, scorer, {"trained_by": "pykeen", "epochs": epochs},
+                                     file_sha256(folder / "entities.npy", folder / "relations.npy"), options)
     return evaluator.evaluate()
 
 PIPELINE_MODELS = ("DistMult", "TransE-L2")
@@ -127,16 +153,16 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     from graphgen.pipeline import SAMPLE_DIR, generate
     from openbench._io import write_json
     from openbench.evaluation.dataset import load_dataset
-    from graphgen.graph_files import read_edges, read_nodes
-    from splits.random_split import random_split
+    from splits.pipeline import split_random
 
     out = Path(out)
+    claim_output(out, PIPELINE_ENTRIES)
     logger.info("generating the graph from the embedded sample sources")
     generate(out / "graph", sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=progress)
     graph = out / "graph" / "graph_files"
     logger.info("splitting %s", graph)
-    random_split(read_edges(graph / "edges.csv", "1"), read_edges(graph / "TN_edges.csv", "0"),
-                 read_nodes(graph / "ALL_nodes.csv"), out / "split", test_frac=0.1, val=0.1, seed=seed)
+    split_random(graph / "edges.csv", graph / "TN_edges.csv", graph / "ALL_nodes.csv", out / "split",
+                 test_frac=0.1, val=0.1, seed=seed)
     dataset = load_dataset(out / "split")
     results = {}
     for model in PIPELINE_MODELS:
@@ -160,7 +186,6 @@ def results_table(results: Dict[str, dict]) -> str:
 def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Path:
     """Put the demo's results on a fresh local leaderboard (``out/leaderboard.sqlite``) and write its
     HTML page (``out/leaderboard/index.html``); returns the page."""
-    from openbench._io import write_text_atomic
     from openbench.leaderboard import open_leaderboard
     from openbench.leaderboard.render import render
 
@@ -174,7 +199,8 @@ def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Pat
         rows = board.rows(dataset=results[next(iter(results))]["dataset"]["fingerprint"][:12])
     finally:
         board.close()
-    page = out / "leaderboard" / "index.html"
-    write_text_atomic(page, render(rows, "html"))
-    return page
+    replace_folder(out / "leaderboard", lambda staging: (staging / "index.html").write_text(render(rows, "html"),
+                                                                                           encoding="utf-8"),
+                   inputs=[database], kind="leaderboard page")
+    return out / "leaderboard" / "index.html"
 

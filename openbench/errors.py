@@ -1,12 +1,16 @@
-"""Typed errors. The CLI prints them without a traceback and exits non-zero."""
+"""Typed errors. The CLI prints them on one line without a traceback and exits with their ``exit_code``."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional, Union
 
+__all__ = ["OpenbenchError", "InputError", "UsageError", "ScoreError"]
+
 
 class OpenbenchError(Exception):
-    """Base class of every error openbench raises on purpose."""
+    """Base class of every error openbench raises on purpose; ``exit_code`` is the command's status."""
+
+    exit_code = 1
 
 
 class InputError(OpenbenchError):
@@ -24,6 +28,12 @@ class InputError(OpenbenchError):
             where = self.path if line is None else f"{self.path}, line {line}"
             where += ": "
         super().__init__(where + message)
+
+
+class UsageError(OpenbenchError):
+    """Options that do not fit together (the command line's usage errors): exit status 2."""
+
+    exit_code = 2
 
 
 class ScoreError(OpenbenchError):

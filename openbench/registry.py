@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from openbench._io import replace_folder, write_text_atomic
+from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
 from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
 
@@ -112,6 +112,16 @@ class DatasetError(OpenbenchError):
     """A registry copy is missing, partial or altered."""
 
 
+def registry_table() -> str:
+    """The registry as a fixed-width table (``openbench datasets list``)."""
+    lines = [f"{'name':<12} {'family':<16} {'version':<22} {'md5':<8} {'entities':>9} {'relations':>9}  url"]
+    for entry in REGISTRY.values():
+        graph = entry.counts.get("graph", {})
+        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {(entry.md5 or 'unknown')[:8]:<8} "
+                     f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}")
+    return "\n".join(lines)
+
+
 def lookup(name: str) -> RegisteredDataset:
     key = name.strip()
     match = REGISTRY.get(key) or next((e for n, e in REGISTRY.items() if n.lower() == key.lower()), None)
@@ -131,34 +141,66 @@ def data_root(root=None) -> Path:
     return platformdirs.user_data_path("openbench") / "datasets"
 
 
+def _usable_root(root: Path) -> Path:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise InputError(f"the datasets folder cannot be created ({error.strerror}); give --root or set "
+                         f"${ROOT_VARIABLE} to a writable folder", root) from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise InputError(f"the datasets folder is not writable; give --root or set ${ROOT_VARIABLE}", root)
+    return root
+
+
 def read_marker(folder: Path) -> Optional[dict]:
     """The verification record of a registry copy, or None (not a registry copy, or unreadable)."""
     path = Path(folder) / MARKER
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        marker = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
+    return marker if isinstance(marker, dict) and isinstance(marker.get("files"), dict) else None
+
+
+def _file_record(path: Path) -> dict:
+    from graphgen.download import sha256_of
+
+    status = path.stat()
+    return {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "sha256": sha256_of(path)}
 
 
 def _altered_files(folder: Path, marker: dict) -> list:
-    files = marker.get("files", {})
-    return [name for name, size in files.items()
-            if not (folder / name).is_file() or (folder / name).stat().st_size != size]
+    """Files missing or changed since verification. Size and modification time decide for most;
+    a file whose time changed is hashed, so an edit that keeps the size is found too."""
+    from graphgen.download import sha256_of
+
+    altered = []
+    for name, record in sorted(marker.get("files", {}).items()):
+        path = folder / name
+        if not isinstance(record, dict) or not path.is_file():
+            altered.append(name)
+            continue
+        status = path.stat()
+        if status.st_size != record.get("size"):
+            altered.append(name)
+        elif status.st_mtime_ns != record.get("mtime_ns") and sha256_of(path) != record.get("sha256"):
+            altered.append(name)
+    return altered
 
 
 def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = False, progress: bool = True) -> Path:
     """The verified local copy of registry dataset ``name`` under ``root``, downloading it if needed.
 
     :param mirror: base URL serving the archive instead of the provider (also $OPENBENCH_DATASET_MIRROR).
-    :param force: replace a copy that fails verification instead of refusing it.
+    :param force: download again even over a copy that fails verification; the old copy stays in
+        place until the new one has passed every check.
     """
     from filelock import FileLock
 
     from graphgen.download import sidecar_path
 
     entry = lookup(name)
-    root = data_root(root)
-    root.mkdir(parents=True, exist_ok=True)
+    root = _usable_root(data_root(root))
     folder = root / entry.name
     with FileLock(str(root / f".{entry.name}.lock")):
         if folder.exists():
@@ -171,11 +213,14 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
             if not force:
                 raise DatasetError(f"{folder}: not a verified copy of {entry.name}: {problem}; remove the folder "
                                    f"or pass --force to download it again")
-            logger.warning("%s: replacing %s (%s)", entry.name, folder, problem)
-            shutil.rmtree(folder)
-        archive, digest = _download(entry, root, mirror, progress)
+            check_output_folder(folder, extra_markers=(MARKER,))  # never replace what openbench did not write
+            logger.warning("%s: replacing %s once the new copy is verified (%s)", entry.name, folder, problem)
+        archive = _download(entry, root, mirror, progress)
         try:
+            digest = sidecar_path(archive).read_text().strip()  # fetch hashed the archive once already
+            _check_pin(entry, root, digest, archive)
             _unpack(entry, archive, digest, folder)
+            _pin(entry, root, digest)  # only an archive that passed every check is pinned
         finally:
             archive.unlink(missing_ok=True)
             sidecar_path(archive).unlink(missing_ok=True)
@@ -188,27 +233,45 @@ def _describe_altered(altered: list) -> Optional[str]:
     return f"{len(altered)} file(s) missing or changed since verification (first: {altered[0]})"
 
 
-def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Tuple[Path, str]:
-    """(the archive, its sha256 as fetch recorded it beside the file)."""
-    from graphgen.download import Remote, fetch, sidecar_path
+def _read_pins(root: Path) -> Dict[str, str]:
+    path = root / PINS
+    if not path.is_file():
+        return {}
+    pins = read_json(path, "checksum record")
+    if not isinstance(pins, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in pins.items()):
+        raise InputError("expected a JSON object of dataset name -> sha256; fix or remove the file", path)
+    return pins
 
-    pins_path = root / PINS
-    pins = json.loads(pins_path.read_text(encoding="utf-8")) if pins_path.is_file() else {}
+
+def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Path:
+    """The archive, fetched (resumable) and checked against the registry's size/md5 where published."""
+    from graphgen.download import Remote, fetch
+
     base = mirror or os.environ.get(MIRROR_VARIABLE)
     url = f"{base.rstrip('/')}/{entry.archive}" if base else entry.url
-    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=pins.get(entry.name),
+    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=None,
                     version=entry.version, md5=entry.md5, size=entry.size)
-    archive = fetch(remote, root / ".downloads", progress=progress)
-    digest = sidecar_path(archive).read_text().strip()  # fetch hashed the archive once already
+    return fetch(remote, root / ".downloads", progress=progress)
+
+
+def _check_pin(entry: RegisteredDataset, root: Path, digest: str, archive: Path) -> None:
+    pinned = _read_pins(root).get(entry.name)
+    if pinned is not None and pinned != digest:
+        raise DatasetError(f"{archive}: sha256 {digest} differs from the one recorded at the first verified "
+                           f"download ({pinned}, in {root / PINS}); the archive changed or is corrupt")
+
+
+def _pin(entry: RegisteredDataset, root: Path, digest: str) -> None:
+    pins = _read_pins(root)
     if entry.name not in pins:
         pins[entry.name] = digest
-        write_text_atomic(pins_path, json.dumps(pins, indent=2, sort_keys=True) + "\n")
-        logger.info("%s: recorded the archive's sha256 in %s; later downloads must match it", entry.name, pins_path)
-    return archive, digest
+        write_text_atomic(root / PINS, json.dumps(pins, indent=2, sort_keys=True) + "\n")
+        logger.warning("%s: no published checksum; recorded the verified archive's sha256 in %s, and later "
+                       "downloads must match it", entry.name, root / PINS)
 
 
 def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) -> None:
-    """Check the zip's CRCs, extract, check the layout, write the marker, rename into place."""
+    """Check the zip's CRCs, extract, check the layout, write the record, swap into place."""
     try:
         with zipfile.ZipFile(archive) as bundle:
             try:
@@ -230,13 +293,13 @@ def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) 
                 layout, _ = resolve_layout(staging, None)
                 if layout != entry.layout:
                     raise DatasetError(f"{archive}: unpacked into the {layout!r} layout, expected {entry.layout!r}")
-                files = {str(p.relative_to(staging)): p.stat().st_size for p in sorted(staging.rglob("*"))
+                files = {str(p.relative_to(staging)): _file_record(p) for p in sorted(staging.rglob("*"))
                          if p.is_file()}
-                marker = {"name": entry.name, "family": entry.family, "version": entry.version, "url": entry.url,
+                record = {"name": entry.name, "family": entry.family, "version": entry.version, "url": entry.url,
                           "archive_sha256": digest, "files": files}
-                write_text_atomic(staging / MARKER, json.dumps(marker, indent=2) + "\n")
+                (staging / MARKER).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
 
-            replace_folder(folder, fill)
+            replace_folder(folder, fill, kind=f"dataset {entry.name}", extra_markers=(MARKER,), checked=False)
     except zipfile.BadZipFile as error:
         raise DatasetError(f"{archive}: not a readable zip archive ({error})") from None
     except InputError as error:

@@ -9,12 +9,12 @@ import logging
 import sys
 import warnings
 from contextlib import contextmanager
-from typing import Dict, Tuple
+from typing import Dict, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from openbench._io import replace_folder
+from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 
@@ -95,8 +95,11 @@ def _to_array(values: torch.Tensor) -> np.ndarray:
 
 def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 200, epochs: int = 100,
                    batch_size: int = 256, learning_rate: float = 0.01, seed: int = 0, device: str = "cpu",
-                   early_stopping: bool = True) -> dict:
+                   early_stopping: bool = True, inputs: Sequence = ()) -> dict:
     """Train any PyKEEN model by name with PyKEEN's pipeline; save it to ``output`` atomically.
+
+    ``output`` is checked before training (:func:`openbench._io.check_output_folder`; ``inputs``:
+    the dataset's files or folder, which it may not be, hold or lie in).
 
     Ids are the dataset's (the factories use its label maps), validation triples drive early
     stopping when there are any, and PyKEEN's own test evaluation lands in ``results.json``. The
@@ -105,6 +108,8 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     _require_pykeen()
     import json
     from pathlib import Path
+
+    check_output_folder(output, inputs)
 
     from pykeen.models import model_resolver
     from pykeen.pipeline import pipeline
@@ -140,6 +145,19 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
         result.save_to_directory(folder)
         (folder / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
 
-    replace_folder(Path(output), fill)
+    replace_folder(Path(output), fill, inputs=inputs, kind="model")
     logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)
     return description
+
+
+def train_dataset(dataset_path, output, **settings) -> dict:
+    """Load a split folder or registry name and train on it (:func:`train_pipeline`'s settings); the
+    output is checked before the dataset is read."""
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.device import resolve_device
+    from openbench.registry import resolve
+
+    folder = resolve(dataset_path)
+    check_output_folder(output, [folder])
+    settings["device"] = str(resolve_device(settings.get("device", "auto")))
+    return train_pipeline(load_dataset(folder), output, inputs=[folder], **settings)

@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import polars as pl
 
+from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
@@ -73,11 +72,26 @@ def _carve(rows: pl.DataFrame, fraction: float, rng: np.random.Generator):
     return rows[np.sort(order[cut:])], rows[np.sort(order[:cut])]
 
 
+def distinct_edges(edges: pl.DataFrame, what: str) -> Tuple[pl.DataFrame, int]:
+    """The first row of each (id1, relation, id2); a repeated edge would be sampled against twice.
+    Returns the frame and how many repeats were removed (logged as a warning)."""
+    unique = edges.unique(KEY, keep="first", maintain_order=True)
+    repeats = edges.height - unique.height
+    if repeats:
+        logger.warning("removed %d repeated %s (an edge counts once)", repeats, what)
+    return unique, repeats
+
+
 def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame, output, *,
                  test_frac: float = 0.05, val: float = 0.05, crossval: bool = False, seed: int = 42,
                  directed: bool = True, neg_train_val: bool = True, neg_test: bool = True,
-                 neg_ratio: float = 1.0) -> dict:
-    """Split and write the files into ``output`` (replaced atomically); returns the split info."""
+                 neg_ratio: float = 1.0, inputs: Sequence = ()) -> dict:
+    """Split and write the files into ``output`` (replaced atomically); returns the split info.
+
+    :param inputs: the files the graph was read from: ``output`` may not be, hold or lie in one
+        (checked before any work, see :func:`openbench._io.check_output_folder`).
+    """
+    check_output_folder(output, inputs)
     if not 0 < test_frac < 1:
         raise InputError(f"--test-frac must lie in (0, 1), got {test_frac}")
     if not 0 <= val < 1:
@@ -85,7 +99,10 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     if crossval and val == 0:
         raise InputError("--crossval needs 0 < --val < 1 (the folds are ceil(1 / val))")
     rng = np.random.default_rng(seed)
-    positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
+    positives, repeated_positives = distinct_edges(categorical_ids(positives), "positive edge(s)")
+    true_negatives, repeated_negatives = distinct_edges(categorical_ids(true_negatives), "true-negative edge(s)")
+    if positives.height == 0:
+        raise InputError("the graph has no positive edges: nothing to split", inputs[0] if inputs else None)
     negatives = (sample_negatives(positives, true_negatives, nodes, neg_ratio, seed) if (neg_train_val or neg_test)
                  else categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS})))
     rows = remove_inconsistent(pl.concat([positives.select(SPLIT_COLUMNS), negatives.select(SPLIT_COLUMNS)]))
@@ -97,10 +114,9 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
                            "neg_ratio": neg_ratio},
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
+                      "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
                       "negatives_sampled": sampled, "after_inconsistent": rows.height}}
-    output = Path(output)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent if output.parent.exists() else None))
-    try:
+    def fill(staging: Path) -> None:
         if crossval:
             n_folds = math.ceil(1 / val)
             order = rng.permutation(train_val.height)
@@ -109,8 +125,9 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             info["split"] = _write_fold(staging, train_val, None, test.rows, directed, neg_train_val, neg_test, nodes)
             info["folds"] = []
             for i in range(n_folds):
-                val_rows = np.sort(chunks[(n_folds - 1 + i) % n_folds])
-                train_rows = np.sort(np.concatenate([c for j, c in enumerate(chunks) if j != (n_folds - 1 + i) % n_folds]))
+                held_out = (n_folds - 1 + i) % n_folds
+                val_rows = np.sort(chunks[held_out])
+                train_rows = np.sort(np.concatenate([c for j, c in enumerate(chunks) if j != held_out]))
                 info["folds"].append(_write_fold(staging / f"fold_{i}", train_val[train_rows], train_val[val_rows],
                                                  test.rows, directed, neg_train_val, neg_test, nodes))
         elif val > 0:
@@ -121,13 +138,8 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             info["split"] = _write_fold(staging, train_val, None, test.rows, directed, neg_train_val, neg_test, nodes)
         info["test_cleaning"] = test.removed
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if output.exists():
-            shutil.rmtree(output)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        staging.rename(output)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+
+    replace_folder(output, fill, inputs=inputs, kind="split")
     return info
 
 

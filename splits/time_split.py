@@ -8,30 +8,43 @@ current node list absent from the t-1 one, and ``--val`` can carve a validation 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import polars as pl
 
+from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import categorical_ids
 from splits.negatives import sample_negatives
-from splits.random_split import KEY, _carve, _write_fold, remove_inconsistent
+from splits.random_split import KEY, _carve, _write_fold, distinct_edges, remove_inconsistent
 
 
 def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame,
                tmo_positives: pl.DataFrame, tmo_true_negatives: pl.DataFrame, tmo_nodes: pl.DataFrame, output, *,
                val: float = 0.0, seed: int = 42, directed: bool = True, neg_train_val: bool = True,
-               neg_test: bool = True, neg_ratio: float = 1.0) -> dict:
-    """Split and write into ``output`` (replaced atomically); returns the split info."""
+               neg_test: bool = True, neg_ratio: float = 1.0, inputs: Sequence = ()) -> dict:
+    """Split and write into ``output`` (replaced atomically); returns the split info.
+
+    :param inputs: the files the graphs were read from (see :func:`splits.random_split.random_split`).
+    """
+    check_output_folder(output, inputs)
     if not 0 <= val < 1:
         raise InputError(f"--val must lie in [0, 1), got {val}")
     rng = np.random.default_rng(seed)
-    positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
-    tmo_positives, tmo_true_negatives = categorical_ids(tmo_positives), categorical_ids(tmo_true_negatives)
+    repeated = {}
+    positives, repeated["positives"] = distinct_edges(categorical_ids(positives), "positive edge(s) at t")
+    true_negatives, repeated["true_negatives"] = distinct_edges(categorical_ids(true_negatives),
+                                                                "true-negative edge(s) at t")
+    tmo_positives, repeated["tmo_positives"] = distinct_edges(categorical_ids(tmo_positives),
+                                                              "positive edge(s) at t-1")
+    tmo_true_negatives, repeated["tmo_true_negatives"] = distinct_edges(categorical_ids(tmo_true_negatives),
+                                                                        "true-negative edge(s) at t-1")
+    if tmo_positives.height == 0:
+        raise InputError("the t-1 graph has no positive edges: nothing to train on", inputs[3] if len(inputs) > 3
+                         else None)
     nodes = nodes.with_columns(pl.col("id").cast(pl.Categorical))
     tmo_nodes = tmo_nodes.with_columns(pl.col("id").cast(pl.Categorical))
     empty = categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS}))
@@ -53,25 +66,20 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
     validation = None
     if val > 0:
         train, validation = _carve(train, val, rng)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    try:
+    def fill(staging: Path) -> None:
         all_nodes = tmo_nodes.vstack(nodes.join(tmo_nodes, on="id", how="anti"))
         counts = _write_fold(staging, train, validation, test, directed, neg_train_val, neg_test, all_nodes)
         vanished.sort(KEY).select(SPLIT_COLUMNS[:4] + ["source"]).write_csv(
             staging / "vanished_edges.csv", include_header=False, separator="\t", quote_style="never", null_value="")
-        info = {"parameters": {"val": val, "seed": seed, "directed": directed, "neg_train_val": neg_train_val,
-                               "neg_test": neg_test, "neg_ratio": neg_ratio},
-                "input": {"positives": positives.height, "tmo_positives": tmo_positives.height,
-                          "new_positives": new_positives.height, "vanished": vanished.height,
-                          "new_nodes": new_nodes.len(), "test_rows_with_new_nodes": removed_new_node_rows},
-                "split": counts}
+        info.update({"parameters": {"val": val, "seed": seed, "directed": directed, "neg_train_val": neg_train_val,
+                                    "neg_test": neg_test, "neg_ratio": neg_ratio},
+                     "input": {"positives": positives.height, "tmo_positives": tmo_positives.height,
+                               "new_positives": new_positives.height, "vanished": vanished.height,
+                               "new_nodes": new_nodes.len(), "test_rows_with_new_nodes": removed_new_node_rows,
+                               "repeated": repeated},
+                     "split": counts})
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        if output.exists():
-            shutil.rmtree(output)
-        staging.rename(output)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+
+    info: dict = {}
+    replace_folder(output, fill, inputs=inputs, kind="split")
     return info

@@ -63,7 +63,7 @@ def test_evaluate_to_stdout_is_deterministic(inputs):
 
 
 @pytest.mark.parametrize("extra,message", [
-    (["--model", "TransQ"], "unknown model 'TransQ'; valid models:"),
+    (["--model", "TransQ"], "'TransQ' is not one of 'TransE-L1', 'TransE-L2', 'DistMult'"),
     (["--filter", "train,dev"], "expected a comma-separated subset of train,valid,test"),
     (["--filter", "train", "--no-filter"], "--filter and --no-filter exclude each other"),
     (["--hits-at", "1,x"], "expected comma-separated integers"),

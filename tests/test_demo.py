@@ -43,7 +43,7 @@ def test_demo_writes_everything_and_learns(demo_runs):
     realistic = record["metrics"]["both"]["realistic"]
     assert realistic["amri"] > 0.5, realistic  # a constant or random model sits at 0
     assert record["model"]["name"] == "DistMult" and record["model"]["params"]["trained_by"] == "pykeen"
-    assert "openbench evaluate --dataset" in run.stderr
+    assert "openbench evaluate --dataset" in run.stdout  # results on stdout, logs on stderr
 
 
 def test_same_seed_gives_byte_identical_files(demo_runs):
@@ -71,8 +71,8 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
         record = json.loads((out / "results" / f"{model}.json").read_text())
         assert record["model"]["name"] == model
         assert record["metrics"]["both"]["realistic"]["amri"] > 0.2, model  # learned: chance sits at 0
-        assert model in run.stderr
-    assert "openbench evaluate --dataset" in run.stderr
+        assert model in run.stdout
+    assert "openbench evaluate --dataset" in run.stdout
     board = open_leaderboard(out / "leaderboard.sqlite")
     submitted = [row for row in board.rows() if not row["published"]]
     board.close()

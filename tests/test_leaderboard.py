@@ -286,4 +286,4 @@ def test_a_result_file_that_is_not_json_is_refused(tmp_path):
     path.write_text("{not json")
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "x", "--db",
                                      str(tmp_path / "lb.sqlite")])
-    assert done.exit_code == 1 and "result.json: not JSON" in done.output
+    assert done.exit_code == 1 and "result.json, line 1: not valid result record" in done.output

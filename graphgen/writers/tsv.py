@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
+from typing import List, Sequence
 
 import numpy as np
 import polars as pl
@@ -47,10 +47,13 @@ def write_list(path: Path, names: List[str]) -> None:
     path.write_text("\n".join(names), encoding="utf-8")  # OpenBioLink: no trailing newline
 
 
-def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False) -> Path:
-    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one); returns that folder."""
+def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False,
+              inputs: Sequence = ()) -> Path:
+    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one openbench wrote);
+    returns that folder. ``inputs``: the source folders, which it may not be, hold or lie in."""
     return replace_folder(Path(output_dir) / GRAPH_FOLDER, lambda folder: _write_all(graph, folder, sep, multi_file,
-                                                                                     no_qscore))
+                                                                                     no_qscore),
+                          inputs=inputs, kind="graph_files")
 
 
 def graph_props(graph: Graph) -> dict:

@@ -43,7 +43,8 @@ except ImportError:  # pragma: no cover - not on Windows
 
 __all__ = ["MARKER", "OutputRefused", "replace_folder", "check_output_folder", "check_output_file", "atomic_path",
            "write_text_atomic", "write_json", "write_marker", "is_openbench_folder", "clean_leftovers",
-           "file_mode", "folder_mode", "SequentialWriter", "JSON_SIGNATURE"]
+           "file_mode", "folder_mode", "SequentialWriter", "JSON_SIGNATURE", "is_openbench_json",
+           "is_openbench_png"]
 
 PathLike = Union[str, Path]
 MARKER = ".openbench-output.json"
@@ -272,11 +273,11 @@ def check_output_folder(target: PathLike, inputs: Iterable[Optional[PathLike]] =
     if not target.is_dir():
         raise OutputRefused(target, "it is a file, not a folder")
     try:
-        has_content = any(os.scandir(target))
+        has_content = any(not path.is_dir() or path.is_symlink() for path in target.rglob("*"))
     except OSError as error:
         raise OutputRefused(target, f"it cannot be read ({error.strerror})") from None
     if not has_content:
-        return
+        return  # empty, or empty folders only
     marker = _read_marker(target)
     extra = [name for name in extra_markers if (target / name).is_file()]
     if marker is None and not extra:
@@ -314,6 +315,16 @@ def is_openbench_json(path: Path) -> bool:
         return False
     legacy = {"metrics", "protocol", "dataset", "model", "version"} <= set(value)
     return value.get("written_by") == "openbench" or legacy
+
+
+def is_openbench_png(path: Path) -> bool:
+    """A PNG whose ``Software`` text chunk says openbench (openbench's plots carry it)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return head.startswith(b"\x89PNG\r\n\x1a\n") and b"Software\x00openbench" in head
 
 
 # ------------------------------------------------------------------------------------------

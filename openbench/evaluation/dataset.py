@@ -307,7 +307,7 @@ def _load_id_layout(path: Path, folder: Path, entity_map, relation_map) -> Datas
 # the integer-id layout, written
 
 
-def write_id_layout(dataset: Dataset, folder, sep: str = "\t") -> Path:
+def write_id_layout(dataset: Dataset, folder, sep: str = "\t", inputs: Sequence = ()) -> Path:
     """Write ``dataset`` in the integer-id layout (OBL2021's KGID): ``entities.tsv`` and
     ``relations.tsv`` (``id<sep>label``) and ``train.tsv``/``valid.tsv``/``test.tsv`` (id triples),
     into a temporary folder renamed onto ``folder``. Reading it back gives the same fingerprint."""
@@ -328,4 +328,16 @@ def write_id_layout(dataset: Dataset, folder, sep: str = "\t") -> Path:
             pl.DataFrame({"h": ids[:, 0], "r": ids[:, 1], "t": ids[:, 2]}).write_csv(
                 staging / name, separator=sep, include_header=False)
 
-    return replace_folder(Path(folder), fill)
+    return replace_folder(Path(folder), fill, inputs=inputs, kind="kgid")
+
+
+def export_id_layout(dataset_path, output) -> Dict[str, int]:
+    """Load a dataset (folder or registry name) and write it in the integer-id layout into
+    ``output``; returns its counts. The output is checked before the dataset is read."""
+    from openbench._io import check_output_folder
+
+    folder = resolve(dataset_path)
+    check_output_folder(output, [folder])
+    dataset = load_dataset(folder)
+    write_id_layout(dataset, output, inputs=[folder])
+    return dataset.counts()

@@ -1,16 +1,24 @@
 """One place that turns a device name into a torch.device."""
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 
 from openbench.errors import InputError
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """Resolve ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
+def resolve_device(name: str = "auto", local_rank: Optional[int] = None) -> torch.device:
+    """Resolve ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    :param local_rank: in a distributed run, this process's rank on its machine: ``"auto"`` then
+        means its own GPU, ``cuda:<local_rank>``.
+    """
     name = (name or "auto").strip().lower()
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        return torch.device("cuda" if local_rank is None else f"cuda:{local_rank}")
     if name == "cpu":
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):

@@ -25,10 +25,11 @@ import torch
 import torch.distributed as dist
 
 from openbench.errors import InputError
+from openbench.evaluation import catalog
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter, _true_ids
 from openbench.evaluation.ranking import RankCounts, count_block
 
-SHARDS = ("queries", "entities")
+SHARDS = catalog.SHARDS
 DEFAULT_TIMEOUT_S = 600
 
 

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from openbench import __version__
 from openbench.errors import InputError, ScoreError
+from openbench.evaluation import catalog
 from openbench.evaluation.dataset import SPLITS, Dataset
 from openbench.evaluation.device import resolve_device
 from openbench.evaluation.filter_index import SIDES, FilterIndex
@@ -36,7 +37,7 @@ DEFAULT_HITS_AT = (1, 3, 10)
 CPU_BLOCK_ELEMENTS = 2 ** 23
 GPU_BLOCK_FRACTION = 0.25
 MIN_FULL_ROWS = 8
-CANDIDATE_MODES = ("all", "typed")
+CANDIDATE_MODES = catalog.CANDIDATE_MODES
 
 Filter = Tuple[torch.Tensor, torch.Tensor]
 

@@ -35,8 +35,9 @@ import numpy as np
 import torch
 
 from openbench.errors import InputError
+from openbench.evaluation import catalog
 
-COMPLEX_LAYOUTS = ("halves", "interleaved")
+COMPLEX_LAYOUTS = catalog.COMPLEX_LAYOUTS
 # far below float32's largest value (3.4e38): scores bounded by this, and their differences, are finite
 FINITE_BOUND = 1e37
 UNIT_MODULUS_TOLERANCE = 1e-4
@@ -254,6 +255,7 @@ class SimplE(EmbeddingScorer):
 
 SCORERS: Dict[str, Type[EmbeddingScorer]] = {
     cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RotatEModuli, RESCAL, SimplE)}
+catalog.check_names("scorer", SCORERS, catalog.SCORERS)
 
 
 def get_scorer_class(name: str) -> Type[EmbeddingScorer]:

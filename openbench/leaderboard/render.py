@@ -10,6 +10,7 @@ import csv
 import html
 import io
 import json
+from pathlib import Path
 from typing import List
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
@@ -42,6 +43,23 @@ def _dataset(row: dict) -> str:
 def _columns(rows: List[dict]) -> List[str]:
     present = {key for row in rows for key in row["metrics"]}
     return [m for m in METRICS if m in present] or list(METRICS)
+
+
+TABLE_FORMATS = ("table", "md", "csv", "json", "html")
+
+
+def export_page(db, output_dir, dataset=None) -> Path:
+    """Write the leaderboard's HTML page as ``output_dir/index.html`` (the folder replaced as a whole,
+    only over one openbench wrote); returns the page."""
+    from openbench._io import check_output_folder, replace_folder
+    from openbench.leaderboard.store import default_path, read_rows
+
+    database = Path(db) if db else default_path()
+    check_output_folder(output_dir, [database])
+    text = render(read_rows(db, dataset=dataset), "html")
+    replace_folder(Path(output_dir), lambda staging: (staging / "index.html").write_text(text, encoding="utf-8"),
+                   inputs=[database], kind="leaderboard page")
+    return Path(output_dir) / "index.html"
 
 
 def render(rows: List[dict], fmt: str) -> str:

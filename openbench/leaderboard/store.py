@@ -286,6 +286,30 @@ def _sorted(rows: List[dict], sort: str) -> List[dict]:
     return sorted(rows, key=key)
 
 
+def submit_file(result_path, db=None, **fields) -> tuple:
+    """Validate the result JSON at ``result_path`` and add it; returns (database path, row id)."""
+    from openbench._io import read_json
+
+    record = read_json(result_path, "result record")
+    board = open_leaderboard(db)
+    try:
+        row_id = board.submit(record, **fields)
+    except LeaderboardError as error:
+        raise LeaderboardError(f"{result_path}: refused: {error}") from None
+    finally:
+        board.close()
+    return board.path, row_id
+
+
+def read_rows(db=None, **query) -> List[dict]:
+    """The grouped rows of :meth:`Leaderboard.rows` from the database at ``db``."""
+    board = open_leaderboard(db)
+    try:
+        return board.rows(**query)
+    finally:
+        board.close()
+
+
 # ------------------------------------------------------------------------------------------
 # opening, migrating
 

@@ -41,6 +41,7 @@ from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
 
+TASKS = ("ner", "ee", "ar")
 SPAN_MODES = ("exact", "overlap", "approx")
 TYPE_MODES = ("exact", "inexact", "hierarchical")
 MATCHINGS = ("optimal", "greedy")
@@ -572,3 +573,35 @@ def to_csv(table: Dict[str, Counts]) -> str:
 
 def to_json(report: dict) -> str:
     return json.dumps(report, indent=2) + "\n"
+
+
+def score_folders(gold_dir, pred_dir, *, task: str = "ner", span: str = "exact", type_mode: str = "exact",
+                  taxonomy=None, matching: str = "optimal", missing_as_empty: bool = False,
+                  fmt: str = "table") -> str:
+    """Score the predictions in ``pred_dir`` against ``gold_dir`` for ``task`` (``ner``, ``ee`` or
+    ``ar``) and render the tables (``table``, ``csv`` or ``json``): ``openbench text brat``."""
+    if task not in TASKS:
+        raise InputError(f"unknown task {task!r}; expected one of {', '.join(TASKS)}")
+    mode, threshold = parse_span(span)
+    rules = Rules(mode, threshold, type_mode, Taxonomy.read(taxonomy) if taxonomy else None)
+    pairs = pair_documents(read_folder(gold_dir), read_folder(pred_dir), missing_as_empty, Path(pred_dir))
+    if task == "ner":
+        tables = {"entities": score_entities(pairs, rules, matching)}
+    elif task == "ee":
+        tables = {"relations": score_relations(pairs, rules, matching)}
+    else:
+        tables = {"surface": score_relations(pairs, rules, matching),
+                  "coreference_closure": score_coreference_closure(pairs, rules, matching)}
+    if fmt == "json":
+        settings = {"task": task, "span": span, "type": type_mode, "matching": matching,
+                    "taxonomy": None if taxonomy is None else str(taxonomy)}
+        return to_json({"settings": settings, **{name: rows(table) for name, table in tables.items()}})
+    parts = []
+    for name, table in tables.items():
+        if len(tables) > 1:
+            parts.append(f"# {name.replace('_', ' ')}\n")
+        if fmt == "csv":
+            parts.append(to_csv(table))
+        else:
+            parts.append((entity_table if task == "ner" else relation_table)(table))
+    return "".join(parts)

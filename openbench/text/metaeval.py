@@ -32,9 +32,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-from openbench._io import write_text_atomic
+from openbench._io import read_text, replace_folder
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -46,13 +46,7 @@ Paper = Tuple[str, List[str]]  # (paper id, values)
 
 def read_field_file(path: Path, keep_empty_values: bool) -> List[Paper]:
     """The (paper id, values) lines of a field file, in file order."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[:error.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 ({error.reason})", path, line) from error
-    except OSError as error:
-        raise InputError(f"cannot read the file ({error.strerror})", path) from error
+    text = read_text(path)  # strict UTF-8; a byte-order mark is not part of the first paper id
     papers = []
     for number, line in enumerate(text.split("\n"), start=1):
         line = line.rstrip("\r")
@@ -201,14 +195,21 @@ def summary(results: List[FieldResult], semantics: str) -> dict:
             "fields": {r.name: {"precision": r.precision, "recall": r.recall, **r.counts} for r in results}}
 
 
-def write_outputs(results: List[FieldResult], output: Path, semantics: str, json_summary: bool) -> None:
-    """``PR.txt``, ``details/*-labels.txt`` and, with ``json_summary``, ``summary.json``; atomically."""
-    output = Path(output)
-    for result in results:
-        write_text_atomic(output / "details" / f"{result.name}-labels.txt", labels_table(result))
-    if json_summary:
-        write_text_atomic(output / "summary.json", json.dumps(summary(results, semantics), indent=2) + "\n")
-    write_text_atomic(output / "PR.txt", pr_table(results))
+def write_outputs(results: List[FieldResult], output: Path, semantics: str, json_summary: bool,
+                  inputs: Sequence = ()) -> None:
+    """``PR.txt``, ``details/*-labels.txt`` and, with ``json_summary``, ``summary.json``, as one
+    output folder replaced atomically (``inputs``: the prediction and truth folders)."""
+
+    def fill(folder: Path) -> None:
+        (folder / "details").mkdir()
+        for result in results:
+            (folder / "details" / f"{result.name}-labels.txt").write_text(labels_table(result), encoding="utf-8")
+        if json_summary:
+            (folder / "summary.json").write_text(json.dumps(summary(results, semantics), indent=2) + "\n",
+                                                 encoding="utf-8")
+        (folder / "PR.txt").write_text(pr_table(results), encoding="utf-8")
+
+    replace_folder(Path(output), fill, inputs=inputs, kind="metaeval")
 
 
 def terminal_table(results: List[FieldResult]) -> str:

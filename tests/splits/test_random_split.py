@@ -3,7 +3,7 @@ import json
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from graphgen.edge_types import EDGE_TYPES
@@ -61,7 +61,8 @@ def test_sample_graph_split(graph, tmp_path):
     total = sum(len(rows) for rows in splits.values())
     assert 0.1 < len(splits["test"]) / total < 0.25 and negatives["train"]
     assert sorted(p.name for p in (tmp_path / "tt").iterdir()) == [
-        "negative_test_sample.csv", "negative_train_sample.csv", "negative_val_sample.csv", "removed_test_nodes.csv",
+        ".openbench-output.json", "negative_test_sample.csv", "negative_train_sample.csv", "negative_val_sample.csv",
+        "removed_test_nodes.csv",
         "removed_val_nodes.csv", "split_info.json", "test_nodes.csv", "test_sample.csv", "train_nodes.csv",
         "train_sample.csv", "val_nodes.csv", "val_sample.csv"]
     assert json.loads((tmp_path / "tt" / "split_info.json").read_text())["parameters"]["seed"] == 5
@@ -111,6 +112,7 @@ edge_rows = st.lists(st.one_of(
 @given(edge_rows, st.integers(0, 3), st.booleans())
 def test_invariants_on_random_graphs(tmp_path_factory, rows, seed, directed):
     rows = [r for r in dict.fromkeys(rows) if r[0] != r[2]]
+    assume(rows)  # a graph without edges is refused (tests/test_malformed_inputs.py)
     positives = pl.DataFrame([(a, r, b, "", "1", "S") for a, r, b in rows],
                              schema={c: pl.String for c in ["id1", "relation", "id2", "qscore", "value", "source"]},
                              orient="row")
@@ -158,7 +160,7 @@ def test_cli_split_rand(tmp_path):
     dataset = load_dataset(tmp_path / "tt", drop_unknown=True)
     assert dataset.counts()["test"] > 0
     bad = runner.invoke(main, args[:-2] + ["--test-frac", "0"])
-    assert bad.exit_code == 1 and "--test-frac must lie in (0, 1)" in bad.output
+    assert bad.exit_code == 2 and "0 is outside (0, 1)" in bad.output
 
 
 def test_fraction_options_are_checked(graph, tmp_path):

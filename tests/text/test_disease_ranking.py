@@ -123,7 +123,8 @@ def test_runner_caches_resumes_and_records_errors(tmp_path, toy, monkeypatch):
 def test_rank_eval_reads_the_cache(tmp_path, toy):
     cache = tmp_path / "cache"
     run_methods(_cases(), toy, ["set_jaccard", "semantic"], cache, top_n=1, progress=False)
-    report = evaluate_cache(cache, "mean")
+    report, corrupt = evaluate_cache(cache, "mean")
+    assert corrupt == []
     jaccard = report["set_jaccard"]
     # case 0: d2 ties d1 at 1-2 (1.5); case 1: d3/d4 on D -> d4 (0.6667) ranks 1; case 2: dX unknown -> middle 2
     assert jaccard["missing"] == 1 and jaccard["top1"] == pytest.approx(1 / 3)

@@ -55,8 +55,31 @@ def error_path_for(cache_file) -> Path:
     return Path(cache_file).with_suffix(".error")
 
 
+LOCK_NAME = ".cache.lock"
+
+
 def _lock(cache_file: Path) -> FileLock:
-    return FileLock(str(cache_file) + ".lock", timeout=LOCK_TIMEOUT_S)
+    """One lock for the whole cache folder (one small file, not one per case); writes are short."""
+    return FileLock(str(Path(cache_file).parent / LOCK_NAME), timeout=LOCK_TIMEOUT_S)
+
+
+class CorruptCase(InputError):
+    """A case file that cannot be read as a cached case."""
+
+
+def read_case(cache_file) -> dict:
+    """The stored case, read without a lock and without touching the file (readers never modify
+    a cache: writers replace case files atomically). An unreadable file raises :class:`CorruptCase`."""
+    from openbench._io import read_json
+
+    cache_file = Path(cache_file)
+    try:
+        data = read_json(cache_file, "case file")
+    except InputError as error:
+        raise CorruptCase(error.reason, cache_file, error.line) from None
+    if not isinstance(data, dict) or not isinstance(data.get("results", {}), dict):
+        raise CorruptCase("not a cached case (expected an object with results)", cache_file)
+    return data
 
 
 def _read(cache_file: Path) -> Optional[dict]:

@@ -12,18 +12,19 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from tqdm.auto import tqdm
 
-from openbench.errors import InputError
+from openbench.errors import InputError, UsageError
+from openbench.text.disease_ranking.cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases,
+                                                  disease_id, load_cache, read_case, record_error, save_cache)
 from openbench.text.disease_ranking.knowledge_base import METHODS, KnowledgeBase, ranked_entries
-from openbench.text.disease_ranking.test_sets import TestSet
-from openbench.text.disease_ranking.cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases, disease_id,
-                                          load_cache, record_error, save_cache)
+from openbench.text.disease_ranking.test_sets import TestSet, load_test_set
 from openbench.text.disease_ranking.metrics import DEFAULT_KS, CaseRank, rank_metrics
 
 logger = logging.getLogger(__name__)
+PNG_SOFTWARE = "openbench"  # the PNG text chunk that marks a plot as openbench's (it may be replaced)
 
 
 def parse_methods(text: str) -> List[str]:
@@ -83,31 +84,40 @@ def case_rank_from_entries(entries: Sequence[dict], truth: Sequence[str]) -> Cas
     return CaseRank(int(best["rank"]), max(int(e["rank"]) for e in same), candidates, truth_key)
 
 
-def evaluate_cache(cache_dir, ties: str = "mean", ks: Sequence[int] = DEFAULT_KS) -> Dict[str, dict]:
-    """Per method: the metrics of :func:`rank_metrics` plus ``skipped`` (cases without that method)."""
+def evaluate_cache(cache_dir, ties: str = "mean", ks: Sequence[int] = DEFAULT_KS
+                   ) -> Tuple[Dict[str, dict], List[Tuple[Path, str]]]:
+    """Per method: the metrics of :func:`rank_metrics` plus ``skipped`` (cases without that method)
+    and ``corrupt`` (unreadable case files, left out). Reads only: nothing in the cache is moved,
+    renamed or written. Returns (report, [(unreadable file, reason)])."""
     files = cached_cases(cache_dir)
     if not files:
         raise InputError("no case_NNNN.json files", cache_dir)
     per_method: Dict[str, List[CaseRank]] = {}
-    cases = []
+    cases, corrupt = [], []
     for path in files:
-        data = load_cache(path)
-        if data is None:
+        try:
+            data = read_case(path)
+            ranks = {method: case_rank_from_entries(entries, data.get("ground_truth", []))
+                     for method, entries in data.get("results", {}).items()}
+        except (InputError, KeyError, TypeError, ValueError) as error:
+            corrupt.append((path, error.reason if isinstance(error, InputError) else f"{type(error).__name__}: "
+                                                                                        f"{error}"))
             continue
         cases.append(data)
-        for method, entries in data.get("results", {}).items():
-            per_method.setdefault(method, []).append(case_rank_from_entries(entries, data.get("ground_truth", [])))
+        for method, rank in ranks.items():
+            per_method.setdefault(method, []).append(rank)
     report = {}
     for method in sorted(per_method):
         metrics = rank_metrics(per_method[method], ks, ties)
         metrics["skipped"] = len(cases) - len(per_method[method])
+        metrics["corrupt"] = len(corrupt)
         report[method] = metrics
-    return report
+    return report, corrupt
 
 
 def format_report(report: Dict[str, dict], fmt: str, ks: Sequence[int] = DEFAULT_KS) -> str:
     columns = [f"top{k}" for k in ks] + [f"macro_top{k}" for k in ks] + ["median_rank", "mrr", "cases", "missing",
-                                                                          "skipped"]
+                                                                          "skipped", "corrupt"]
     if fmt == "json":
         import json
 
@@ -126,8 +136,10 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
-def plot_topk(report: Dict[str, dict], path, ks: Sequence[int] = DEFAULT_KS) -> Path:
-    """A PNG of the top-k accuracy curves per method (needs matplotlib: pip install 'openbench[plot]')."""
+def plot_topk(report: Dict[str, dict], path, ks: Sequence[int] = DEFAULT_KS, ties: str = "mean",
+              inputs: Sequence = ()) -> Path:
+    """A PNG of the top-k accuracy curves per method, micro over cases (needs matplotlib: pip
+    install 'openbench[plot]'); its title names the averaging and the tie policy."""
     try:
         import matplotlib
 
@@ -135,7 +147,7 @@ def plot_topk(report: Dict[str, dict], path, ks: Sequence[int] = DEFAULT_KS) -> 
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("plotting needs matplotlib: pip install 'openbench[plot]'") from None
-    from openbench._io import atomic_path
+    from openbench._io import atomic_path, is_openbench_png
 
     figure, axes = plt.subplots(figsize=(6, 4))
     for method, metrics in report.items():
@@ -147,9 +159,11 @@ def plot_topk(report: Dict[str, dict], path, ks: Sequence[int] = DEFAULT_KS) -> 
     axes.set_ylim(0, 1)
     axes.legend()
     axes.grid(alpha=0.3)
+    cases = max((int(metrics.get("cases", 0)) for metrics in report.values()), default=0)
+    axes.set_title(f"top-k accuracy, micro over {cases} cases; ties: {ties}")
     path = Path(path)
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight")
+    with atomic_path(path, inputs, recognise=is_openbench_png) as temporary:
+        figure.savefig(temporary, format="png", dpi=120, bbox_inches="tight", metadata={"Software": PNG_SOFTWARE})
     plt.close(figure)
     return path
 
@@ -158,5 +172,25 @@ def default_dataset_name(test_set_path) -> str:
     return Path(test_set_path).stem
 
 
+def check_dataset_name(name: str) -> str:
+    """A cache folder name: one path component, so that the cache stays inside its root."""
+    if not name or name in (".", "..") or Path(name).name != name or "/" in name or "\\" in name or "\0" in name:
+        raise UsageError(f"--dataset {name!r}: expected a plain folder name (no path separators, not '.' or '..'); "
+                         "the cache must stay inside --cache-root")
+    return name
+
+
 def resolve_cache_dir(cache_root: Optional[str], dataset: str) -> Path:
-    return cache_dir_for(dataset, Path(cache_root) if cache_root else DEFAULT_ROOT)
+    return cache_dir_for(check_dataset_name(dataset), Path(cache_root) if cache_root else DEFAULT_ROOT)
+
+
+def rank_test_set(test_set, methods_text: str, *, dataset: Optional[str] = None, cache_root=None, top_n: int = 100,
+                  annotations=None, ontology=None, resume: bool = True, progress: bool = True) -> str:
+    """``openbench text rank-diseases``: rank every case of ``test_set`` into its cache; returns a summary line."""
+    methods = parse_methods(methods_text)
+    cache_dir = resolve_cache_dir(cache_root, dataset or default_dataset_name(test_set))
+    cases = load_test_set(test_set)
+    kb = KnowledgeBase.from_files(annotations, ontology)
+    counts = run_methods(cases, kb, methods, cache_dir, top_n=top_n, resume=resume, progress=progress)
+    return (f"{len(cases.cases)} cases ({', '.join(f'{k} {v}' for k, v in counts.items())}) against "
+            f"{len(kb.diseases)} diseases; cache: {cache_dir}")

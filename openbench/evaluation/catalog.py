@@ -1,0 +1,43 @@
+"""The names the evaluation registries answer to, importable without torch (the CLI builds its
+``click.Choice`` lists and ``--help`` from here). Each heavy registry checks at import that its
+keys are exactly these (:func:`check_names`), so a list here cannot drift from what works."""
+from __future__ import annotations
+
+from typing import Dict, Iterable
+
+__all__ = ["SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS", "COMPLEX_LAYOUTS", "TASKS", "check_names"]
+
+# score functions of embedding arrays (openbench.evaluation.scorers.SCORERS)
+SCORERS: Dict[str, str] = {
+    "TransE-L1": "-‖h + r - t‖₁",
+    "TransE-L2": "-‖h + r - t‖₂",
+    "DistMult": "Σ h ∘ r ∘ t",
+    "ComplEx": "Re Σ h ∘ r ∘ conj(t)",
+    "RotatE": "-‖h ∘ r - t‖₂, |r| = 1",
+    "RotatE-DGLKE": "-Σ_k |h_k r_k - t_k| (DGL-KE)",
+    "RESCAL": "hᵀ M_r t",
+    "SimplE": "½ Σ (h_head ∘ r ∘ t_tail + t_head ∘ r⁻¹ ∘ h_tail)",
+}
+
+# what openbench evaluates (openbench.evaluation.sources.SOURCES), in detection order
+MODEL_SOURCES: Dict[str, str] = {
+    "embeddings": "entity and relation .npy arrays with a score function (--entity-embeddings, "
+                  "--relation-embeddings, --model)",
+    "pykeen": "a PyKEEN model folder (trained_model.pkl; --model-dir, --trust-pickle)",
+    "dglke": "a DGL-KE checkpoint (config.json, <dataset>_<model>_entity.npy; --model-dir, --dglke-data)",
+    "libkge": "a LibKGE checkpoint (checkpoint_best.pt; --model-dir, --libkge-data)",
+    "anyburl": "an AnyBURL/SAFRAN top-k prediction file (--predictions)",
+    "obl2021": "an OBL2021 submission, pred_top10 in a .npz (--submission)",
+}
+
+CANDIDATE_MODES = ("all", "typed")
+SHARDS = ("queries", "entities")
+COMPLEX_LAYOUTS = ("halves", "interleaved")
+TASKS = ("ranking",)
+
+
+def check_names(registry: str, names: Iterable[str], expected: Iterable[str]) -> None:
+    """Raise at import time when a registry and its catalog list differ."""
+    names, expected = list(names), list(expected)
+    if names != expected:
+        raise RuntimeError(f"the {registry} registry ({names}) differs from openbench.evaluation.catalog ({expected})")

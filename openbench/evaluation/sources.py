@@ -1,0 +1,271 @@
+"""Model sources: everything openbench evaluates, as one registry, and :func:`evaluate_model`.
+
+A source declares which options select it (:attr:`ModelSource.selects`), what it needs, and how
+it becomes an evaluator (:attr:`ModelSource.build`). Model folders are recognised by their
+files, in the order of :data:`SOURCES`. The command line, the demo and :mod:`openbench.compat`
+all go through :func:`evaluate_model`, so a source added here works everywhere at once.
+
+==========  =======================================================================
+source      selected by
+==========  =======================================================================
+embeddings  ``entity_embeddings``, ``relation_embeddings`` and ``model`` (a scorer)
+pykeen      ``model_dir`` holding ``trained_model.pkl`` (needs ``trust_pickle``)
+dglke       ``model_dir`` holding ``config.json`` and ``<dataset>_<model>_entity.npy``
+libkge      ``model_dir`` holding a ``checkpoint_*.pt``
+anyburl     ``predictions``: an AnyBURL/SAFRAN top-k file
+obl2021     ``submission``: an OBL2021 ``pred_top10`` ``.npz``
+==========  =======================================================================
+"""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from openbench.errors import InputError, UsageError
+from openbench.evaluation import catalog
+from openbench.evaluation.dataset import Dataset
+from openbench.evaluation.evaluator import DEFAULT_HITS_AT, EmbeddingEvaluator, Evaluator
+from openbench.layouts import SPLITS
+
+__all__ = ["ModelSpec", "EvaluationOptions", "ModelSource", "SOURCES", "select_source", "evaluate_model", "embedding_evaluator",
+           "build_evaluator"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelSpec:
+    """What the user gave as the model; exactly one source's options may be set."""
+
+    entity_embeddings: Optional[str] = None
+    relation_embeddings: Optional[str] = None
+    model: Optional[str] = None
+    complex_layout: str = "halves"
+    model_dir: Optional[str] = None
+    trust_pickle: bool = False
+    dglke_data: Optional[str] = None
+    dglke_compat: bool = False
+    libkge_data: Optional[str] = None
+    predictions: Optional[str] = None
+    submission: Optional[str] = None
+
+    def files(self) -> List[str]:
+        """Every path the spec names (the inputs an output may never replace)."""
+        paths = (self.entity_embeddings, self.relation_embeddings, self.model_dir, self.dglke_data,
+                 self.libkge_data, self.predictions, self.submission)
+        return [str(path) for path in paths if path]
+
+
+@dataclass
+class EvaluationOptions:
+    """The protocol and run settings of a ranking evaluation (recorded in the result)."""
+
+    filter_sets: Optional[Sequence[str]] = None  # None: train, valid and test
+    hits_at: Sequence[int] = DEFAULT_HITS_AT
+    lower_is_better: bool = False
+    exclude_query_entity: bool = False
+    candidates: str = "all"
+    device: str = "auto"
+    batch_size: Optional[int] = None
+    seed: int = 0
+    progress: bool = True
+    distributed: bool = False
+    shard: str = "queries"
+    filter_given: bool = field(default=False, repr=False)  # the user chose the filter sets explicitly
+
+    def evaluator_options(self) -> dict:
+        return dict(filter_sets=list(SPLITS if self.filter_sets is None else self.filter_sets),
+                    hits_at=list(self.hits_at), lower_is_better=self.lower_is_better,
+                    exclude_query_entity=self.exclude_query_entity, seed=self.seed, progress=self.progress,
+                    candidates=self.candidates)
+
+
+Builder = Callable[[Dataset, ModelSpec, EvaluationOptions], Evaluator]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """One kind of model input: how it is selected and how it becomes an evaluator."""
+
+    name: str
+    selects: Callable[[ModelSpec], bool]
+    build: Builder
+    scores_every_entity: bool = True  # False: truncated top-k lists
+    distributable: bool = False  # embedding scorers can run on several processes
+
+    @property
+    def description(self) -> str:
+        return catalog.MODEL_SOURCES[self.name]
+
+
+# ------------------------------------------------------------------------------------------
+# detection
+
+
+def _is_pykeen(folder: Path) -> bool:
+    from openbench.evaluation.pykeen_model import is_pykeen_directory
+
+    return is_pykeen_directory(folder)
+
+
+def _is_dglke(folder: Path) -> bool:
+    from openbench.evaluation.dglke import is_dglke_checkpoint
+
+    return is_dglke_checkpoint(folder)
+
+
+def _is_libkge(folder: Path) -> bool:
+    from openbench.evaluation.libkge import is_libkge_checkpoint
+
+    return is_libkge_checkpoint(folder)
+
+
+def _embedding_inputs(spec: ModelSpec) -> bool:
+    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model)
+
+
+def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
+    return lambda spec: bool(spec.model_dir) and kind(Path(spec.model_dir))
+
+
+# ------------------------------------------------------------------------------------------
+# builders
+
+
+def _build_embeddings(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench._io import load_npy
+    from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class
+
+    given = {"--entity-embeddings": spec.entity_embeddings, "--relation-embeddings": spec.relation_embeddings,
+             "--model": spec.model}
+    missing = [name for name, value in given.items() if not value]
+    if missing:
+        raise UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
+                         f"(missing: {', '.join(missing)})")
+    get_scorer_class(spec.model)
+    scorer = build_scorer(spec.model, load_npy(spec.entity_embeddings), load_npy(spec.relation_embeddings),
+                          dataset.num_entities, dataset.num_relations, complex_layout=spec.complex_layout,
+                          entity_path=spec.entity_embeddings, relation_path=spec.relation_embeddings)
+    params = {"complex_layout": spec.complex_layout} if scorer.complex_valued else {}
+    return embedding_evaluator(dataset, scorer, params, file_sha256(spec.entity_embeddings,
+                                                                     spec.relation_embeddings), options)
+
+
+def _build_pykeen(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench.evaluation.pykeen_model import pykeen_evaluator
+
+    return pykeen_evaluator(spec.model_dir, dataset, trust_pickle=spec.trust_pickle, device=options.device,
+                            **options.evaluator_options())
+
+
+def _build_dglke(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench.evaluation.dglke import PROJECTED, dglke_evaluator, load_dglke, read_config
+
+    if read_config(Path(spec.model_dir))["model_name"] in PROJECTED:
+        return dglke_evaluator(spec.model_dir, dataset, data_dir=spec.dglke_data, device=options.device,
+                               **options.evaluator_options())
+    scorer, description = load_dglke(spec.model_dir, dataset, spec.dglke_data, compat=spec.dglke_compat)
+    return embedding_evaluator(dataset, scorer, description["params"], description["source_sha256"], options)
+
+
+def _build_libkge(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench.evaluation.libkge import load_libkge
+
+    scorer, description = load_libkge(spec.model_dir, dataset, spec.libkge_data)
+    return embedding_evaluator(dataset, scorer, description["params"], description["source_sha256"], options)
+
+
+def _build_anyburl(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench.evaluation.topk import TopKEvaluator, read_safran_predictions
+
+    settings = options.evaluator_options()
+    settings.update(progress=False)
+    settings.pop("candidates")
+    settings.pop("lower_is_better")
+    settings.pop("exclude_query_entity")  # always on: SAFRAN never proposes the query entity
+    return TopKEvaluator(dataset, read_safran_predictions(spec.predictions, dataset), Path(spec.predictions),
+                         **settings)
+
+
+def _build_obl2021(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    from openbench.evaluation.topk import OBL2021Evaluator, read_obl2021_submission
+
+    if options.filter_given:
+        raise UsageError("OBL2021 submissions are filtered by the submitter; --filter does not apply")
+    return OBL2021Evaluator(dataset, read_obl2021_submission(spec.submission), Path(spec.submission),
+                            hits_at=list(options.hits_at), seed=options.seed, progress=False)
+
+
+def embedding_evaluator(dataset: Dataset, scorer, params: dict, source_sha256: Optional[str],
+                         options: EvaluationOptions) -> EmbeddingEvaluator:
+    settings = dict(model_params=params, source_sha256=source_sha256, **options.evaluator_options())
+    if not options.distributed:
+        return EmbeddingEvaluator(dataset, scorer, device=options.device, **settings)
+    from openbench.evaluation.device import resolve_device
+    from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, init_from_environment
+
+    init_from_environment()
+    device = resolve_device(options.device, local_rank=int(os.environ.get("LOCAL_RANK", 0)))
+    return DistributedEmbeddingEvaluator(dataset, scorer, shard=options.shard, device=device, **settings)
+
+
+SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
+    ModelSource("embeddings", _embedding_inputs, _build_embeddings, distributable=True),
+    ModelSource("pykeen", _folder(_is_pykeen), _build_pykeen),
+    ModelSource("dglke", _folder(_is_dglke), _build_dglke, distributable=True),
+    ModelSource("libkge", _folder(_is_libkge), _build_libkge, distributable=True),
+    ModelSource("anyburl", lambda spec: bool(spec.predictions), _build_anyburl, scores_every_entity=False),
+    ModelSource("obl2021", lambda spec: bool(spec.submission), _build_obl2021, scores_every_entity=False),
+)}
+catalog.check_names("model source", SOURCES, catalog.MODEL_SOURCES)
+
+
+def select_source(spec: ModelSpec) -> ModelSource:
+    """The one source the spec selects; none or several given is a usage error naming the choices."""
+    kinds = {"embeddings": _embedding_inputs(spec), "--model-dir": bool(spec.model_dir),
+             "--predictions": bool(spec.predictions), "--submission": bool(spec.submission)}
+    if sum(kinds.values()) > 1:
+        raise UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
+                         "--model-dir, --predictions or --submission")
+    if not any(kinds.values()):
+        raise UsageError("a model is needed: give --entity-embeddings, --relation-embeddings and --model "
+                         "(missing: --entity-embeddings, --relation-embeddings, --model), or --model-dir, "
+                         "--predictions or --submission")
+    for source in SOURCES.values():
+        if source.selects(spec):
+            return source
+    folders = "; ".join(f"{name}: {SOURCES[name].description}" for name in ("pykeen", "dglke", "libkge"))
+    raise InputError(f"not a model folder openbench reads (expected {folders})", spec.model_dir)
+
+
+def build_evaluator(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
+    """The evaluator of the spec's source over ``dataset``, with the options checked against it."""
+    source = select_source(spec)
+    if options.distributed and not source.distributable:
+        raise UsageError(f"--distributed evaluates embedding scorers (embeddings, DGL-KE and LibKGE checkpoints), "
+                         f"not a {source.name} model")
+    logger.info("evaluating a %s model", source.name)
+    return source.build(dataset, spec, options)
+
+
+def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[EvaluationOptions] = None) -> Optional[dict]:
+    """Evaluate the model ``spec`` names on ``dataset``; returns the result record.
+
+    In a distributed run every rank evaluates its share and only rank 0 returns the record (the
+    others return None); the process group is closed afterwards.
+    """
+    options = options or EvaluationOptions()
+    evaluator = build_evaluator(dataset, spec, options)
+    if not options.distributed:
+        return evaluator.evaluate(batch_size=options.batch_size)
+    import torch.distributed as dist
+
+    try:
+        result = evaluator.evaluate(batch_size=options.batch_size)
+    finally:
+        rank = dist.get_rank()
+        dist.destroy_process_group()
+    return result if rank == 0 else None

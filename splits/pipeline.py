@@ -1,0 +1,45 @@
+"""The split commands as library calls: read and check the graph files, split, write.
+
+``openbench split rand|time`` and the demo call these, so every caller gets the same checks: the
+nodes of every edge are listed, the output may not replace an input, repeats are removed and
+counted.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
+from openbench._io import check_output_folder
+from splits.random_split import random_split
+from splits.time_split import time_split
+
+__all__ = ["split_random", "split_time"]
+
+
+def _read_graph(edges_path, tn_path, nodes_path, sep: str):
+    positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
+    nodes = read_nodes(nodes_path, sep)
+    check_nodes_known(positives, nodes, edges_path)
+    check_nodes_known(true_negatives, nodes, tn_path)
+    return positives, true_negatives, nodes
+
+
+def split_random(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", **parameters) -> dict:
+    """Random split of a ``graph_files`` graph into ``output`` (see :func:`splits.random_split.random_split`
+    for the parameters); returns the split info."""
+    inputs: Sequence[Path] = [Path(edges_path), Path(tn_path), Path(nodes_path)]
+    check_output_folder(output, inputs)  # before reading: fail fast
+    positives, true_negatives, nodes = _read_graph(edges_path, tn_path, nodes_path, sep)
+    return random_split(positives, true_negatives, nodes, output, inputs=inputs, **parameters)
+
+
+def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output, *,
+               sep: str = "\t", **parameters) -> dict:
+    """Time-slice split of the graph at t against the one at t-1 (see
+    :func:`splits.time_split.time_split`); returns the split info."""
+    inputs = [Path(p) for p in (edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path)]
+    check_output_folder(output, inputs)
+    current = _read_graph(edges_path, tn_path, nodes_path, sep)
+    previous = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
+    return time_split(*current, *previous, output, inputs=inputs, **parameters)
