@@ -21,7 +21,7 @@ from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
 from graphgen.formats import EXPORT_FORMATS
 from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
 from graphgen.writers.tsv import graph_props, present_names, write_list
-from openbench._io import replace_folder
+from openbench._io import read_json, replace_folder
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -81,10 +81,9 @@ def read_graph_folder(path, sep: str = "\t") -> GraphTables:
     props_path = folder / "graph_props.json"
     props = {}
     if props_path.is_file():
-        try:
-            props = json.loads(props_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise InputError(f"not valid JSON ({error.msg})", props_path, error.lineno) from error
+        props = read_json(props_path, "graph properties JSON")
+        if not isinstance(props, dict):
+            raise InputError("expected a JSON object of graph properties", props_path)
     return GraphTables(tables[""][0], tables[""][1], tables["TN_"][0], tables["TN_"][1], props)
 
 

@@ -48,11 +48,14 @@ def read_nodes(path, sep: str = "\t") -> pl.DataFrame:
     return frame.unique("id", keep="first", maintain_order=True).with_columns(pl.col("id").cast(pl.Categorical))
 
 
-def check_nodes_known(edges: pl.DataFrame, nodes: pl.DataFrame, path) -> None:
-    """Every edge node must be listed in the nodes file; the error names the first edge line that fails."""
+def check_nodes_known(edges: pl.DataFrame, nodes: pl.DataFrame, path, nodes_path=None) -> None:
+    """Every edge node must be listed in the nodes file; the error names the first edge line that
+    fails (and the nodes file, when given)."""
     known = nodes.get_column("id").implode()
     missing = edges.select((~pl.col("id1").is_in(known) | ~pl.col("id2").is_in(known)).arg_true()).to_series()
     if len(missing):
         row = int(missing[0])
         node = edges["id1"][row] if edges["id1"][row] not in set(nodes["id"].to_list()) else edges["id2"][row]
-        raise InputError(f"node {node!r} is missing from the nodes file", Path(path), line_of_row(Path(path), row))
+        listing = f" {nodes_path}" if nodes_path is not None else ""
+        raise InputError(f"node {node!r} is missing from the nodes file{listing}", Path(path),
+                         line_of_row(Path(path), row))

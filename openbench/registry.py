@@ -23,7 +23,7 @@ import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional
 
 from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
 from openbench.errors import InputError, OpenbenchError

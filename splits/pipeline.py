@@ -20,8 +20,8 @@ __all__ = ["split_random", "split_time"]
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
     positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
     nodes = read_nodes(nodes_path, sep)
-    check_nodes_known(positives, nodes, edges_path)
-    check_nodes_known(true_negatives, nodes, tn_path)
+    check_nodes_known(positives, nodes, edges_path, nodes_path)
+    check_nodes_known(true_negatives, nodes, tn_path, nodes_path)
     return positives, true_negatives, nodes
 
 

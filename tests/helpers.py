@@ -92,3 +92,25 @@ def known_answers(triples: Sequence[Tuple[int, int, int]]):
 def integer_embeddings(seed: int, rows: int, dim: int, low: int = -3, high: int = 4) -> np.ndarray:
     """Integer-valued float32 embeddings: float32 arithmetic on them is exact, so ties are real."""
     return np.random.default_rng(seed).integers(low, high, size=(rows, dim)).astype(np.float32)
+
+
+def snapshot(path: pathlib.Path):
+    """Every file under ``path`` (or ``path`` itself) as {relative name: (sha256, mode)}; None when absent.
+    Two equal snapshots mean every byte and permission stayed as it was."""
+    import hashlib
+
+    path = pathlib.Path(path)
+    if not path.exists() and not path.is_symlink():
+        return None
+    if path.is_file():
+        return {".": (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mode)}
+    found = {}
+    for item in sorted(path.rglob("*")):
+        name = str(item.relative_to(path))
+        if item.is_symlink():
+            found[name] = ("link", str(item.readlink()))
+        elif item.is_file():
+            found[name] = (hashlib.sha256(item.read_bytes()).hexdigest(), item.stat().st_mode)
+        else:
+            found[name] = ("folder", item.stat().st_mode)
+    return found

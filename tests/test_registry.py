@@ -19,7 +19,8 @@ from openbench.registry import MARKER, DatasetError, get
 from openbench.evaluation.dataset import load_dataset, write_id_layout
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import build_scorer
-from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, write_samples
+from openbench.errors import InputError
+from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, snapshot, write_samples
 from tests.http_server import FileServer
 
 
@@ -218,3 +219,42 @@ def test_archives_that_escape_their_folder_or_hold_no_dataset_are_refused(tmp_pa
     with pytest.raises(DatasetError, match="does not hold a 'samples' dataset"):
         get("HQ_DIR", tmp_path / "b", mirror=server.base_url, progress=False)
     assert not (tmp_path / "b" / "HQ_DIR").exists()
+
+
+def test_force_keeps_the_verified_copy_until_the_new_one_is_verified(tmp_path, server):
+    folder = get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    sample = folder / "train_test_data" / "test_sample.csv"
+    sample.write_bytes(sample.read_bytes()[:-3] + b"XYZ")  # a same-size edit
+    with pytest.raises(DatasetError, match="changed since verification .*test_sample.csv"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    broken = bytearray(server.files["/HQ_DIR.zip"])
+    broken[len(broken) // 2] ^= 0xFF
+    server.files["/HQ_DIR.zip"] = bytes(broken)
+    before = snapshot(folder)
+    with pytest.raises(DatasetError):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, force=True, progress=False)
+    assert snapshot(folder) == before  # the old copy stays until a new one passes every check
+
+
+def test_a_folder_openbench_did_not_verify_is_never_deleted(tmp_path, server):
+    folder = tmp_path / "HQ_DIR"
+    folder.mkdir()
+    (folder / "my_notes.txt").write_text("mine")
+    with pytest.raises(Exception, match="openbench did not write"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, force=True, progress=False)
+    assert (folder / "my_notes.txt").read_text() == "mine"
+
+
+def test_bad_checksum_records_and_data_folders_are_clear_errors(tmp_path, server, monkeypatch):
+    (tmp_path / registry.PINS).write_text("{not json")
+    with pytest.raises(InputError, match=r"openbench-checksums\.json, line 1: not valid checksum record"):
+        get("HQ_DIR", tmp_path, mirror=server.base_url, progress=False)
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    monkeypatch.delenv(registry.ROOT_VARIABLE, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(blocker))
+    done = CliRunner().invoke(main, ["datasets", "get", "HQ_DIR", "--no-progress"])
+    assert done.exit_code == 1 and "the datasets folder cannot be created" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    done = CliRunner().invoke(main, ["leaderboard", "show"])
+    assert done.exit_code == 1 and "cannot be opened or created" in done.stderr

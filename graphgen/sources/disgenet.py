@@ -17,7 +17,7 @@ REMOTES = {
 def read_associations(path) -> pl.DataFrame:
     """gene (Entrez id), umls (CUI), score (GDA score 0–1, as text)."""
     return read_table(path, {"geneId": "gene", "diseaseId": "umls", "score": "score"},
-                      required=("gene", "umls"))
+                      required=("gene", "umls"), numeric=("score",))
 
 
 def read_do_mappings(path) -> pl.DataFrame:

@@ -33,13 +33,18 @@ def read_dump_tables(path, tables: Dict[str, Sequence[str]]) -> Dict[str, pl.Dat
     blocks: Dict[str, List[str]] = {}
     headers: Dict[str, List[str]] = {}
     current = None
-    for _, line in iter_raw_lines(path):
+    for number, line in iter_raw_lines(path):
         if current is not None:
             if line == "\\.":
                 current = None
+            elif line.count("\t") + 1 != len(headers[current]):
+                raise InputError(f"table {current}: expected {len(headers[current])} tab-separated columns as its COPY "
+                                 f"line names, found {line.count(chr(9)) + 1}", path, number)
             else:
                 blocks[current].append(line)
             continue
+        if "\0" in line:
+            raise InputError("a NUL byte: expected a text dump", path, number)
         if line.startswith("COPY "):
             name = line[5:].split(" ", 1)[0]
             if name in tables:

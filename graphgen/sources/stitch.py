@@ -29,7 +29,7 @@ def _stereo(column: str) -> pl.Expr:
 def read_links(path) -> pl.DataFrame:
     """protein (``9606.ENSP…``), drug (PubChem CID), score (combined score 0–1000)."""
     frame = read_table(path, {"chemical": "chemical", "protein": "protein", "combined_score": "score"},
-                       required=("chemical", "protein", "score"))
+                       required=("chemical", "protein", "score"), numeric=("score",))
     return frame.filter(_stereo("chemical")).select("protein", stitch_to_pubchem("chemical").alias("drug"), "score")
 
 
@@ -37,7 +37,7 @@ def read_action_edges(path) -> pl.DataFrame:
     """drug (PubChem CID), protein, score, edge_type (DRUG_<MODE>_GENE; binding with an activating or
     inhibiting action also gives DRUG_BINDACT_GENE / DRUG_BINDINH_GENE)."""
     frame = read_table(path, {"item_id_a": "a", "item_id_b": "b", "mode": "mode", "action": "action",
-                              "score": "score"}, required=("a", "b", "mode"))
+                              "score": "score"}, required=("a", "b", "mode"), numeric=("score",))
     drugs = frame.filter(_stereo("a"))
     by_mode = (drugs.filter(pl.col("mode").is_in(list(MODES)))
                .with_columns(pl.col("mode").replace_strict(MODES, default=None).alias("kind")))

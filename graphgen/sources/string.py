@@ -30,13 +30,14 @@ BINDING_ACTIONS = {"activation": "BINDACT", "inhibition": "BINDINH"}
 def read_links(path) -> pl.DataFrame:
     """protein1, protein2 (``9606.ENSP…``), score (combined score, 0–1000, as text)."""
     return read_table(path, {"protein1": "protein1", "protein2": "protein2", "combined_score": "score"},
-                      separator=" ", required=("protein1", "protein2", "score"))
+                      separator=" ", required=("protein1", "protein2", "score"), numeric=("score",))
 
 
 def read_actions(path) -> pl.DataFrame:
     """All columns of an actions file, as text."""
     columns = ("item_id_a", "item_id_b", "mode", "action", "is_directional", "a_is_acting", "score")
-    return read_table(path, {name: name for name in columns}, required=("item_id_a", "item_id_b", "mode"))
+    return read_table(path, {name: name for name in columns}, required=("item_id_a", "item_id_b", "mode"),
+                      numeric=("score",))
 
 
 def action_edges(actions: pl.DataFrame, prefix: str = "GENE", tail: str = "GENE",

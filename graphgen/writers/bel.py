@@ -100,6 +100,15 @@ def _memoised(cls: type) -> type:
     return _MEMO_CLASSES[cls]
 
 
+def bel_escaped(edges: pl.DataFrame) -> pl.DataFrame:
+    """The text columns with BEL's string escapes (``\\`` for a backslash, ``\"`` for a double
+    quote): PyBEL quotes identifiers and values but does not escape them, and a bare quote inside
+    one makes the file unreadable. PyBEL reads the escaped form back as written."""
+    escape = lambda column: (pl.col(column).cast(pl.String).fill_null("")  # noqa: E731
+                             .str.replace_all("\\", "\\\\", literal=True).str.replace_all('"', '\\"', literal=True))
+    return edges.with_columns([escape(column) for column in ("id1", "id2", "qscore", "source")])
+
+
 def citation(source: str) -> Tuple[str, str]:
     site = SOURCE_SITES.get(source)
     return ("url", site) if site else ("other", source or "unknown source")
@@ -235,6 +244,7 @@ def write_bel(edges: pl.DataFrame, folder: Path, name: str, negative: bool, work
     unknown = sorted(set(edges["edge_type"].unique().to_list()) - set(RELATIONS))
     if unknown:
         raise ValueError(f"no BEL relation for edge type(s) {', '.join(unknown)}")
+    edges = bel_escaped(edges)
     template = _template(name, edges, negative)
     curies = pl.concat([edges["id1"], edges["id2"]]).unique().sort().to_list()
     nodes = {curie: _node(curie) for curie in curies}

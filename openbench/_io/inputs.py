@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import codecs
 import gzip
-import io
 import json
 import zipfile
 import zlib
@@ -119,21 +118,22 @@ def iter_lines(path: PathLike, comment_prefixes: Sequence[str] = ()) -> Iterator
             yield number, line
 
 
-def read_bytes(path: PathLike) -> bytes:
-    """The whole (decompressed) content, a leading BOM removed."""
+def read_bytes(path: PathLike, keep_bom: bool = False) -> bytes:
+    """The whole (decompressed) content, a leading BOM removed unless ``keep_bom``."""
     path = Path(path)
     with open_binary(path) as handle:
         try:
             data = handle.read()
         except _ARCHIVE_ERRORS as error:
             raise InputError(_archive_problem(path, error), path) from None
-    return data[len(BOM):] if data.startswith(BOM) else data
+    return data[len(BOM):] if data.startswith(BOM) and not keep_bom else data
 
 
-def read_text(path: PathLike) -> str:
-    """The whole (decompressed) content as strictly decoded UTF-8 text, a leading BOM removed."""
+def read_text(path: PathLike, keep_bom: bool = False) -> str:
+    """The whole (decompressed) content as strictly decoded UTF-8 text, a leading BOM removed
+    (kept as U+FEFF with ``keep_bom``, where character offsets into the text must stay as written)."""
     path = Path(path)
-    data = read_bytes(path)
+    data = read_bytes(path, keep_bom)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -259,7 +259,7 @@ def _polars_source(path: Path):
 def read_table(path: PathLike, selection: Optional[Selection] = None, *, separator: str = "\t",
                header: bool = True, header_prefix: Optional[str] = None, width: Optional[int] = None,
                widths: Optional[Sequence[int]] = None, comment_prefixes: Sequence[str] = ("#",),
-               quote_char: Optional[str] = None, required: Sequence[str] = ()):
+               quote_char: Optional[str] = None, required: Sequence[str] = (), numeric: Sequence[str] = ()):
     """Selected columns of a delimited file as string columns named by ``selection``'s values.
 
     :param selection: {header name: new name} when ``header``, else {0-based position: new name};
@@ -270,6 +270,7 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
     :param widths: headerless files: every line has exactly as many fields as the first, and
         that number is one of these.
     :param required: new names of columns that must not be empty.
+    :param numeric: new names of columns whose non-empty values must be finite numbers (scores).
     :returns: a polars DataFrame of String columns; fully empty lines are dropped.
     """
     import polars as pl
@@ -320,6 +321,11 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
     result = frame.select([pl.col(columns[p]).alias(name) for p, name in zip(positions, selection.values())])
     if quote_char:
         result = result.with_columns(pl.all().str.strip_chars(quote_char))
+    nul = result.select(pl.any_horizontal([pl.col(c).str.contains("\x00", literal=True) for c in result.columns])
+                        .arg_true()).to_series()
+    if len(nul):
+        raise InputError("a NUL byte: expected text (is this a binary file?)", path,
+                         line_of_row(path, int(nul[0]), comments, skip))
     missing = result.select(pl.any_horizontal([pl.col(c).is_null() for c in required]).arg_true()).to_series() \
         if required else []
     if len(missing):
@@ -328,6 +334,13 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
         empty = [c for c in required if result[c][row] is None]
         raise InputError(f"column(s) {', '.join(empty)} empty or missing; expected a value", path,
                          line_of_row(path, row, comments, skip))
+    for name in numeric:
+        values = result.get_column(name).cast(pl.Float64, strict=False)
+        bad = (result.get_column(name).is_not_null() & (values.is_null() | ~values.is_finite())).arg_true()
+        if len(bad):
+            row = int(bad[0])
+            raise InputError(f"column {name} is {result[name][row]!r}; expected a finite number", path,
+                             line_of_row(path, row, comments, skip))
     return result
 
 

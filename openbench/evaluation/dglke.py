@@ -32,7 +32,6 @@ pessimistic ranks (``rank = 1 + #(negatives >= positive)``): compare ``metrics.*
 """
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
@@ -45,7 +44,8 @@ from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
 from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
-from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256, load_array
+from openbench._io import load_npy, read_json
+from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256
 
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
            "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
@@ -60,10 +60,9 @@ def is_dglke_checkpoint(folder: Path) -> bool:
 
 def read_config(folder: Path) -> dict:
     path = folder / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
-        raise InputError(f"unreadable DGL-KE config ({error})", path) from error
+    config = read_json(path, "DGL-KE config")
+    if not isinstance(config, dict):
+        raise InputError("expected a JSON object of DGL-KE's training arguments", path)
     missing = [key for key in ("model_name", "dataset", "hidden_dim", "gamma") if key not in config]
     if missing:
         raise InputError(f"config.json lacks {', '.join(missing)}; expected DGL-KE's saved training arguments", path)
@@ -102,7 +101,7 @@ def _reordered(folder: Path, config: dict, dataset: Dataset, data_dir) -> Tuple[
     """(arrays by kind in the dataset's order, their paths, the relation rows used) after shape checks."""
     model, name = config["model_name"], config["dataset"]
     paths = {kind: folder / f"{name}_{model}_{kind}.npy" for kind in ("entity", "relation")}
-    arrays = {kind: load_array(path) for kind, path in paths.items()}
+    arrays = {kind: load_npy(path) for kind, path in paths.items()}
     if model in ("RotatE", "ComplEx") and not config.get("double_ent"):
         raise InputError(f"DGL-KE {model} is trained with -de (double_ent: complex entities of 2 x hidden_dim); "
                          "config.json says double_ent is false", folder / "config.json")
@@ -230,7 +229,7 @@ def dglke_evaluator(folder, dataset: Dataset, data_dir=None, **options) -> Trans
     config = read_config(folder)
     arrays, paths, relation_rows = _reordered(folder, config, dataset, data_dir)
     projection_path = folder / f"{config['dataset']}_TransRprojection.npy"
-    projection = load_array(projection_path)
+    projection = load_npy(projection_path)
     entity_width, relation_width = _expected_widths(config)
     if projection.ndim != 2 or projection.shape[1] != entity_width * relation_width:
         raise InputError(f"expected (relations, {entity_width} x {relation_width}) projection matrices; found "

@@ -7,6 +7,7 @@ from typing import Tuple
 import torch
 
 SIDES = ("head", "tail")
+CPU = torch.device("cpu")
 
 
 @dataclass
@@ -28,7 +29,7 @@ class FilterIndex:
 
     @classmethod
     def build(cls, triples: torch.Tensor, num_relations: int, side: str,
-              device: torch.device = torch.device("cpu")) -> "FilterIndex":
+              device: torch.device = CPU) -> "FilterIndex":
         """Index ``triples`` (N, 3) int64 (h, r, t) for ``side``."""
         if side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, got {side!r}")
@@ -54,7 +55,7 @@ class FilterIndex:
         return cls(side=side, num_relations=num_relations, keys=keys, offsets=offsets, answers=answer)
 
     @classmethod
-    def empty(cls, num_relations: int, side: str, device: torch.device = torch.device("cpu")) -> "FilterIndex":
+    def empty(cls, num_relations: int, side: str, device: torch.device = CPU) -> "FilterIndex":
         return cls.build(torch.empty((0, 3), dtype=torch.long), num_relations, side, device)
 
     def lookup(self, batch: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

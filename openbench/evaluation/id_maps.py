@@ -42,6 +42,8 @@ def read_index_map(path, kind: str = "entity") -> pl.DataFrame:
     frame = read_table(path, {0: "index", 1: "label"}, header=False, widths=(2,), comment_prefixes=())
     if skip:
         frame = frame.slice(1)
+    if frame.height == 0:
+        raise InputError(f"the {kind} map is empty; expected one id<TAB>label line per {kind}", path)
     index = frame.get_column("index").cast(pl.Int64, strict=False)
     bad = (index.is_null() | (index < 0) | frame.get_column("label").is_null()).arg_true()
     if len(bad):

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from pathlib import Path
 from typing import Dict, Optional, Type
 
 import numpy as np
@@ -269,17 +268,6 @@ def get_scorer_class(name: str) -> Type[EmbeddingScorer]:
 
 # --------------------------------------------------------------------------------------------
 # loading arrays
-
-
-def load_array(path) -> np.ndarray:
-    """Load a ``.npy`` array with a clear error for a missing or unreadable file."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("embedding file does not exist", path)
-    try:
-        return np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as error:
-        raise InputError(f"not a readable .npy array ({error})", path) from error
 
 
 def file_sha256(*paths) -> str:

@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
+from openbench._io import load_npz, read_text
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
@@ -40,12 +41,12 @@ def read_safran_predictions(path, dataset: Dataset) -> Dict[Tuple[int, int, int]
     path = Path(path)
     entity_id = {label: i for i, label in enumerate(dataset.entity_labels)}
     relation_id = {label: i for i, label in enumerate(dataset.relation_labels)}
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read the prediction file ({error})", path) from error
+    lines = read_text(path).split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
+    if not lines:
+        raise InputError("the prediction file is empty; expected three lines per test triple (triple, Heads:, "
+                         "Tails:)", path)
     if len(lines) % 3:
         raise InputError(f"expected three lines per triple (triple, Heads:, Tails:), found {len(lines)} lines",
                          path, len(lines))
@@ -82,6 +83,9 @@ def _listing(line: str, prefix: str, entity_id: Dict[str, int], path: Path, numb
         confidences = np.array([float(value) for value in fields[1::2]], dtype=np.float64)
     except ValueError as error:
         raise InputError(f"expected numeric confidences ({error})", path, number) from None
+    if not np.isfinite(confidences).all():
+        bad = fields[1::2][int(np.flatnonzero(~np.isfinite(confidences))[0])]
+        raise InputError(f"confidence {bad!r} is not a finite number; expected finite confidences", path, number)
     return ids, confidences
 
 
@@ -172,13 +176,10 @@ class TopKEvaluator(Evaluator):
 def read_obl2021_submission(path) -> np.ndarray:
     """``pred_top10`` of an OBL2021 submission (``.npz``) as an int64 (2T, k) array."""
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if "pred_top10" not in archive:
-                raise InputError(f"expected an array named pred_top10, found {', '.join(archive.files) or 'none'}", path)
-            predictions = archive["pred_top10"]
-    except (OSError, ValueError) as error:
-        raise InputError(f"not a readable .npz file ({error})", path) from error
+    arrays = load_npz(path)
+    if "pred_top10" not in arrays:
+        raise InputError(f"expected an array named pred_top10, found {', '.join(arrays) or 'none'}", path)
+    predictions = arrays["pred_top10"]
     if predictions.ndim != 2 or not np.issubdtype(predictions.dtype, np.integer):
         raise InputError(f"expected a 2-d integer array (2T, 10), found {predictions.dtype} {predictions.shape}", path)
     return predictions.astype(np.int64)

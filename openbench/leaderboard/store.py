@@ -291,6 +291,10 @@ def submit_file(result_path, db=None, **fields) -> tuple:
     from openbench._io import read_json
 
     record = read_json(result_path, "result record")
+    try:
+        validate(record)  # before the store is opened: a refused record creates nothing
+    except LeaderboardError as error:
+        raise LeaderboardError(f"{result_path}: refused: {error}") from None
     board = open_leaderboard(db)
     try:
         row_id = board.submit(record, **fields)
@@ -317,10 +321,16 @@ def read_rows(db=None, **query) -> List[dict]:
 def open_leaderboard(path=None) -> Leaderboard:
     """Open (creating or migrating) the leaderboard at ``path``; foreign or damaged files are refused untouched."""
     path = Path(path) if path else default_path()
+    if path.is_dir():
+        raise LeaderboardError(f"{path}: a folder, not a leaderboard file; give --db a file name")
     if path.exists():
         _check_foreign(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    except (OSError, sqlite3.Error) as error:
+        raise LeaderboardError(f"{path}: the leaderboard cannot be opened or created there ({error}); give --db "
+                               "a writable place") from None
     connection.row_factory = sqlite3.Row
     try:
         connection.execute("PRAGMA busy_timeout = 60000")

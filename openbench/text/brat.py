@@ -37,6 +37,7 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequenc
 
 import numpy as np
 
+from openbench._io import read_text
 from openbench.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -88,8 +89,7 @@ def read_ann(path, text: Optional[str] = None) -> Document:
     document = Document(path)
     events: List[Tuple[str, str, List[Tuple[str, str]], int]] = []
     raw_relations: List[Tuple[str, str, str, str, int]] = []
-    with open(path, encoding="utf-8") as handle:
-        content = handle.read()
+    content = read_text(path)  # strict UTF-8 (a BOM accepted): errors name the line
     for number, raw in enumerate(content.splitlines(), start=1):
         line = raw.rstrip("\r")
         if not line.strip():
@@ -134,10 +134,15 @@ def read_ann(path, text: Optional[str] = None) -> Document:
     return document
 
 
+def _is_offset(text: str) -> bool:
+    """ASCII digits only: ``str.isdigit`` also takes superscripts such as '²', which int() refuses."""
+    return text.isascii() and text.isdigit()
+
+
 def _entity(identifier: str, rest: str, path: Path, number: int) -> Entity:
     annotation, tab, covered = rest.partition("\t")
     parts = annotation.split(" ")
-    if tab and len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit() and int(parts[1]) <= int(parts[2]):
+    if tab and len(parts) == 3 and _is_offset(parts[1]) and _is_offset(parts[2]) and int(parts[1]) <= int(parts[2]):
         return Entity(identifier, parts[0], ((int(parts[1]), int(parts[2])),), covered.rstrip("\t"), number)
     parts = annotation.split(" ", 1)
     if not tab or len(parts) != 2:
@@ -146,7 +151,7 @@ def _entity(identifier: str, rest: str, path: Path, number: int) -> Entity:
     spans = []
     for fragment in parts[1].split(";"):
         bounds = fragment.split()
-        if len(bounds) != 2 or not (bounds[0].isdigit() and bounds[1].isdigit()) or int(bounds[0]) > int(bounds[1]):
+        if len(bounds) != 2 or not (_is_offset(bounds[0]) and _is_offset(bounds[1])) or int(bounds[0]) > int(bounds[1]):
             raise InputError(f"span {fragment!r}: expected '<start> <end>' with start <= end", path, number)
         spans.append((int(bounds[0]), int(bounds[1])))
     return Entity(identifier, parts[0], tuple(spans), covered.rstrip("\t"), number)
@@ -181,8 +186,7 @@ def read_folder(folder) -> Dict[str, Document]:
     for key, path, text_path in sorted(found):
         text = None
         if text_path is not None:
-            with open(text_path, encoding="utf-8") as handle:
-                text = handle.read()
+            text = read_text(text_path, keep_bom=True)  # offsets count code points as brat reads them
         documents[key] = read_ann(path, text)
     return documents
 

@@ -153,3 +153,22 @@ def test_no_test_triples_is_an_error(tmp_path):
     write_samples(tmp_path, dict(SPLITS, test=[]))
     with pytest.raises(InputError, match=r"test_sample\.csv: no test triples to evaluate"):
         load_dataset(tmp_path)
+
+
+def test_repeated_test_rows_count_once_with_a_warning(tmp_path):
+    splits = dict(SPLITS, test=SPLITS["test"] + [SPLITS["test"][0]] * 2)
+    dataset = load_dataset(write_samples(tmp_path, splits))
+    assert dataset.counts()["test"] == len(SPLITS["test"])
+    assert any("removed 2 repeated test triple(s) of test_sample.csv" in warning for warning in dataset.warnings)
+    again = load_dataset(write_samples(tmp_path / "once", SPLITS))
+    assert dataset.fingerprint == again.fingerprint  # the canonical form holds each triple once
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_label(tmp_path):
+    folder = write_samples(tmp_path, SPLITS)
+    for name in SAMPLE_NAMES.values():
+        path = folder / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    dataset = load_dataset(folder)
+    assert dataset.fingerprint == load_dataset(write_samples(tmp_path / "plain", SPLITS)).fingerprint
+    assert not any(label.startswith("\ufeff") for label in dataset.entity_labels)

@@ -75,7 +75,7 @@ def test_summarize_sides_relations_and_macro_against_loops():
     assert set(per_relation) == {"A", "B", "C"}  # D has no queries
     for relation, label in enumerate(labels[:3]):
         idx = [i for i, r in enumerate(relations.tolist()) if r == relation]
-        pick = lambda data: tuple([column[i] for i in idx] for column in data)  # noqa: E731
+        pick = lambda data, idx=idx: tuple([column[i] for i in idx] for column in data)  # noqa: E731
         rel_both = tuple(h + t for h, t in zip(pick(head), pick(tail)))
         expected = _slow_metrics(*rel_both, 3)
         assert per_relation[label]["both"]["realistic"]["mrr"] == pytest.approx(expected["mrr"], abs=1e-12)

@@ -116,9 +116,9 @@ def test_shape_errors_name_file_and_expectation():
 
 
 def test_array_loading_errors(tmp_path):
-    from openbench.evaluation.scorers import load_array
+    from openbench._io import load_npy as load_array
 
-    with pytest.raises(InputError, match=r"missing\.npy: embedding file does not exist"):
+    with pytest.raises(InputError, match=r"missing\.npy: file does not exist"):
         load_array(tmp_path / "missing.npy")
     np.save(tmp_path / "words.npy", np.array(["a", "b"]))
     with pytest.raises(InputError, match=r"words\.npy: expected a numeric array, found dtype <U1"):

@@ -201,3 +201,30 @@ def test_parquet_export_holds_the_same_tables(sample_graph, tmp_path):
     assert pl.read_parquet(out / "edges.parquet").equals(tables.edges)
     assert pl.read_parquet(out / "TN_nodes.parquet").equals(tables.tn_nodes)
     assert (out / "edges_list.csv").read_text() == (sample_graph / "edges_list.csv").read_text()
+
+
+def test_bel_escapes_quotes_and_backslashes_so_pybel_reads_every_file(tmp_path):
+    """Values holding ", \\, ; and non-ASCII text are written with BEL's escapes; PyBEL reads the
+    files back without an error or a warning, and unescaping gives the values back."""
+    pybel = pytest.importorskip("pybel")
+    from graphgen.writers.bel import write_bel
+
+    edges = pl.DataFrame({"id1": ['NCBIGENE:1"a', "NCBIGENE:2\\b", "NCBIGENE:3;c", "NCBIGENE:4é"],
+                          "edge_type": ["GENE_GENE"] * 4,
+                          "id2": ["NCBIGENE:5", "NCBIGENE:6", "NCBIGENE:7", "NCBIGENE:8"],
+                          "qscore": ['9"00', "1\\2", "3;4", "5"], "source": ['ST"RING', "S\\T", "S;T", "Sé"]})
+    write_bel(edges, tmp_path, "positive", negative=False, workers=1)
+    script = tmp_path / "positive.bel"
+    with gzip.open(tmp_path / "positive.bel.gz", "rb") as source, open(script, "wb") as target:
+        shutil.copyfileobj(source, target)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = pybel.from_bel_script(str(script))
+        linked = pybel.from_nodelink_gz(str(tmp_path / "positive.bel.nodelink.json.gz"))
+    assert graph.warnings == [] and linked.number_of_edges() == 4
+    unescape = lambda text: text.replace('\\"', '"').replace("\\\\", "\\")  # noqa: E731
+    names = {unescape(node.name) for node in graph.nodes() if node.namespace == "NCBIGENE"}
+    assert {'1"a', "2\\b", "3;c", "4é"} <= names
+    scores = {unescape(data["annotations"]["QualityScore"][0]["identifier"]) for _, _, data in graph.edges(data=True)}
+    sources = {unescape(data["annotations"]["SourceDatabase"][0]["identifier"]) for _, _, data in graph.edges(data=True)}
+    assert scores == {'9"00', "1\\2", "3;4", "5"} and sources == {'ST"RING', "S\\T", "S;T", "Sé"}

@@ -170,3 +170,27 @@ def test_fraction_options_are_checked(graph, tmp_path):
     with pytest.raises(InputError, match="--crossval needs 0 < --val < 1"):
         random_split(positives, tn, nodes, tmp_path / "x", val=0, crossval=True)
     assert not (tmp_path / "x").exists()
+
+
+def test_repeated_input_edges_count_once(graph, tmp_path):
+    positives, tn, nodes = graph
+    doubled = pl.concat([positives, positives.head(10)])
+    once = random_split(positives, tn, nodes, tmp_path / "once", seed=3)
+    twice = random_split(doubled, pl.concat([tn, tn]), nodes, tmp_path / "twice", seed=3)
+    assert twice["input"]["repeated_positives"] == 10 and twice["input"]["repeated_true_negatives"] == tn.height
+    assert once["input"]["negatives_sampled"] == twice["input"]["negatives_sampled"]  # not doubled
+    for name in ("train_sample.csv", "negative_train_sample.csv", "test_sample.csv"):
+        assert (tmp_path / "once" / name).read_bytes() == (tmp_path / "twice" / name).read_bytes()
+
+
+def test_an_empty_graph_is_refused_naming_the_edge_file(tmp_path):
+    from splits.pipeline import split_random
+
+    graph = tmp_path / "graph"
+    graph.mkdir()
+    for name in ("edges.csv", "TN_edges.csv"):
+        (graph / name).write_text("")
+    (graph / "nodes.csv").write_text("NCBIGENE:1\tGENE\n")
+    with pytest.raises(InputError, match=r"edges\.csv: the graph has no positive edges: nothing to split"):
+        split_random(graph / "edges.csv", graph / "TN_edges.csv", graph / "nodes.csv", tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -11,6 +11,7 @@ from openbench.errors import InputError
 from openbench.text.disease_ranking.knowledge_base import KnowledgeBase, Ontology, ranked_entries, read_hpoa, read_obo
 from openbench.text.disease_ranking.test_sets import Case, TestSet
 from openbench.text.disease_ranking.runs import case_rank_from_entries, evaluate_cache, run_methods
+from tests.helpers import snapshot
 from openbench.text.disease_ranking.cache import cache_path_for, error_path_for, load_cache
 from tests.helpers import fixture
 
@@ -167,3 +168,32 @@ def test_ontology_errors(tmp_path):
         KnowledgeBase.from_files(annotations="x.hpoa")
     with pytest.raises(InputError, match="unknown method"):
         KnowledgeBase.build(Ontology({"R": []}, {}, {}), {}, {"d": ["R"]}).scores("magic", [0])
+
+
+def test_rank_eval_reads_only_and_reports_corrupt_cases(tmp_path, toy):
+    cache = tmp_path / "cache"
+    run_methods(_cases(), toy, ["set_jaccard"], cache, top_n=1, progress=False)
+    (cache / "case_0001.json").write_text('{"results": ')
+    before = snapshot(cache)
+    done = CliRunner().invoke(main, ["text", "rank-eval", "--cache-dir", str(cache), "--format", "json"])
+    assert done.exit_code == 1 and "case_0001.json" in done.stderr and "left as it is" in done.stderr
+    assert json.loads(done.stdout)["set_jaccard"]["corrupt"] == 1
+    assert snapshot(cache) == before  # nothing renamed, moved, locked or written
+    assert CliRunner().invoke(main, ["text", "rank-eval", "--cache-dir", str(cache), "--skip-corrupt"]).exit_code == 0
+    assert snapshot(cache) == before
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "..", "."])
+def test_rank_diseases_refuses_dataset_names_that_leave_the_cache_root(tmp_path, name):
+    test_set = tmp_path / "tiny.json"
+    test_set.write_text(json.dumps([[["HP:1"], ["OMIM:1"]]]))
+    done = CliRunner().invoke(main, ["text", "rank-diseases", "--test-set", str(test_set), "--dataset", name,
+                                     "--cache-root", str(tmp_path / "root")])
+    assert done.exit_code == 2 and "expected a plain folder name" in done.stderr
+    assert not (tmp_path / "root").exists() and not (tmp_path.parent / "escape").exists()
+
+
+def test_the_cache_keeps_one_lock_file_not_one_per_case(tmp_path, toy):
+    cache = tmp_path / "cache"
+    run_methods(_cases(), toy, ["set_jaccard", "semantic"], cache, top_n=1, progress=False)
+    assert sorted(p.name for p in cache.iterdir() if "lock" in p.name) == [".cache.lock"]

@@ -165,3 +165,10 @@ def test_real_baselines_against_their_gold(tmp_path, dataset, model):
     truth_only = {("acl", "grobid"): 23, ("acl", "scienceParse"): 72, ("acl", "scienceParse-highP"): 457,
                   ("dblp", "grobid"): 18, ("dblp", "scienceParse"): 752, ("dblp", "scienceParse-highP"): 834}
     assert title.counts["truth_only"] == truth_only[(dataset, model)] and title.counts["prediction_only"] == 0
+
+
+def test_a_byte_order_mark_does_not_join_the_first_paper_id(tmp_path):
+    plain = _scores(tmp_path / "plain", "p1\tA\np2\tB\n", "p1\tA\np2\tC\n")
+    pred, gold = _folders(tmp_path / "bom", "\ufeffp1\tA\np2\tB\n", "\ufeffp1\tA\np2\tC\n")
+    (result,) = metaeval.evaluate(pred, gold, "set")
+    assert (result.precision, result.recall) == plain == (0.5, 0.5)

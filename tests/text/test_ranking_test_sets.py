@@ -43,7 +43,7 @@ def test_small_files_and_bad_input(tmp_path):
     (case,) = load_mme(path).cases
     assert case.hpo_terms == ["HP:2"] and case.negated_terms == ["HP:1"] and case.ground_truth == ["OMIM:7"]
     path.write_text("[[\"HP:1\"], ")
-    with pytest.raises(InputError, match="not valid JSON"):
+    with pytest.raises(InputError, match="not valid test-set JSON"):
         load_test_set(path)
     path.write_text(json.dumps([["HP:1", "OMIM:1"]]))
     with pytest.raises(InputError, match=r"case 0: expected \[\[hpo ids\], \[disease ids\]\]"):

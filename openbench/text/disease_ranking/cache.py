@@ -91,7 +91,7 @@ def _read(cache_file: Path) -> Optional[dict]:
         if not isinstance(data, dict) or not isinstance(data.get("results", {}), dict):
             raise ValueError("not a case object")
         return data
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
         aside = cache_file.with_name(cache_file.name + ".corrupt")
         number = 1
         while aside.with_name(f"{aside.name}-{number}").exists():

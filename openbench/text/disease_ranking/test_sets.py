@@ -49,12 +49,9 @@ def _unique(values) -> List[str]:
 
 
 def _load_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read the test set ({error})", path) from error
-    except json.JSONDecodeError as error:
-        raise InputError(f"not valid JSON ({error.msg})", path, error.lineno) from error
+    from openbench._io import read_json
+
+    return read_json(path, "test-set JSON")
 
 
 def load_phenobrain(path) -> TestSet:
