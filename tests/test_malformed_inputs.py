@@ -177,6 +177,12 @@ def world(tmp_path_factory) -> Dict[str, Path]:
     run("split", "rand", "--edges", str(files / "edges.csv"), "--tn-edges", str(files / "TN_edges.csv"),
         "--nodes", str(files / "ALL_nodes.csv"), "--output", str(root / "split"), "--test-frac", "0.1")
     run("export-kgid", "--dataset", str(root / "split"), "--output", str(root / "kgid"))
+    older = root / "graph_tmo"  # the graph at t-1: every 8th edge and every 5th true negative not there yet
+    older.mkdir()
+    for name, step in (("edges.csv", 8), ("TN_edges.csv", 5)):
+        lines = (files / name).read_text().splitlines(keepends=True)
+        (older / name).write_text("".join(line for i, line in enumerate(lines) if i % step))
+    shutil.copy(files / "ALL_nodes.csv", older / "ALL_nodes.csv")
     from openbench.evaluation.dataset import load_dataset
 
     dataset = load_dataset(root / "split")
@@ -238,6 +244,13 @@ def _split_args(world: Path, out: Path) -> List[str]:
             "--nodes", str(graph / "ALL_nodes.csv"), "--output", str(out), "--test-frac", "0.1"]
 
 
+def _time_split_args(world: Path, out: Path) -> List[str]:
+    now, before = world / "graph" / "graph_files", world / "graph_tmo"
+    return ["split", "time", "--edges", str(now / "edges.csv"), "--tn-edges", str(now / "TN_edges.csv"),
+            "--nodes", str(now / "ALL_nodes.csv"), "--tmo-edges", str(before / "edges.csv"), "--tmo-tn-edges",
+            str(before / "TN_edges.csv"), "--tmo-nodes", str(before / "ALL_nodes.csv"), "--output", str(out)]
+
+
 def _evaluate_args(world: Path, out: Path, dataset: str = "split") -> List[str]:
     return ["evaluate", "--dataset", str(world / dataset), "--model", "DistMult", "--entity-embeddings",
             str(world / "entities.npy"), "--relation-embeddings", str(world / "relations.npy"), "--no-progress",
@@ -262,6 +275,11 @@ def _cases() -> List[Case]:
         add("split", f"graph/graph_files/{name}", TEXT_ACCEPTED, _split_args, "previous_split", accepted=True)
     add("split", "graph/graph_files/edges.csv", [lambda d: d.replace(b"GENE_GENE", b"GENE_FOO", 1)], _split_args,
         "previous_split")
+    # split time: the graph at t-1 (the graph at t is read as for split rand)
+    for name in ("edges.csv", "TN_edges.csv", "ALL_nodes.csv"):
+        errors = [d for d in TEXT_ERRORS if not (name != "edges.csv" and d is empty)]
+        add("split time", f"graph_tmo/{name}", errors, _time_split_args, "previous_split")
+        add("split time", f"graph_tmo/{name}", [with_crlf], _time_split_args, "previous_split", accepted=True)
     # evaluate: the split files, the embeddings, the maps, predictions, submissions
     for name in ("train_sample.csv", "test_sample.csv"):
         add("evaluate", f"split/{name}", TEXT_ERRORS, _evaluate_args, "previous_result.json")
@@ -385,6 +403,26 @@ def test_malformed_input(world, case, tmp_path):
 
 def test_the_corpus_covers_every_command():
     commands = {case.command for case in CASES}
-    assert commands >= {"split", "evaluate", "export-kgid", "train", "export", "generate", "leaderboard submit",
+    assert commands >= {"split", "split time", "evaluate", "export-kgid", "train", "export", "generate", "leaderboard submit",
                         "metaeval", "brat", "rank-diseases", "rank-eval"}
     assert len(CASES) >= 150
+
+
+BAD_OPTIONS = [
+    (["split", "rand", "--neg-ratio", "-1"], "--neg-ratio"), (["split", "rand", "--neg-ratio", "nan"], "--neg-ratio"),
+    (["split", "rand", "--test-frac", "1.5"], "--test-frac"), (["split", "rand", "--val", "inf"], "--val"),
+    (["split", "time", "--val", "-0.1"], "--val"), (["train", "--lr", "nan"], "--lr"), (["train", "--lr", "-1"], "--lr"),
+    (["train", "--epochs", "0"], "--epochs"), (["evaluate", "--batch-size", "0"], "--batch-size"),
+    (["evaluate", "--dataset", "d", "--hits-at", "0"], "--hits-at"),
+    (["evaluate", "--dataset", "d", "--filter", "dev"], "--filter"),
+    (["evaluate", "--model", "TransQ"], "--model"), (["generate", "--output-format", "DOCX"], "--output-format"),
+    (["text", "rank-diseases", "--top-n", "0"], "--top-n"), (["leaderboard", "show", "--side", "left"], "--side"),
+]
+
+
+@pytest.mark.parametrize("args,option", BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
+def test_bad_option_values_are_usage_errors(world, args, option):
+    """Ranges are checked by the option types, before any file is read: exit 2, the option named."""
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 2, done.output
+    assert option in done.stderr and "Traceback" not in done.output
