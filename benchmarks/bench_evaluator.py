@@ -139,7 +139,7 @@ def overhead(folder: Path, model: str, device: str) -> tuple:
                 queries = evaluator.scorer.query_vectors(batch, side)
                 for first in range(0, dataset.num_entities, width):
                     last = min(first + width, dataset.num_entities)
-                    evaluator.scorer.score_chunk(queries, side, first, last, out=evaluator._block(len(batch), last - first))
+                    evaluator.scorer.score_chunk(queries, side, first, last, out=evaluator.scratch_block(len(batch), last - first))
         if evaluator.device.type == "cuda":
             torch.cuda.synchronize()
 
@@ -177,12 +177,12 @@ def main() -> None:
         print(f"generated {sizes} in {time.perf_counter() - started:.1f} s under {folder}")
     failures = []
     for model in MODELS:
-        output = folder / f"result-{model}.json"
+        output = folder.parent / f"result-{model}.json"  # beside the dataset, not inside it
         ours_seconds, ours_gb, _ = run_child(openbench_command(folder, model, args.device, output))
         result = json.loads(output.read_text())
         ours_mrr = result["metrics"]["both"]["realistic"]["mrr"]
         evaluation, scores = overhead(folder, model, args.device)
-        print(f"\n{model}: openbench evaluate command {ours_seconds:.2f} s (evaluation {result['seconds']:.2f} s on "
+        print(f"\n{model}: openbench evaluate command {ours_seconds:.2f} s (evaluation {result.get('timing', result).get('seconds'):.2f} s on "
               f"{result['device']}), peak memory {ours_gb:.2f} GB, realistic MRR {ours_mrr:.8f}")
         print(f"{model}: in process, warm: evaluation {evaluation:.3f} s vs score rows alone {scores:.3f} s: "
               f"ratio {evaluation / scores:.2f} (target <= {TARGET_OVERHEAD})")

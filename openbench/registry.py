@@ -28,6 +28,7 @@ from typing import Dict, Optional
 from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
 from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
+from openbench.record import Protocol
 
 logger = logging.getLogger(__name__)
 
@@ -37,11 +38,10 @@ ROOT_VARIABLE = "OPENBENCH_DATA_DIR"
 MIRROR_VARIABLE = "OPENBENCH_DATASET_MIRROR"
 
 # the protocol of OpenBioLink's own evaluation, and of its leaderboard (filtered, all entities)
-OBL2020_PROTOCOL = {"filter_sets": ["train", "valid", "test"], "candidates": "all", "sides": ["head", "tail"],
-                    "headline_rank_type": "realistic", "exclude_query_entity": False, "evaluation_split": "test"}
-OBL2021_PROTOCOL = {"filter_sets": ["train", "valid", "test"], "candidates": "all", "sides": ["head", "tail"],
-                    "evaluation_split": "test", "top_k": 10, "metrics": ["hits@10", "mrr@10"],
-                    "ranking": "submitted top-10 lists (pred_top10), filtered by the submitter"}
+OBL2020_PROTOCOL = Protocol(filter_sets=["train", "valid", "test"], hits_at=[1, 3, 10])
+OBL2021_PROTOCOL = Protocol(filter_sets=["train", "valid", "test"], hits_at=[10],
+                            extra={"top_k": 10, "metrics": ["hits@10", "mrr@10"],
+                                   "ranking": "submitted top-10 lists (pred_top10), filtered by the submitter"})
 OBL2020_LICENSE = ("see Zenodo record 3834052; the graph is derived from sources under their own licenses "
                    "(OpenBioLink README, source license table): check them before redistributing")
 
@@ -58,7 +58,7 @@ class RegisteredDataset:
     description: str
     counts: Dict[str, dict]
     license: str
-    protocol: dict
+    protocol: Protocol
     md5: Optional[str] = None
     size: Optional[int] = None
     notes: str = ""

@@ -40,6 +40,7 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
     :func:`splits.time_split.time_split`); returns the split info."""
     inputs = [Path(p) for p in (edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path)]
     check_output_folder(output, inputs)
-    current = _read_graph(edges_path, tn_path, nodes_path, sep)
-    previous = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
-    return time_split(*current, *previous, output, inputs=inputs, **parameters)
+    positives, true_negatives, nodes = _read_graph(edges_path, tn_path, nodes_path, sep)
+    tmo_positives, tmo_true_negatives, tmo_nodes = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
+    return time_split(positives, true_negatives, nodes, tmo_positives, tmo_true_negatives, tmo_nodes, output,
+                      inputs=inputs, **parameters)

@@ -121,3 +121,12 @@ def test_the_graph_is_read_as_expected():
     assert "graphgen.graph_files" in graph["graphgen.export"]
     assert "openbench.evaluation._triton" in graph["openbench.evaluation.kernels"]
     assert layer_of("openbench.evaluation.scorers") == 3 and layer_of("openbench._io.outputs") == 0
+
+
+def test_tests_share_code_through_bases_not_through_each_other():
+    offenders = []
+    for path in (PROJECT_ROOT / "tests").rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests.") and ".test_" in node.module:
+                offenders.append(f"{path.relative_to(PROJECT_ROOT)} imports {node.module}")
+    assert not offenders, offenders

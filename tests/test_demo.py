@@ -53,7 +53,7 @@ def test_same_seed_gives_byte_identical_files(demo_runs):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
     records = [json.loads((out / "result.json").read_text()) for out in (first, second)]
     for record in records:
-        record.pop("seconds")
+        record.pop("timing")
         record["dataset"].pop("path")
     assert records[0] == records[1]
 

@@ -326,8 +326,8 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
     if len(nul):
         raise InputError("a NUL byte: expected text (is this a binary file?)", path,
                          line_of_row(path, int(nul[0]), comments, skip))
-    missing = result.select(pl.any_horizontal([pl.col(c).is_null() for c in required]).arg_true()).to_series() \
-        if required else []
+    missing = (result.select(pl.any_horizontal([pl.col(c).is_null() for c in required]).arg_true()).to_series()
+               if required else pl.Series(dtype=pl.UInt32))
     if len(missing):
         scan()
         row = int(missing[0])

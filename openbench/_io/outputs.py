@@ -39,7 +39,7 @@ from openbench.errors import OpenbenchError
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MARKER", "OutputRefused", "replace_folder", "check_output_folder", "check_output_file", "atomic_path",
            "write_text_atomic", "write_json", "write_marker", "is_openbench_folder", "clean_leftovers",
@@ -239,7 +239,9 @@ def _within(inner: Path, outer: Path) -> bool:
     return inner == outer or outer in inner.parents
 
 
-def _check_against_inputs(target: Path, inputs: Iterable[Optional[PathLike]]) -> None:
+def _check_against_inputs(target: Path, inputs: Iterable[Optional[PathLike]], folder: bool = True) -> None:
+    """``target`` is none of the inputs; a folder output also holds none and lies in no input
+    folder (a new file inside an input folder changes none of its files)."""
     resolved = _resolved(target)
     for given in inputs:
         if given is None or str(given) == "":
@@ -247,6 +249,8 @@ def _check_against_inputs(target: Path, inputs: Iterable[Optional[PathLike]]) ->
         source = _resolved(given)
         if source == resolved:
             raise OutputRefused(target, f"it is an input of this command ({given})")
+        if not folder:
+            continue
         if _within(source, resolved):
             raise OutputRefused(target, f"it holds an input of this command ({given})")
         if Path(given).is_dir() and _within(resolved, source):
@@ -296,7 +300,7 @@ def check_output_file(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
     path = Path(path)
     if path.is_dir():
         raise OutputRefused(path, "it is a folder; give a file name")
-    _check_against_inputs(path, inputs)
+    _check_against_inputs(path, inputs, folder=False)
     if path.exists() and not path.is_file():
         raise OutputRefused(path, "it is not a regular file")
     if recognise is not None and path.is_file() and path.stat().st_size and not recognise(path):
@@ -527,7 +531,7 @@ class SequentialWriter:
         self._direct_flag = 0
 
     def _write_all(self, array: np.ndarray) -> None:
-        view = memoryview(array)
+        view = memoryview(array)  # type: ignore[arg-type]  # numpy arrays are buffers
         while len(view):
             try:
                 written = os.write(self._fd, view)

@@ -33,7 +33,6 @@ pessimistic ranks (``rank = 1 + #(negatives >= positive)``): compare ``metrics.*
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -203,6 +202,7 @@ class TransREvaluator(Evaluator):
         return self._projected[1]
 
     def score_batch(self, batch: torch.Tensor):
+        """(head scores, tail scores), each (B, E), for ``batch`` (B, 3)."""
         heads = torch.empty((batch.shape[0], self.num_entities), dtype=self.entities.dtype, device=self.device)
         tails = torch.empty_like(heads)
         for relation in torch.unique(batch[:, 1]).tolist():
@@ -215,12 +215,10 @@ class TransREvaluator(Evaluator):
             heads[rows] = -torch.cdist(head_queries, projected, p=1.0)
         return heads, tails
 
-    def evaluate(self, batch_size=None) -> dict:
-        started = time.perf_counter()
-        triples = self.dataset.triples[self.evaluation_split].to(self.device)
-        triples = triples[torch.argsort(triples[:, 1], stable=True)]  # one projection per relation
-        counts = self._evaluate_triples(triples, batch_size)
-        return self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+    def evaluation_triples(self) -> torch.Tensor:
+        """(T, 3) the evaluation triples grouped by relation: one projection per relation and side."""
+        triples = super().evaluation_triples()
+        return triples[torch.argsort(triples[:, 1], stable=True)]
 
 
 def dglke_evaluator(folder, dataset: Dataset, data_dir=None, **options) -> TransREvaluator:

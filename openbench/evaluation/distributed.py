@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import datetime
 import os
-import time
-from typing import Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
 from openbench.errors import InputError
 from openbench.evaluation import catalog
-from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter, _true_ids
-from openbench.evaluation.ranking import RankCounts, count_block
+from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter
+from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts, count_block, true_ids_of
+from openbench.record import Protocol
 
 SHARDS = catalog.SHARDS
 DEFAULT_TIMEOUT_S = 600
@@ -50,8 +50,36 @@ def entity_range(num_entities: int, rank: int, world: int) -> Tuple[int, int]:
     return start, start + base + (1 if rank < extra else 0)
 
 
+# How RankCounts combine across ranks, per shard mode, declared once (as torchmetrics states declare
+# their ``dist_reduce_fx``): query shards hold disjoint queries, whose counts concatenate in rank
+# order; entity shards hold disjoint candidates of the same queries, whose better/tied counts add
+# (the candidate count is computed from the global filter on every rank, so it is the same).
+REDUCTIONS: Dict[str, Dict[str, str]] = {
+    "queries": {"n_greater": "cat", "n_equal": "cat", "n_candidates": "cat"},
+    "entities": {"n_greater": "sum", "n_equal": "sum", "n_candidates": "same"},
+}
+
+
+def gather_counts(local: Dict[str, RankCounts]) -> Dict[str, RankCounts]:
+    """Query shards: every rank's {side: RankCounts} concatenated in rank order, on every rank."""
+    gathered: List[Optional[dict]] = [None] * dist.get_world_size()
+    dist.all_gather_object(gathered, {side: tuple(getattr(c, name).cpu() for name in COUNT_FIELDS)
+                                      for side, c in local.items()})
+    return {side: RankCounts(*(torch.cat([part[side][i] for part in gathered]) for i in range(len(COUNT_FIELDS))))
+            for side in local}
+
+
+def sum_counts(*tensors: torch.Tensor) -> List[torch.Tensor]:
+    """Entity shards: each count tensor (B,) summed over the ranks (one all_reduce for all of them)."""
+    stacked = torch.stack(tensors)
+    dist.all_reduce(stacked)
+    return list(stacked.unbind(0))
+
+
 class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
-    """:class:`EmbeddingEvaluator` over the ranks of the default process group."""
+    """:class:`EmbeddingEvaluator` over the ranks of the default process group: the producer is
+    sharded and its counts reduced as :data:`REDUCTIONS` declares; reduction and record are the
+    base class's, identical on every rank."""
 
     def __init__(self, dataset, scorer, *, shard: str = "queries", **options):
         if shard not in SHARDS:
@@ -60,60 +88,54 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
             raise InputError("torch.distributed is not initialised; run under torchrun with --distributed")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.shard = shard
-        self.entity_shard = shard == "entities"
-        if self.entity_shard:
+        if shard == "entities":
             if scorer.num_entities != dataset.num_entities:
                 raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}")
-            self.start, self.stop = entity_range(scorer.num_entities, self.rank, self.world)
+            start, stop = entity_range(scorer.num_entities, self.rank, self.world)
             # this rank keeps only its entity rows; query anchors come from their owners
-            scorer = type(scorer)(scorer.entities[self.start:self.stop].clone(), scorer.relations)
+            scorer = type(scorer)(scorer.entities[start:stop].clone(), scorer.relations)
+            options["entity_range"] = (start, stop)
         super().__init__(dataset, scorer, **options)
 
-    def _result(self, head, tail, relations, seconds):
-        result = super()._result(head, tail, relations, seconds)
-        result["protocol"]["distributed"] = {"world_size": self.world, "shard": self.shard,
-                                             "backend": dist.get_backend()}
-        return result
+    def protocol(self) -> Protocol:
+        protocol = super().protocol()
+        protocol.extra["distributed"] = {"world_size": self.world, "shard": self.shard,
+                                         "backend": dist.get_backend()}
+        return protocol
 
-    # -- queries: every rank a slice of the triples -------------------------------------------
-    def evaluate(self, batch_size: Optional[int] = None) -> dict:
+    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """Query shards: this rank's contiguous slice of ``triples`` (T, 3), counts gathered.
+        Entity shards: every query, counted over this rank's candidates (see :meth:`count_side`)."""
         if self.shard == "entities":
-            return super().evaluate(batch_size)
-        started = time.perf_counter()
-        triples = self.dataset.triples[self.evaluation_split]
+            return super().produce(triples, batch_size)
         first, last = entity_range(triples.shape[0], self.rank, self.world)
-        local = self._evaluate_triples(triples[first:last].to(self.device), batch_size)
-        gathered = [None] * self.world
-        dist.all_gather_object(gathered, {side: (c.n_greater.cpu(), c.n_equal.cpu(), c.n_candidates.cpu())
-                                          for side, c in local.items()})
-        counts = {side: RankCounts(*(torch.cat([part[side][i] for part in gathered]) for i in range(3)))
-                  for side in ("head", "tail")}
-        return self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+        return gather_counts(super().produce(triples[first:last], batch_size))
 
-    # -- entities: every rank a range of candidates -------------------------------------------
-    def _count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
+    def count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
+        """Entity shards: (n_greater, n_equal) (B,) over every rank's candidates. The anchor rows and
+        the true scores come from their owners; this rank counts its own range, and the counts are
+        summed across ranks (:data:`REDUCTIONS`) before the typed-candidate tie correction."""
         if self.shard != "entities":
-            return super()._count_side(batch, side, filter_pairs, width)
+            return super().count_side(batch, side, filter_pairs, width)
+        start, stop = self.entity_range
         anchor_column = 0 if side == "tail" else 2
         anchors = batch[:, anchor_column]
-        owned = (anchors >= self.start) & (anchors < self.stop)
+        owned = (anchors >= start) & (anchors < stop)
         rows = torch.zeros((batch.shape[0],) + tuple(self.scorer.entities.shape[1:]), dtype=self.scorer.entities.dtype,
                            device=self.device)
-        rows[owned] = self.scorer.entities[anchors[owned] - self.start]
+        rows[owned] = self.scorer.entities[anchors[owned] - start]
         dist.all_reduce(rows)  # each anchor row comes from its one owner, zeros elsewhere
         local_batch = batch.clone()
         local_batch[:, anchor_column] = torch.arange(batch.shape[0], device=self.device)
         queries = type(self.scorer)(rows, self.scorer.relations).query_vectors(local_batch, side)
-        true_ids = _true_ids(batch, side)
-        block = self.scorer.score_chunk(queries, side, 0, self.stop - self.start,
-                                        out=self._block(batch.shape[0], self.stop - self.start))
-        here = ((true_ids >= self.start) & (true_ids < self.stop)).nonzero().squeeze(1)
+        true_ids = true_ids_of(batch, side)
+        block = self.scorer.score_chunk(queries, side, 0, stop - start,
+                                        out=self.scratch_block(batch.shape[0], stop - start))
+        here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
         true_scores = torch.zeros(batch.shape[0], dtype=block.dtype, device=self.device)
-        true_scores[here] = block[here, true_ids[here] - self.start]
-        dist.all_reduce(true_scores)
-        self._exclude(block, batch, side, self.start, true_ids)
-        gt, eq, _ = count_block(block, self.start, true_ids, true_scores, *filter_pairs, self.lower_is_better)
-        totals = torch.stack([gt, eq])
-        dist.all_reduce(totals)
-        return totals[0], self._untie_worst(totals[1], true_scores, batch, side, filter_pairs)
-
+        true_scores[here] = block[here, true_ids[here] - start]
+        dist.all_reduce(true_scores)  # from the true answer's owner, zeros elsewhere
+        self.exclude_untyped(block, batch, side, start, true_ids)
+        gt, eq, _ = count_block(block, start, true_ids, true_scores, *filter_pairs, self.lower_is_better)
+        gt, eq = sum_counts(gt, eq)
+        return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)

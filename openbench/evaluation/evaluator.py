@@ -1,5 +1,12 @@
 """Filtered rank-based evaluation: the Evaluator base class and the embedding evaluator.
 
+An evaluation is one producer of :class:`~openbench.evaluation.ranking.RankCounts` per query, one
+reduction (:func:`~openbench.evaluation.metrics.summarize`) and one record
+(:class:`~openbench.record.ResultRecord`). :meth:`Evaluator.evaluate` runs them; model sources
+change only the producer (:meth:`Evaluator.produce`: full score rows, embedding chunks, top-k lists,
+shards), the triples they walk (:meth:`Evaluator.evaluation_triples`) and what they add to the
+protocol (:meth:`Evaluator.protocol`), never ``evaluate`` itself.
+
 A subclass of :class:`Evaluator` implements ``score_batch(batch)`` and returns either
 ``(head_scores, tail_scores)``, each (B, E) (OpenBioLink's contract: ``head_scores[i, j]`` is the
 score of (j, r_i, t_i), ``tail_scores[i, j]`` that of (h_i, r_i, j)), or the older 4-tensor
@@ -20,13 +27,15 @@ from tqdm.auto import tqdm
 
 from openbench import __version__
 from openbench.errors import InputError, ScoreError
+from openbench.record import Protocol, ResultRecord
 from openbench.evaluation import catalog
 from openbench.evaluation.dataset import SPLITS, Dataset
 from openbench.evaluation.device import resolve_device
 from openbench.evaluation.filter_index import SIDES, FilterIndex
 from openbench.evaluation.kernels import kernel_name
 from openbench.evaluation.metrics import summarize
-from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_counts, count_block, other_known)
+from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_counts, count_block, other_known,
+                                          true_ids_of)
 from openbench.evaluation.scorers import EmbeddingScorer
 from openbench.evaluation.typed import TypedCandidates
 
@@ -40,10 +49,6 @@ MIN_FULL_ROWS = 8
 CANDIDATE_MODES = catalog.CANDIDATE_MODES
 
 Filter = Tuple[torch.Tensor, torch.Tensor]
-
-
-def _true_ids(batch: torch.Tensor, side: str) -> torch.Tensor:
-    return batch[:, 0] if side == "head" else batch[:, 2]
 
 
 def _is_out_of_memory(error: BaseException) -> bool:
@@ -128,7 +133,7 @@ class Evaluator:
 
     def _filter_pairs(self, batch: torch.Tensor, side: str) -> Filter:
         """Known answers of the batch's ``side`` queries other than the true one, as (rows, cols)."""
-        true_ids = _true_ids(batch, side)
+        true_ids = true_ids_of(batch, side)
         rows, cols = other_known(*self.filters[side].lookup(batch), true_ids)
         if self.exclude_query_entity:
             query_entity = batch[:, 2] if side == "head" else batch[:, 0]
@@ -158,15 +163,15 @@ class Evaluator:
                 raise ScoreError(f"score_batch returned {side} scores of shape {tuple(scores.shape)}; expected {expected}")
             if not scores.is_floating_point() or scores.dtype not in (torch.float32, torch.float64):
                 scores = scores.to(torch.float32 if scores.is_floating_point() else torch.float64)
-            true_ids = _true_ids(batch, side)
+            true_ids = true_ids_of(batch, side)
             true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)
             if side in positives:
                 self._check_positive_scores(side, torch.as_tensor(positives[side], device=self.device), true_scores)
             try:
                 work = scores if kernel_name(scores) != "torch" else scores.clone()  # the torch path writes
-                self._exclude(work, batch, side, 0, true_ids)
+                self.exclude_untyped(work, batch, side, 0, true_ids)
                 gt, eq, _ = count_block(work, 0, true_ids, true_scores, *filters[side], self.lower_is_better)
-                eq = self._untie_worst(eq, true_scores, batch, side, filters[side])
+                eq = self.untie_worst(eq, true_scores, batch, side, filters[side])
             except NonFiniteRows as error:
                 error.side = side
                 raise
@@ -193,37 +198,76 @@ class Evaluator:
         for side in SIDES:
             candidates = candidate_counts(self.num_entities, filters[side][0], batch.shape[0])
             if self.typed is not None:
-                candidates = candidates - self.typed.excluded_unfiltered(batch[:, 1], side, _true_ids(batch, side),
+                candidates = candidates - self.typed.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
                                                                          filters[side], self.num_entities)
             counts[side] = RankCounts(pairs[side][0], pairs[side][1], candidates)
         return counts
 
-    def _exclude(self, block: torch.Tensor, batch: torch.Tensor, side: str, start: int, true_ids: torch.Tensor) -> None:
-        """With typed candidates: overwrite the block's non-admitted entries with the worst value."""
+    def exclude_untyped(self, block: torch.Tensor, batch: torch.Tensor, side: str, start: int,
+                        true_ids: torch.Tensor) -> None:
+        """With typed candidates: overwrite the non-admitted entries of ``block`` (B, w), candidates
+        ``start .. start + w - 1`` of the ``batch`` (B, 3) queries, with the worst value."""
         if self.typed is not None:
             self.typed.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
 
-    def _untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
+    def untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
                      filter_pairs: Filter) -> torch.Tensor:
-        """A true score equal to the fill value tied with every excluded entry; take those ties back.
-        Excluded entries that are also filtered were already taken back by the filter correction."""
+        """``eq`` (B,) less the ties a true score equal to the fill value had with every excluded
+        entry (``true_scores`` (B,)); excluded entries that are also filtered were already taken
+        back by the filter correction."""
         if self.typed is None:
             return eq
         worst = float("inf") if self.lower_is_better else float("-inf")
         at_worst = true_scores == worst
         if not bool(at_worst.any()):
             return eq
-        unfiltered = self.typed.excluded_unfiltered(batch[:, 1], side, _true_ids(batch, side), filter_pairs,
+        unfiltered = self.typed.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side), filter_pairs,
                                                     self.num_entities)
         return eq - torch.where(at_worst, unfiltered, torch.zeros_like(unfiltered))
 
-    # -- the loop ----------------------------------------------------------------------------
+    # -- producer, reduction, record ------------------------------------------------------
     def evaluate(self, batch_size: Optional[int] = None) -> dict:
-        """Evaluate every triple of the evaluation split; returns the result record (plain floats)."""
+        """Evaluate every triple of the evaluation split; returns the result record as JSON values."""
         started = time.perf_counter()
-        triples = self.dataset.triples[self.evaluation_split].to(self.device)
-        counts = self._evaluate_triples(triples, batch_size)
-        return self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
+        triples = self.evaluation_triples()
+        counts = self.produce(triples, batch_size)
+        return self.record(counts, triples[:, 1], time.perf_counter() - started).to_dict()
+
+    def evaluation_triples(self) -> torch.Tensor:
+        """(T, 3) the triples to rank, in the order :meth:`produce` walks them (any order: the
+        metrics do not depend on it)."""
+        return self.dataset.triples[self.evaluation_split].to(self.device)
+
+    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """The producer: {"head", "tail"} counts, each (T,) per query of ``triples`` (T, 3),
+        batch by batch (halving the batch on out-of-memory)."""
+        return self._evaluate_triples(triples, batch_size)
+
+    def protocol(self) -> Protocol:
+        """How the counts were obtained; subclasses add what their source changes."""
+        return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=self.candidates,
+                        exclude_query_entity=self.exclude_query_entity, lower_is_better=self.lower_is_better,
+                        dropped_queries=2 * self.dataset.dropped.get(self.evaluation_split, 0),
+                        evaluation_split=self.evaluation_split)
+
+    def record(self, counts: Dict[str, RankCounts], relations: torch.Tensor, seconds: float) -> ResultRecord:
+        """The one reduction (metrics per side, relation and macro) and the one record.
+
+        :param counts: {"head", "tail"} counts, each (T,); ``relations`` (T,) the relation ids.
+        """
+        head, tail = counts["head"], counts["tail"]
+        metrics, per_relation, macro = summarize(head, tail, relations, self.dataset.relation_labels, self.hits_at)
+        # an exact integer count, divided once on the host: the same float on every device
+        queries = head.n_equal.numel() + tail.n_equal.numel()
+        tied = int((head.n_equal > 0).sum()) + int((tail.n_equal > 0).sum())
+        dataset = {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
+                   "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
+                   "registry": self.dataset.registry}
+        return ResultRecord(metrics=metrics, per_relation=per_relation, macro_relation=macro,
+                            protocol=self.protocol(), dataset=dataset, model=self.model_description(),
+                            diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
+                            seed=self.seed, device=str(self.device), version=__version__, seconds=seconds,
+                            warnings=list(self.warnings))
 
     def _evaluate_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """Counts per side for ``triples`` (T, 3), batch by batch (halving the batch on OOM)."""
@@ -272,45 +316,6 @@ class Evaluator:
         return ScoreError(f"{error.detail} in the scores of {side}query #{index} of the {self.evaluation_split} "
                           f"split {triple}; NaN cannot be ranked: fix the model or its inputs")
 
-    def _result(self, head: RankCounts, tail: RankCounts, relations: torch.Tensor, seconds: float) -> dict:
-        metrics, per_relation, macro = summarize(head, tail, relations, self.dataset.relation_labels, self.hits_at)
-        # an exact integer count, divided once on the host: the same float on every device
-        queries = head.n_equal.numel() + tail.n_equal.numel()
-        tied = int((head.n_equal > 0).sum()) + int((tail.n_equal > 0).sum())
-        dropped = self.dataset.dropped.get(self.evaluation_split, 0)
-        return {
-            "metrics": metrics,
-            "per_relation": per_relation,
-            "macro_relation": macro,
-            "protocol": {
-                "headline_rank_type": "realistic",
-                "filter_sets": list(self.filter_sets),
-                "candidates": self.candidates,
-                "sides": ["head", "tail"],
-                "exclude_query_entity": self.exclude_query_entity,
-                "lower_is_better": self.lower_is_better,
-                "hits_at": list(self.hits_at),
-                "dropped_queries": 2 * dropped,
-                "evaluation_split": self.evaluation_split,
-                "tie_rule": "exact float comparison; realistic rank = g + (k + 1) / 2",
-            },
-            "dataset": {
-                "path": self.dataset.path,
-                "fingerprint": self.dataset.fingerprint,
-                "id_map_sha256": self.dataset.id_map_sha256,
-                "counts": self.dataset.counts(),
-                "registry": self.dataset.registry,
-            },
-            "model": self.model_description(),
-            "diagnostics": {"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
-            "seed": self.seed,
-            "device": str(self.device),
-            "version": __version__,
-            "seconds": round(seconds, 6),
-            "warnings": list(self.warnings),
-        }
-
-
 class _NaNQuery(Exception):
     def __init__(self, row: int, detail: str, side: Optional[str]):
         super().__init__(detail)
@@ -329,10 +334,16 @@ class EmbeddingEvaluator(Evaluator):
     model_kind = "embeddings"
 
     def __init__(self, dataset: Dataset, scorer: EmbeddingScorer, *, model_params: Optional[dict] = None,
-                 source_sha256: Optional[str] = None, entity_chunk: Optional[int] = None, **kwargs):
+                 source_sha256: Optional[str] = None, entity_chunk: Optional[int] = None,
+                 entity_range: Optional[Tuple[int, int]] = None, **kwargs):
+        """:param entity_range: [start, stop): the candidate entities the scorer holds rows of (an
+        entity shard; None: all of them)."""
         super().__init__(dataset, **kwargs)
-        if scorer.num_entities != dataset.num_entities and not getattr(self, "entity_shard", False):
-            raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}")
+        start, stop = entity_range if entity_range is not None else (0, dataset.num_entities)
+        if scorer.num_entities != stop - start:
+            raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}"
+                             + (f" (entity range {start}..{stop - 1})" if entity_range is not None else ""))
+        self.entity_range = (start, stop)
         self.scorer = scorer.to(self.device)
         self.model_name = scorer.name
         self.model_params = dict(model_params or {})
@@ -360,7 +371,7 @@ class EmbeddingEvaluator(Evaluator):
             return self.num_entities
         return max(1, min(self.num_entities, budget // batch_size))
 
-    def _block(self, rows: int, width: int) -> torch.Tensor:
+    def scratch_block(self, rows: int, width: int) -> torch.Tensor:
         """A contiguous (rows, width) scratch view of one reusable buffer (avoids page faults)."""
         needed = rows * width
         if self._buffer is None or self._buffer.numel() < needed:
@@ -372,17 +383,22 @@ class EmbeddingEvaluator(Evaluator):
         counts = {}
         for side in SIDES:
             try:
-                counts[side] = self._count_side(batch, side, filters[side], width)
+                counts[side] = self.count_side(batch, side, filters[side], width)
             except NonFiniteRows as error:
                 error.side = side
                 raise
         return counts
 
-    def _count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
+    def count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
+        """(n_greater, n_equal), each (B,) int64, for the ``side`` queries of ``batch`` (B, 3).
+
+        :param filter_pairs: (rows (M,), cols (M,)) known answers other than the true one.
+        :param width: candidate entities scored per block.
+        """
         queries = self.scorer.query_vectors(batch, side)
-        true_ids = _true_ids(batch, side)
+        true_ids = true_ids_of(batch, side)
         rows = batch.shape[0]
-        block = self._block(rows, min(width, self.num_entities))
+        block = self.scratch_block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
         check_nan = kernel_name(block) != "torch" or not self.scorer.provably_finite(queries, side)
@@ -390,23 +406,23 @@ class EmbeddingEvaluator(Evaluator):
         if width >= self.num_entities:
             block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block)
             true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
-            self._exclude(block, batch, side, 0, true_ids)
+            self.exclude_untyped(block, batch, side, 0, true_ids)
             gt, eq, _ = count_block(block, 0, true_ids, true_scores, *filter_pairs, self.lower_is_better, check_nan)
-            return gt, self._untie_worst(eq, true_scores, batch, side, filter_pairs)
+            return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
         true_scores = torch.empty(rows, dtype=block.dtype, device=self.device)
         for start in starts:
             stop = min(start + width, self.num_entities)
             here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
             if here.numel():
-                block = self.scorer.score_chunk(queries, side, start, stop, out=self._block(rows, stop - start))
+                block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start))
                 true_scores[here] = block[here, true_ids[here] - start]
         gt = torch.zeros(rows, dtype=torch.long, device=self.device)
         eq = torch.zeros_like(gt)
         mismatched = 0
         for start in starts:
             stop = min(start + width, self.num_entities)
-            block = self.scorer.score_chunk(queries, side, start, stop, out=self._block(rows, stop - start))
-            self._exclude(block, batch, side, start, true_ids)
+            block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start))
+            self.exclude_untyped(block, batch, side, start, true_ids)
             chunk_gt, chunk_eq, true_differs = count_block(block, start, true_ids, true_scores, *filter_pairs,
                                                            self.lower_is_better, check_nan)
             gt += chunk_gt
@@ -416,4 +432,4 @@ class EmbeddingEvaluator(Evaluator):
             message = f"{mismatched} true score(s) differed between two computations of the same chunk"
             self.warnings.append(message)
             logger.warning(message)
-        return gt, self._untie_worst(eq, true_scores, batch, side, filter_pairs)
+        return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)

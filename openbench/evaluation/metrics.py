@@ -64,7 +64,7 @@ def group_means(values: Dict[str, torch.Tensor], groups: torch.Tensor, n_groups:
     return means, counts
 
 
-def _clean(value: float) -> Optional[float]:
+def _clean(value: Optional[float]) -> Optional[float]:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
@@ -76,7 +76,7 @@ def metric_block(means: Dict[str, float], hits_at: Sequence[int]) -> Dict[str, D
         for k in hits_at:
             block[rank_type][f"hits@{k}"] = _clean(means[f"{rank_type}.hits@{k}"])
     mean_rank, expected_rank = means["realistic.mr"], means["random.mr"]
-    amri = None
+    amri: Optional[float] = None
     if math.isfinite(mean_rank) and math.isfinite(expected_rank) and expected_rank > 1.0:
         amri = 1.0 - (mean_rank - 1.0) / (expected_rank - 1.0)
     block["realistic"]["amri"] = _clean(amri)
@@ -100,7 +100,8 @@ def summarize(head: RankCounts, tail: RankCounts, relations: torch.Tensor, relat
     sides["both"] = {key: torch.cat([sides["head"][key], sides["tail"][key]]) for key in sides["head"]}
     side_relations = {"head": relations, "tail": relations, "both": torch.cat([relations, relations])}
 
-    metrics, per_relation = {}, {}
+    metrics: Dict[str, dict] = {}
+    per_relation: Dict[str, dict] = {}
     for side in SIDE_NAMES:
         values = sides[side]
         overall, _ = group_means(values, torch.zeros_like(side_relations[side]), 1)

@@ -24,7 +24,11 @@ import torch
 
 from openbench.evaluation.kernels import NonFiniteRows, kernel_name, row_counts
 
-__all__ = ["RankCounts", "NonFiniteRows", "count_block", "rank_counts", "other_known", "candidate_counts"]
+__all__ = ["COUNT_FIELDS", "RankCounts", "NonFiniteRows", "count_block", "rank_counts", "other_known", "candidate_counts",
+           "true_ids_of"]
+
+
+COUNT_FIELDS = ("n_greater", "n_equal", "n_candidates")
 
 
 @dataclass
@@ -43,10 +47,15 @@ class RankCounts:
     @classmethod
     def cat(cls, parts) -> "RankCounts":
         parts = list(parts)
-        return cls(*(torch.cat([getattr(p, name) for p in parts]) for name in ("n_greater", "n_equal", "n_candidates")))
+        return cls(*(torch.cat([getattr(p, name) for p in parts]) for name in COUNT_FIELDS))
 
     def to(self, device) -> "RankCounts":
         return RankCounts(self.n_greater.to(device), self.n_equal.to(device), self.n_candidates.to(device))
+
+
+def true_ids_of(batch: torch.Tensor, side: str) -> torch.Tensor:
+    """(B,) the true answers of ``batch`` (B, 3) for ``side``: heads for head queries, else tails."""
+    return batch[:, 0] if side == "head" else batch[:, 2]
 
 
 def other_known(filter_rows: torch.Tensor, filter_cols: torch.Tensor,
@@ -124,7 +133,7 @@ def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optio
         # exact conversions: half precisions fit float32, integers are compared in float64
         wide = torch.float32 if scores.is_floating_point() else torch.float64
         scores, in_place = scores.to(wide), True
-    if filter_rows is None:
+    if filter_rows is None or filter_cols is None:
         filter_rows = filter_cols = torch.empty(0, dtype=torch.long, device=scores.device)
     filter_rows, filter_cols = other_known(filter_rows, filter_cols, true_ids)
     true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)

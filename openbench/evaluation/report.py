@@ -24,7 +24,7 @@ def format_table(result: dict) -> str:
                  f"{counts[result['protocol'].get('evaluation_split', 'test')]} evaluation triples")
     filters = ",".join(result["protocol"]["filter_sets"]) or "none"
     lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
-                 f"{result['seconds']:.2f} s on {result['device']}")
+                 f"{result['timing']['seconds']:.2f} s on {result['device']}")
     header = f"{'side':<6}{'rank':<13}" + "".join(name.rjust(10) for name in columns)
     lines.append(header)
     lines.append("-" * len(header))

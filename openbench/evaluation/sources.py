@@ -128,7 +128,10 @@ def _embedding_inputs(spec: ModelSpec) -> bool:
 
 
 def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
-    return lambda spec: bool(spec.model_dir) and kind(Path(spec.model_dir))
+    def selects(spec: ModelSpec) -> bool:
+        return bool(spec.model_dir) and kind(Path(spec.model_dir or ""))
+
+    return selects
 
 
 # ------------------------------------------------------------------------------------------
@@ -139,42 +142,47 @@ def _build_embeddings(dataset: Dataset, spec: ModelSpec, options: EvaluationOpti
     from openbench._io import load_npy
     from openbench.evaluation.scorers import build_scorer, file_sha256, get_scorer_class
 
-    given = {"--entity-embeddings": spec.entity_embeddings, "--relation-embeddings": spec.relation_embeddings,
-             "--model": spec.model}
-    missing = [name for name, value in given.items() if not value]
-    if missing:
+    entity_path, relation_path, model = spec.entity_embeddings, spec.relation_embeddings, spec.model
+    if not (entity_path and relation_path and model):
+        missing = [name for name, value in (("--entity-embeddings", entity_path),
+                                            ("--relation-embeddings", relation_path), ("--model", model)) if not value]
         raise UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
                          f"(missing: {', '.join(missing)})")
-    get_scorer_class(spec.model)
-    scorer = build_scorer(spec.model, load_npy(spec.entity_embeddings), load_npy(spec.relation_embeddings),
-                          dataset.num_entities, dataset.num_relations, complex_layout=spec.complex_layout,
-                          entity_path=spec.entity_embeddings, relation_path=spec.relation_embeddings)
+    get_scorer_class(model)
+    scorer = build_scorer(model, load_npy(entity_path), load_npy(relation_path), dataset.num_entities,
+                          dataset.num_relations, complex_layout=spec.complex_layout, entity_path=entity_path,
+                          relation_path=relation_path)
     params = {"complex_layout": spec.complex_layout} if scorer.complex_valued else {}
-    return embedding_evaluator(dataset, scorer, params, file_sha256(spec.entity_embeddings,
-                                                                     spec.relation_embeddings), options)
+    return embedding_evaluator(dataset, scorer, params, file_sha256(entity_path, relation_path), options)
+
+
+def _model_dir(spec: ModelSpec) -> Path:
+    if not spec.model_dir:
+        raise UsageError("--model-dir is needed for this model source")
+    return Path(spec.model_dir)
 
 
 def _build_pykeen(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
     from openbench.evaluation.pykeen_model import pykeen_evaluator
 
-    return pykeen_evaluator(spec.model_dir, dataset, trust_pickle=spec.trust_pickle, device=options.device,
+    return pykeen_evaluator(_model_dir(spec), dataset, trust_pickle=spec.trust_pickle, device=options.device,
                             **options.evaluator_options())
 
 
 def _build_dglke(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
     from openbench.evaluation.dglke import PROJECTED, dglke_evaluator, load_dglke, read_config
 
-    if read_config(Path(spec.model_dir))["model_name"] in PROJECTED:
-        return dglke_evaluator(spec.model_dir, dataset, data_dir=spec.dglke_data, device=options.device,
+    if read_config(_model_dir(spec))["model_name"] in PROJECTED:
+        return dglke_evaluator(_model_dir(spec), dataset, data_dir=spec.dglke_data, device=options.device,
                                **options.evaluator_options())
-    scorer, description = load_dglke(spec.model_dir, dataset, spec.dglke_data, compat=spec.dglke_compat)
+    scorer, description = load_dglke(_model_dir(spec), dataset, spec.dglke_data, compat=spec.dglke_compat)
     return embedding_evaluator(dataset, scorer, description["params"], description["source_sha256"], options)
 
 
 def _build_libkge(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
     from openbench.evaluation.libkge import load_libkge
 
-    scorer, description = load_libkge(spec.model_dir, dataset, spec.libkge_data)
+    scorer, description = load_libkge(_model_dir(spec), dataset, spec.libkge_data)
     return embedding_evaluator(dataset, scorer, description["params"], description["source_sha256"], options)
 
 
@@ -186,8 +194,8 @@ def _build_anyburl(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions
     settings.pop("candidates")
     settings.pop("lower_is_better")
     settings.pop("exclude_query_entity")  # always on: SAFRAN never proposes the query entity
-    return TopKEvaluator(dataset, read_safran_predictions(spec.predictions, dataset), Path(spec.predictions),
-                         **settings)
+    path = Path(spec.predictions or "")
+    return TopKEvaluator(dataset, read_safran_predictions(path, dataset), path, **settings)
 
 
 def _build_obl2021(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
@@ -195,8 +203,9 @@ def _build_obl2021(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions
 
     if options.filter_given:
         raise UsageError("OBL2021 submissions are filtered by the submitter; --filter does not apply")
-    return OBL2021Evaluator(dataset, read_obl2021_submission(spec.submission), Path(spec.submission),
-                            hits_at=list(options.hits_at), seed=options.seed, progress=False)
+    path = Path(spec.submission or "")
+    return OBL2021Evaluator(dataset, read_obl2021_submission(path), path, hits_at=list(options.hits_at),
+                            seed=options.seed, progress=False)
 
 
 def embedding_evaluator(dataset: Dataset, scorer, params: dict, source_sha256: Optional[str],

@@ -18,7 +18,6 @@ evaluation split counts in the denominator, also those the file does not list (P
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -30,6 +29,7 @@ from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
 from openbench.evaluation.ranking import RankCounts
+from openbench.record import Protocol
 from openbench.evaluation.scorers import file_sha256
 
 QUERY_CHUNK = 4096
@@ -108,9 +108,9 @@ class TopKEvaluator(Evaluator):
                 "params": {"list_length": self.stats.get("list_length", 0)},
                 "source_sha256": file_sha256(self.source) if self.source else None}
 
-    def evaluate(self, batch_size: Optional[int] = None) -> dict:
-        started = time.perf_counter()
-        triples = self.dataset.triples[self.evaluation_split]
+    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """Counts from the listed candidates: ``n_greater`` (T,) float64, +inf where the answer is
+        not listed (see :class:`RankCounts`); ``n_equal`` and ``n_candidates`` (T,) int64."""
         keys = [tuple(row) for row in triples.tolist()]
         split_keys = set(keys)
         extra = [key for key in self.listings if key not in split_keys]
@@ -131,10 +131,14 @@ class TopKEvaluator(Evaluator):
         if self.stats["tie_at_cutoff"]:
             self.warnings.append(f"{self.stats['tie_at_cutoff']} true answer(s) tie with the last entry of a full list; "
                                  "the tie may continue past the cut-off, so their ranks are optimistic")
-        result = self._result(counts["head"], counts["tail"], triples[:, 1], time.perf_counter() - started)
-        result["protocol"].update(candidates="listed (top-k)", mrr_is_lower_bound=True, refiltered=True,
-                                  **{key: value for key, value in self.stats.items() if key != "list_length"})
-        return result
+        return counts
+
+    def protocol(self) -> Protocol:
+        protocol = super().protocol()
+        protocol.candidates = "listed (top-k)"
+        protocol.extra.update(mrr_is_lower_bound=True, refiltered=True,
+                              **{key: value for key, value in self.stats.items() if key != "list_length"})
+        return protocol
 
     def _count_side(self, triples: torch.Tensor, keys: List[tuple], side: str, length: int) -> RankCounts:
         n = len(keys)
@@ -218,19 +222,22 @@ class OBL2021Evaluator(Evaluator):
     def __init__(self, dataset: Dataset, predictions: np.ndarray, source: Optional[Path] = None, **options):
         super().__init__(dataset, device="cpu", filter_sets=[], **options)
         self.predictions = predictions
+        self.not_listed = 0
         self.source = Path(source) if source else None
 
     def model_description(self) -> dict:
         return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": self.predictions.shape[1]},
                 "source_sha256": file_sha256(self.source) if self.source else None}
 
-    def evaluate(self, batch_size: Optional[int] = None) -> dict:
-        started = time.perf_counter()
-        test = self.dataset.triples[self.evaluation_split]
-        head, tail = obl2021_counts(self.predictions, test, self.num_entities, self.source)
-        result = self._result(head, tail, test[:, 1], time.perf_counter() - started)
-        not_listed = int(torch.isinf(head.n_greater).sum() + torch.isinf(tail.n_greater).sum())
-        result["protocol"].update(candidates="listed (OBL2021 top-10, order as submitted)", mrr_is_lower_bound=True,
-                                  refiltered=False, not_listed=not_listed,
-                                  tie_rule="none visible: the submitted order is the rank")
-        return result
+    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """Counts from the submitted order (see :func:`obl2021_counts`), each (T,)."""
+        head, tail = obl2021_counts(self.predictions, triples, self.num_entities, self.source)
+        self.not_listed = int(torch.isinf(head.n_greater).sum() + torch.isinf(tail.n_greater).sum())
+        return {"head": head, "tail": tail}
+
+    def protocol(self) -> Protocol:
+        protocol = super().protocol()
+        protocol.candidates = "listed (OBL2021 top-10, order as submitted)"
+        protocol.tie_rule = "none visible: the submitted order is the rank"
+        protocol.extra.update(mrr_is_lower_bound=True, refiltered=False, not_listed=self.not_listed)
+        return protocol

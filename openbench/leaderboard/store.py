@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import sqlite3
 import statistics
 from contextlib import contextmanager
@@ -25,12 +24,12 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
 from openbench.errors import OpenbenchError
+from openbench.record import RecordError, validate_record
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
 RANK_TYPES = ("realistic", "optimistic", "pessimistic")
 MODEL_TYPES = ("latent", "interpretable", "other")
-PROTOCOL_FIELDS = ("filter_sets", "candidates", "sides")
 PUBLISHED_PROTOCOL = "unknown: LibKGE, LinkExplorer 2022"
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -85,64 +84,12 @@ def _canonical(value) -> str:
 
 
 def validate(record) -> None:
-    """Raise LeaderboardError with the reason when ``record`` is not a trustworthy result."""
-    if not isinstance(record, dict):
-        raise LeaderboardError("a result record is a JSON object")
-    missing = [key for key in ("metrics", "protocol", "dataset", "model") if key not in record]
-    if missing:
-        raise LeaderboardError(f"missing key(s): {', '.join(missing)}")
-    dataset, model, protocol = record["dataset"], record["model"], record["protocol"]
-    if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
-        raise LeaderboardError("dataset.fingerprint is missing: the record does not say what it was computed on")
-    if not isinstance(protocol, dict):
-        raise LeaderboardError("protocol must be an object")
-    absent = [key for key in PROTOCOL_FIELDS if key not in protocol]
-    if absent:
-        raise LeaderboardError(f"protocol field(s) missing: {', '.join(absent)}")
-    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
-        raise LeaderboardError("model.name is missing")
-    if not isinstance(model.get("params", {}), dict):
-        raise LeaderboardError("model.params must be an object")
-    metrics = record["metrics"]
-    if not isinstance(metrics, dict) or "both" not in metrics:
-        raise LeaderboardError("metrics.both is missing")
-    for side, block in metrics.items():
-        if not isinstance(block, dict):
-            raise LeaderboardError(f"metrics.{side} must be an object")
-        for rank_type, values in block.items():
-            _validate_values(f"metrics.{side}.{rank_type}", values, rank_type)
-
-
-def _validate_values(where: str, values, rank_type: str) -> None:
-    if not isinstance(values, dict):
-        raise LeaderboardError(f"{where} must be an object")
-    hits = []
-    for name, value in values.items():
-        label = f"{where}.{name}"
-        if value is None:
-            # undefined only where it can be: the mean rank of truncated lists, AMRI without a rank
-            if name not in ("mr", "amri"):
-                raise LeaderboardError(f"{label} is null, but it is defined for every evaluation")
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise LeaderboardError(f"{label} = {value!r}: expected a finite number")
-        if name == "mrr" or name.startswith("hits@") or name.startswith("mrr@"):
-            if not 0.0 <= value <= 1.0:
-                raise LeaderboardError(f"{label} = {value}: outside [0, 1]")
-        elif name == "mr" and value < 1.0:
-            raise LeaderboardError(f"{label} = {value}: a mean rank is at least 1")
-        elif name == "amri" and not -1.0 <= value <= 1.0:
-            raise LeaderboardError(f"{label} = {value}: outside [-1, 1]")
-        if name.startswith("hits@"):
-            k = name[5:]
-            if not k.isdigit() or int(k) < 1:
-                raise LeaderboardError(f"{label}: k must be a positive integer")
-            hits.append((int(k), value))
-    hits.sort()
-    for (k_low, low), (k_high, high) in zip(hits, hits[1:]):
-        if high < low:
-            raise LeaderboardError(f"{where}: hits@{k_high} = {high} < hits@{k_low} = {low}; hits@k cannot fall "
-                                   "as k grows")
+    """Raise LeaderboardError with the reason when ``record`` is not a trustworthy result: the
+    evaluators' own schema and consistency rules (:func:`openbench.record.validate_record`)."""
+    try:
+        validate_record(record)
+    except RecordError as error:
+        raise LeaderboardError(str(error)) from None
 
 
 # ------------------------------------------------------------------------------------------
@@ -271,7 +218,7 @@ def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
     entry = REGISTRY.get(dataset_name)
     if entry is None:
         return None
-    return any(protocol.get(key) != value for key, value in entry.protocol.items())
+    return any(protocol.get(key) != value for key, value in entry.protocol.standard_part().items())
 
 
 def _sorted(rows: List[dict], sort: str) -> List[dict]:

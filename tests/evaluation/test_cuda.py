@@ -84,9 +84,9 @@ def test_options_on_cuda(dataset):
 
 
 def test_typed_candidates_on_cuda(tmp_path):
-    from tests.evaluation.test_typed_candidates import _graph
+    from tests.bases import typed_graph
 
-    typed = load_dataset(write_samples(tmp_path / "data", _graph(1), negatives=False))
+    typed = load_dataset(write_samples(tmp_path / "data", typed_graph(1), negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(1, typed.num_entities, 4),
                           integer_embeddings(11, typed.num_relations, 4), typed.num_entities, typed.num_relations)
     for chunk in (None, 3):
@@ -119,14 +119,14 @@ def test_the_command_on_cuda_writes_the_cpu_numbers(tmp_path):
 
 @pytest.mark.parametrize("shard", ["queries", "entities"])
 def test_nccl_ranks_give_the_single_process_numbers(tmp_path, shard):
-    from tests.evaluation.test_distributed import _dataset, _scorer, _worker
+    from tests.bases import distributed_worker, small_dataset, tie_heavy_scorer
 
     folder = tmp_path / "data"
-    local = _dataset(folder, 40)
-    reference = EmbeddingEvaluator(local, _scorer(local, "DistMult"), device="cpu", progress=False).evaluate()
+    local = small_dataset(folder, 40)
+    reference = EmbeddingEvaluator(local, tie_heavy_scorer(local, "DistMult"), device="cpu", progress=False).evaluate()
     world = torch.cuda.device_count()  # NCCL allows one rank per GPU
     out = tmp_path / "result.json"
-    mp.spawn(_worker, args=(world, str(folder), str(tmp_path / "rendezvous"), shard, "DistMult", str(out), -1,
+    mp.spawn(distributed_worker, args=(world, str(folder), str(tmp_path / "rendezvous"), shard, "DistMult", str(out), -1,
                             "nccl"), nprocs=world, join=True)
     result = json.loads(out.read_text())
     assert result["metrics"] == reference["metrics"]

@@ -3,55 +3,23 @@ import json
 import time
 
 import pytest
-import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, entity_range
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import distributed_worker, small_dataset, tie_heavy_scorer
 
 MODELS = ("DistMult", "TransE-L1", "RESCAL")
 
 
-def _dataset(folder, test_size):
-    splits = random_labelled_graph(5, 23, 3, {"train": 80, "valid": 6, "test": test_size})
-    return load_dataset(write_samples(folder, splits, negatives=False))
-
-
-def _scorer(dataset, model):
-    entities = integer_embeddings(1, dataset.num_entities, 3, low=-1, high=2)  # small range: many ties
-    dim = entities.shape[1]
-    relations = integer_embeddings(2, dataset.num_relations, dim * dim if model == "RESCAL" else dim, low=-1, high=2)
-    return build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-
-
-def _worker(rank, world, folder, rendezvous, shard, model, out, fail_rank, backend="gloo"):
-    """One rank: gloo on CPU, or NCCL with one GPU per rank (tests/evaluation/test_cuda.py)."""
-    dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world,
-                            timeout=__import__("datetime").timedelta(seconds=60))
-    try:
-        if rank == fail_rank:
-            raise RuntimeError(f"rank {rank} dies on purpose")
-        dataset = load_dataset(folder)  # written by the parent before the spawn
-        evaluator = DistributedEmbeddingEvaluator(dataset, _scorer(dataset, model), shard=shard, progress=False,
-                                                  device=f"cuda:{rank}" if backend == "nccl" else "cpu")
-        result = evaluator.evaluate(batch_size=4)
-        if rank == 0:
-            with open(out, "w") as handle:
-                json.dump(result, handle)
-    finally:
-        dist.destroy_process_group()
-
-
 def _run(tmp_path, world, shard, model, test_size, fail_rank=-1):
     folder = tmp_path / "data"
-    dataset = _dataset(folder, test_size)
-    reference = EmbeddingEvaluator(dataset, _scorer(dataset, model), progress=False, device="cpu").evaluate(
+    dataset = small_dataset(folder, test_size)
+    reference = EmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, model), progress=False, device="cpu").evaluate(
         batch_size=5)
     out = tmp_path / f"result-{world}-{shard}-{model}.json"
-    mp.spawn(_worker, args=(world, str(folder), str(tmp_path / f"rendezvous-{world}-{shard}-{model}"), shard, model,
+    mp.spawn(distributed_worker, args=(world, str(folder), str(tmp_path / f"rendezvous-{world}-{shard}-{model}"), shard, model,
                             str(out), fail_rank), nprocs=world, join=True)
     return reference, json.loads(out.read_text())
 
@@ -102,8 +70,8 @@ def test_torchrun_cli_gives_the_single_process_numbers(tmp_path):
 
     import numpy as np
 
-    dataset = _dataset(tmp_path / "data", 7)
-    scorer = _scorer(dataset, "DistMult")
+    dataset = small_dataset(tmp_path / "data", 7)
+    scorer = tie_heavy_scorer(dataset, "DistMult")
     np.save(tmp_path / "e.npy", scorer.entities.numpy())
     np.save(tmp_path / "r.npy", scorer.relations.numpy())
     base = ["-m", "openbench", "evaluate", "--dataset", str(tmp_path / "data"), "--model", "DistMult",
@@ -129,8 +97,8 @@ def test_clear_errors_outside_a_process_group(tmp_path, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     with pytest.raises(InputError, match="needs torchrun"):
         init_from_environment()
-    dataset = _dataset(tmp_path / "data", 3)
+    dataset = small_dataset(tmp_path / "data", 3)
     with pytest.raises(InputError, match="not initialised"):
-        DistributedEmbeddingEvaluator(dataset, _scorer(dataset, "DistMult"), progress=False)
+        DistributedEmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, "DistMult"), progress=False)
     with pytest.raises(InputError, match="unknown shard mode"):
-        DistributedEmbeddingEvaluator(dataset, _scorer(dataset, "DistMult"), shard="relations", progress=False)
+        DistributedEmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, "DistMult"), shard="relations", progress=False)

@@ -202,8 +202,13 @@ def test_result_record_shape(dataset):
     result = EmbeddingEvaluator(dataset, _scorer(dataset), device="cpu", progress=False, seed=3,
                                 hits_at=(1, 5)).evaluate()
     json.dumps(result, allow_nan=False)
-    assert set(result) >= {"metrics", "per_relation", "macro_relation", "protocol", "dataset", "model", "seed",
-                           "device", "version", "seconds", "warnings"}
+    assert list(result) == ["written_by", "schema_version", "task", "metrics", "per_relation", "macro_relation",
+                            "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
+                            "warnings"]
+    assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds"}
+    from openbench.record import validate_record
+
+    validate_record(result)  # the evaluators' records pass the leaderboard's own checks
     for side in ("both", "head", "tail"):
         block = result["metrics"][side]
         assert set(block["realistic"]) == {"mrr", "mr", "hits@1", "hits@5", "amri"}

@@ -1,6 +1,5 @@
 """--candidates typed: ranks among the admitted node types only, against a plain reference."""
 import json
-import random
 
 import numpy as np
 import pytest
@@ -11,28 +10,11 @@ from openbench.cli import main
 from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
 from openbench.evaluation.scorers import build_scorer
+from tests.bases import PREFIXES, typed_graph
 from tests.helpers import integer_embeddings, write_samples
 
-PREFIXES = {"GENE": "NCBIGENE", "DIS": "DOID", "PHENOTYPE": "HP", "GO": "GO"}
-RELATIONS = {"GENE_DIS": ("GENE", "DIS"), "GENE_GENE": ("GENE", "GENE"), "DIS_PHENOTYPE": ("DIS", "PHENOTYPE"),
-             "IS_A": ("GO", "GO"), "CUSTOM_REL": ("GENE", "GO")}
 ADMITTED = {"GENE_DIS": ({"GENE"}, {"DIS"}), "GENE_GENE": ({"GENE"}, {"GENE"}),
             "DIS_PHENOTYPE": ({"DIS"}, {"PHENOTYPE"}), "IS_A": ({"GO", "DIS", "PHENOTYPE", "ANATOMY"},) * 2}
-
-
-def _graph(seed):
-    rng = random.Random(seed)
-    entities = {kind: [f"{prefix}:{i}" for i in range(5)] for kind, prefix in PREFIXES.items()}
-
-    def triple():
-        relation = rng.choice(list(RELATIONS))
-        head, tail = RELATIONS[relation]
-        return rng.choice(entities[head]), relation, rng.choice(entities[tail])
-
-    splits = {"train": sorted({triple() for _ in range(60)}), "valid": sorted({triple() for _ in range(5)}),
-              "test": sorted({triple() for _ in range(12)})}
-    splits["train"] += [(e, "IS_A", e) for kind in entities for e in entities[kind]]  # every entity known
-    return splits
 
 
 def _type_of(label):
@@ -66,7 +48,7 @@ def _slow_typed_mrr(dataset, rows_by_side, side):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_typed_embedding_evaluation_matches_the_reference(tmp_path, seed):
-    dataset = load_dataset(write_samples(tmp_path / "data", _graph(seed), negatives=False))
+    dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(seed), negatives=False))
     entities = integer_embeddings(seed, dataset.num_entities, 4)
     relations = integer_embeddings(seed + 10, dataset.num_relations, 4)
     scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
@@ -98,7 +80,7 @@ class _RowsEvaluator(Evaluator):
 
 
 def test_a_true_score_at_minus_infinity_does_not_tie_with_excluded_candidates(tmp_path):
-    dataset = load_dataset(write_samples(tmp_path / "data", _graph(7), negatives=False))
+    dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(7), negatives=False))
     rng = np.random.default_rng(0)
     rows = {side: torch.from_numpy(rng.integers(-2, 3, (dataset.triples["test"].shape[0], dataset.num_entities))
                                    .astype(np.float64)) for side in ("head", "tail")}
@@ -113,7 +95,7 @@ def test_a_true_score_at_minus_infinity_does_not_tie_with_excluded_candidates(tm
 
 
 def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
-    dataset = load_dataset(write_samples(tmp_path / "data", _graph(1), negatives=False))
+    dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(1), negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                           integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
     typed = EmbeddingEvaluator(dataset, scorer, candidates="typed", progress=False, device="cpu")
@@ -129,7 +111,7 @@ def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
 
 
 def test_cli_flag(tmp_path):
-    folder = write_samples(tmp_path / "data", _graph(2), negatives=False)
+    folder = write_samples(tmp_path / "data", typed_graph(2), negatives=False)
     dataset = load_dataset(folder)
     np.save(tmp_path / "e.npy", integer_embeddings(0, dataset.num_entities, 4))
     np.save(tmp_path / "r.npy", integer_embeddings(1, dataset.num_relations, 4))

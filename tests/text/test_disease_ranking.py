@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import InputError
 from openbench.text.disease_ranking.knowledge_base import KnowledgeBase, Ontology, ranked_entries, read_hpoa, read_obo
-from openbench.text.disease_ranking.test_sets import Case, TestSet
+from openbench.text.disease_ranking.case_sets import Case, TestSet
 from openbench.text.disease_ranking.runs import case_rank_from_entries, evaluate_cache, run_methods
 from tests.helpers import snapshot
 from openbench.text.disease_ranking.cache import cache_path_for, error_path_for, load_cache

@@ -20,7 +20,7 @@ from openbench.errors import InputError, UsageError
 from openbench.text.disease_ranking.cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases,
                                                   disease_id, load_cache, read_case, record_error, save_cache)
 from openbench.text.disease_ranking.knowledge_base import METHODS, KnowledgeBase, ranked_entries
-from openbench.text.disease_ranking.test_sets import TestSet, load_test_set
+from openbench.text.disease_ranking.case_sets import TestSet, load_test_set
 from openbench.text.disease_ranking.metrics import DEFAULT_KS, CaseRank, rank_metrics
 
 logger = logging.getLogger(__name__)

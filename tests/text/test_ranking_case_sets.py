@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from openbench.errors import InputError
-from openbench.text.disease_ranking.test_sets import load_mme, load_phenobrain, load_test_set
+from openbench.text.disease_ranking.case_sets import load_mme, load_phenobrain, load_test_set
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "phenotype"
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures/phenotype not present")

@@ -1,0 +1,275 @@
+"""The result record: one typed schema for every evaluator, the report, the registry's standard
+protocols and the leaderboard's validation.
+
+A record is written as JSON (:meth:`ResultRecord.to_dict`) with ``schema_version`` and
+``written_by: "openbench"`` at the top; :func:`validate_record` is what the leaderboard (and
+anyone reading a record) checks: the layout, finite values in range, and *consistency*, which a
+record produced by openbench always has and a hand-edited one often lacks:
+
+* per side and rank type: hits@k non-decreasing in k; ``MRR >= hits@1``;
+  ``MRR <= hits@k + (1 - hits@k) / (k + 1/2)`` (a query beyond rank k has rank >= k + 1/2);
+  ``MRR * MR >= 1`` (the mean of 1/rank is at least 1/mean rank); ``1 <= MR <= entities``;
+* across rank types: optimistic >= realistic >= pessimistic for MRR and hits@k (MR the other
+  way round), and the expected values between pessimistic and optimistic;
+* against the protocol: the hits@k keys are exactly ``protocol.hits_at``; filter sets are
+  splits; sides are head/tail; the seed is an integer or null;
+* the same for every per-relation block and the macro average (without the MR/MRR inequality,
+  which does not survive averaging over relations).
+
+Timings live under one key, ``timing``: everything else is a function of the inputs and the
+protocol, so two runs with the same inputs and seed give records equal apart from ``timing``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ["SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
+           "validate_record", "TIMING_KEY"]
+
+SCHEMA_VERSION = 1
+TASKS = ("ranking",)
+RANK_TYPES = ("realistic", "optimistic", "pessimistic")
+SIDES = ("both", "head", "tail")
+SPLITS = ("train", "valid", "test")
+TIMING_KEY = "timing"
+SLACK = 1e-9  # floating-point rounding of means
+
+
+class RecordError(ValueError):
+    """A record that is not a trustworthy openbench result; the message says why."""
+
+
+@dataclass
+class Protocol:
+    """How the numbers were obtained. ``extra`` holds what a model source adds (truncated lists:
+    ``mrr_is_lower_bound``, ``not_listed``; distributed runs: ``distributed``)."""
+
+    filter_sets: List[str]
+    hits_at: List[int]
+    candidates: str = "all"
+    sides: List[str] = field(default_factory=lambda: ["head", "tail"])
+    exclude_query_entity: bool = False
+    lower_is_better: bool = False
+    dropped_queries: int = 0
+    evaluation_split: str = "test"
+    headline_rank_type: str = "realistic"
+    tie_rule: str = "exact float comparison; realistic rank = g + (k + 1) / 2"
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    # the keys of the JSON object, in the order they have always been written
+    ORDER = ("headline_rank_type", "filter_sets", "candidates", "sides", "exclude_query_entity", "lower_is_better",
+             "hits_at", "dropped_queries", "evaluation_split", "tie_rule")
+
+    def to_dict(self) -> Dict[str, Any]:
+        values = {name: getattr(self, name) for name in self.ORDER}
+        values.update(self.extra)
+        return values
+
+    def standard_part(self) -> Dict[str, Any]:
+        """The fields a benchmark's standard protocol fixes (what the leaderboard compares)."""
+        return {"filter_sets": list(self.filter_sets), "candidates": self.candidates, "sides": list(self.sides),
+                "headline_rank_type": self.headline_rank_type, "exclude_query_entity": self.exclude_query_entity,
+                "evaluation_split": self.evaluation_split, **self.extra}
+
+    @classmethod
+    def from_dict(cls, values: Dict[str, Any]) -> "Protocol":
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in values.items() if k in known},
+                   extra={k: v for k, v in values.items() if k not in known})
+
+
+@dataclass
+class ResultRecord:
+    """One evaluation's result (see the module docstring for the JSON)."""
+
+    metrics: Dict[str, Any]
+    per_relation: Dict[str, Any]
+    macro_relation: Dict[str, Any]
+    protocol: Protocol
+    dataset: Dict[str, Any]
+    model: Dict[str, Any]
+    diagnostics: Dict[str, Any]
+    seed: Optional[int]
+    device: str
+    version: str
+    seconds: float
+    warnings: List[str] = field(default_factory=list)
+    task: str = "ranking"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task,
+                "metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
+                "protocol": self.protocol.to_dict(), "dataset": self.dataset, "model": self.model,
+                "diagnostics": self.diagnostics, "seed": self.seed, "device": self.device, "version": self.version,
+                TIMING_KEY: {"seconds": round(self.seconds, 6)}, "warnings": list(self.warnings)}
+
+
+# ------------------------------------------------------------------------------------------
+# validation
+
+
+def _number(where: str, value, *, null_ok: bool = False) -> Optional[float]:
+    if value is None:
+        if null_ok:
+            return None
+        raise RecordError(f"{where} is null, but it is defined for every evaluation")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise RecordError(f"{where} = {value!r}: expected a finite number")
+    return float(value)
+
+
+def _hits(values: Dict[str, Any], where: str) -> List[tuple]:
+    hits = []
+    for name in values:
+        if name.startswith("hits@"):
+            k = name[5:]
+            if not k.isdigit() or int(k) < 1:
+                raise RecordError(f"{where}.{name}: k must be a positive integer")
+            hits.append((int(k), name))
+    return sorted(hits)
+
+
+def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[int]], entities: Optional[int],
+                 averaged: bool) -> Dict[str, Optional[float]]:
+    """Ranges and the within-block consistency of one {metric: value} block; returns the numbers."""
+    if not isinstance(values, dict):
+        raise RecordError(f"{where} must be an object")
+    numbers: Dict[str, Optional[float]] = {}
+    for name, value in values.items():
+        label = f"{where}.{name}"
+        number = _number(label, value, null_ok=name in ("mr", "amri"))  # undefined: truncated lists, no ranks
+        numbers[name] = number
+        if number is None:
+            continue
+        if name == "mrr" or name.startswith("hits@") or name.startswith("mrr@"):
+            if not 0.0 <= number <= 1.0:
+                raise RecordError(f"{label} = {number}: outside [0, 1]")
+        elif name == "mr":
+            if number < 1.0:
+                raise RecordError(f"{label} = {number}: a mean rank is at least 1")
+            if entities is not None and number > entities + SLACK:
+                raise RecordError(f"{label} = {number}: a mean rank cannot exceed the {entities} entities")
+        elif name == "amri" and not -1.0 - SLACK <= number <= 1.0 + SLACK:
+            raise RecordError(f"{label} = {number}: outside [-1, 1]")
+    hits = _hits(values, where)
+    if hits_at is not None and sorted(k for k, _ in hits) != sorted(set(hits_at)):
+        raise RecordError(f"{where}: hits@k for k in {[k for k, _ in hits]}, but protocol.hits_at is {list(hits_at)}")
+    hit_values: Dict[str, float] = {name: value for name, value in numbers.items()
+                                    if name.startswith("hits@") and value is not None}
+    for (k_low, low), (k_high, high) in zip(hits, hits[1:]):
+        if hit_values[high] < hit_values[low] - SLACK:
+            raise RecordError(f"{where}: hits@{k_high} = {hit_values[high]} < hits@{k_low} = {hit_values[low]}; "
+                              "hits@k cannot fall as k grows")
+    mrr, mr = numbers.get("mrr"), numbers.get("mr")
+    if mrr is not None:
+        for k, name in hits:
+            hit = hit_values[name]
+            if k == 1 and mrr < hit - SLACK:
+                raise RecordError(f"{where}: MRR {mrr} < hits@1 {hit}; every query ranked first adds 1 to both")
+            if mrr > hit + (1.0 - hit) / (k + 0.5) + SLACK:
+                raise RecordError(f"{where}: MRR {mrr} is impossible with hits@{k} = {hit} (at most "
+                                  f"{hit + (1.0 - hit) / (k + 0.5):.6g})")
+        if mr is not None and not averaged and mrr * mr < 1.0 - 1e-6:
+            raise RecordError(f"{where}: MRR {mrr} x MR {mr} < 1; the mean of 1/rank is at least 1/mean rank")
+    return numbers
+
+
+def _check_sides(where: str, sides, hits_at, entities, averaged: bool, required: Sequence[str]) -> None:
+    if not isinstance(sides, dict):
+        raise RecordError(f"{where} must be an object")
+    missing = [side for side in required if side not in sides]
+    if missing:
+        raise RecordError(f"{where}.{missing[0]} is missing")
+    for side, block in sides.items():
+        if side not in SIDES:
+            raise RecordError(f"{where}.{side}: expected a side of {', '.join(SIDES)}")
+        if not isinstance(block, dict):
+            raise RecordError(f"{where}.{side} must be an object")
+        absent = [rank_type for rank_type in RANK_TYPES if rank_type not in block]
+        if absent:
+            raise RecordError(f"{where}.{side}.{absent[0]} is missing")
+        numbers = {}
+        for rank_type, values in block.items():
+            if rank_type not in RANK_TYPES + ("expected",):
+                raise RecordError(f"{where}.{side}.{rank_type}: expected a rank type of "
+                                  f"{', '.join(RANK_TYPES + ('expected',))}")
+            numbers[rank_type] = _check_block(f"{where}.{side}.{rank_type}", values, rank_type,
+                                              hits_at, entities, averaged)
+        _check_rank_order(f"{where}.{side}", numbers)
+
+
+def _check_rank_order(where: str, numbers: Dict[str, Dict[str, Optional[float]]]) -> None:
+    """optimistic >= realistic >= pessimistic (MR reversed); expected between the extremes."""
+    optimistic, realistic, pessimistic = numbers["optimistic"], numbers["realistic"], numbers["pessimistic"]
+    for name in set(optimistic) & set(realistic) & set(pessimistic):
+        if name == "amri":
+            continue
+        o, r, p = optimistic[name], realistic[name], pessimistic[name]
+        if o is None or r is None or p is None:
+            continue
+        high, middle, low = (p, r, o) if name == "mr" else (o, r, p)
+        if not high + SLACK >= middle >= low - SLACK:
+            raise RecordError(f"{where}: {name} optimistic {o}, realistic {r}, pessimistic {p}; ties can only "
+                              "move a rank between its optimistic and pessimistic value")
+        expected = numbers.get("expected", {}).get(name)
+        if expected is not None and name != "mr" and not o + SLACK >= expected >= p - SLACK:
+            raise RecordError(f"{where}.expected.{name} = {expected} lies outside [pessimistic {p}, optimistic {o}]")
+
+
+def _check_protocol(protocol) -> Protocol:
+    if not isinstance(protocol, dict):
+        raise RecordError("protocol must be an object")
+    absent = [key for key in ("filter_sets", "candidates", "sides", "hits_at") if key not in protocol]
+    if absent:
+        raise RecordError(f"protocol field(s) missing: {', '.join(absent)}")
+    filters = protocol["filter_sets"]
+    if not isinstance(filters, list) or any(name not in SPLITS for name in filters):
+        raise RecordError(f"protocol.filter_sets = {filters!r}: expected a list of {', '.join(SPLITS)}")
+    hits_at = protocol["hits_at"]
+    if (not isinstance(hits_at, list) or not hits_at
+            or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in hits_at)):
+        raise RecordError(f"protocol.hits_at = {hits_at!r}: expected a list of positive integers")
+    sides = protocol["sides"]
+    if not isinstance(sides, list) or not sides or any(side not in ("head", "tail") for side in sides):
+        raise RecordError(f"protocol.sides = {sides!r}: expected a list of head, tail")
+    if not isinstance(protocol["candidates"], str):
+        raise RecordError("protocol.candidates must be a string")
+    return Protocol.from_dict(protocol)
+
+
+def validate_record(record) -> None:
+    """Raise :class:`RecordError` with the reason when ``record`` is not a trustworthy result."""
+    if not isinstance(record, dict):
+        raise RecordError("a result record is a JSON object")
+    missing = [key for key in ("metrics", "protocol", "dataset", "model") if key not in record]
+    if missing:
+        raise RecordError(f"missing key(s): {', '.join(missing)}")
+    version = record.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise RecordError(f"schema_version {version!r}: this openbench reads version {SCHEMA_VERSION}")
+    task = record.get("task", "ranking")
+    if task not in TASKS:
+        raise RecordError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    dataset, model = record["dataset"], record["model"]
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
+        raise RecordError("dataset.fingerprint is missing: the record does not say what it was computed on")
+    protocol = _check_protocol(record["protocol"])
+    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
+        raise RecordError("model.name is missing")
+    if not isinstance(model.get("params", {}), dict):
+        raise RecordError("model.params must be an object")
+    seed = record.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise RecordError(f"seed = {seed!r}: expected an integer or null")
+    counts: Dict[str, Any] = dataset["counts"] if isinstance(dataset.get("counts"), dict) else {}
+    entities = counts.get("entities") if isinstance(counts.get("entities"), int) else None
+    _check_sides("metrics", record["metrics"], protocol.hits_at, entities, False, ("both",))
+    per_relation = record.get("per_relation", {})
+    if not isinstance(per_relation, dict):
+        raise RecordError("per_relation must be an object")
+    for relation, sides in per_relation.items():
+        _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, ())
+    _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, ())
+
