@@ -25,6 +25,11 @@ from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, Exc
 from graphgen.order import EdgeOrder, sort_edges
 from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe, Side, SourceFiles
 
+__all__ = ["EDGE_COLUMNS", "STATS_COLUMNS", "RAW_NAMESPACE_FIXES", "EDGE_TYPE_ENUM", "NODE_TYPE_ENUM",
+           "NODE_TYPE_NAMES", "READ_AHEAD", "SOURCE_ENUM", "SOURCE_BITS", "EDGE_SCHEMA", "Inputs", "Part",
+           "EdgeTable", "dictionary_codes", "Graph", "MappedSide", "NODE_TYPE_CODE", "raw_edges", "run_recipe",
+           "build_graph", "build_from_folder"]
+
 logger = logging.getLogger(__name__)
 
 EDGE_COLUMNS = ["id1", "edge_type", "id2", "qscore", "source"]

@@ -26,6 +26,8 @@ from openbench import __version__
 from openbench._io import write_text_atomic
 from openbench.errors import OpenbenchError
 
+__all__ = ["CHUNK_BYTES", "RETRYABLE_STATUS", "DownloadError", "Remote", "sha256_of", "sidecar_path", "fetch"]
+
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20

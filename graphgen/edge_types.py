@@ -11,6 +11,10 @@ from typing import Dict, FrozenSet, Optional, Tuple, Union
 
 from openbench.errors import InputError
 
+__all__ = ["QUALITY_LEVELS", "QUALITY_SYNONYMS", "NODE_TYPES", "PREFIX_TO_NODE_TYPE", "MinScore", "ExcludedScores",
+           "STRING_LIKE", "DISGENET", "EVIDENCE", "BGEE_PRESENCE", "BGEE_DIFFERENTIAL", "NO_SCORE", "EdgeType",
+           "EDGE_TYPES", "RegistryError", "edge_type", "parent_of", "normalise_quality", "node_type_of"]
+
 QUALITY_LEVELS = ("hq", "mq", "lq", "nq")
 QUALITY_SYNONYMS = {"high": "hq", "h": "hq", "medium": "mq", "m": "mq", "low": "lq", "l": "lq", "none": "nq"}
 

@@ -24,6 +24,9 @@ from graphgen.writers.tsv import graph_props, present_names, write_list
 from openbench._io import read_json, replace_folder
 from openbench.errors import InputError
 
+__all__ = ["FORMATS", "GRAPH_FILES", "GraphTables", "tables_of_graph", "graph_folder", "read_graph_folder",
+           "WRITERS", "export_graph_folder", "export"]
+
 logger = logging.getLogger(__name__)
 
 FORMATS = EXPORT_FORMATS

@@ -27,6 +27,8 @@ import polars as pl
 
 from openbench._native import OptionalLibrary
 
+__all__ = ["SORT_LIBRARY", "EdgeOrder", "sort_name", "sort_edges"]
+
 
 def _configure(library) -> None:
     library.openbench_partition_edges.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * 5 + [ctypes.c_int32] * 3 + \

@@ -25,6 +25,9 @@ from graphgen.writers.tsv import GRAPH_FOLDER, write_tsv
 from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 
+__all__ = ["STEPS", "SAMPLE_DIR", "IN_FILES", "OPTIONAL_FILES", "RECIPE_INDEX", "default_cache", "Selection",
+           "select", "download_sources", "StoredInputs", "parse", "generate", "list_sources", "list_edge_types"]
+
 logger = logging.getLogger(__name__)
 
 STEPS = ("download", "parse", "build")

@@ -18,6 +18,9 @@ from graphgen.download import Remote
 from graphgen.sources import bgee, ctd, disgenet, drugcentral, go, hpo, obo, sider, stitch, string, uniprot
 from openbench.errors import InputError
 
+__all__ = ["ONTOLOGY_REMOTES", "SOURCES", "SourceFiles", "Side", "Recipe", "Mapping", "MAPPINGS", "ALT_ID_SOURCES",
+           "GENE", "STRING_PROTEIN", "DRUG", "RECIPES", "needed_sources"]
+
 ONTOLOGY_REMOTES = {
     "GO": go.REMOTES["ontology"],
     "DO": Remote("DO", "https://raw.githubusercontent.com/DiseaseOntology/HumanDiseaseOntology/main/src/ontology/"

@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 from typing import Callable, Optional
 
+__all__ = ["load_library", "OptionalLibrary"]
+
 logger = logging.getLogger(__name__)
 
 

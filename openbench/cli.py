@@ -40,6 +40,11 @@ from openbench.text.brat import TYPE_MODES as BRAT_TYPE_MODES
 from openbench.text.disease_ranking.metrics import TIE_POLICIES
 from openbench.text.metaeval import SEMANTICS as METAEVAL_SEMANTICS
 
+__all__ = ["Names", "FiniteFloat", "write_json", "main", "evaluate", "generate", "export_command", "train",
+           "datasets", "datasets_list", "datasets_get", "export_kgid", "leaderboard", "leaderboard_submit",
+           "leaderboard_show", "leaderboard_export", "text", "metaeval_command", "rank_diseases", "rank_eval",
+           "brat_command", "metaeval_main", "split", "split_rand", "split_time", "demo"]
+
 logger = logging.getLogger("openbench")
 
 

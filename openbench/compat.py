@@ -114,6 +114,8 @@ class Evaluator(_Evaluator):
         self.dl = dl
 
     def evaluate(self, batch_size: Optional[int] = 100) -> dict:
+        """openbench's record, plus OpenBioLink's flat ``hits@1/3/10`` and ``mrr`` keys (realistic,
+        both sides) at its top level, as OpenBioLink's evaluator returned them."""
         result = super().evaluate(batch_size=batch_size)
         headline = result["metrics"]["both"]["realistic"]
         result.update({key: headline[key] for key in ("hits@1", "hits@3", "hits@10", "mrr") if key in headline})

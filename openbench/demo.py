@@ -17,6 +17,10 @@ import numpy as np
 from openbench._io import replace_folder
 from openbench.layouts import SAMPLE_FILES
 
+__all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
+           "write_samples", "run_demo", "train_and_evaluate", "PIPELINE_MODELS", "run_pipeline_demo",
+           "results_table", "submit_to_leaderboard"]
+
 logger = logging.getLogger(__name__)
 
 NODE_TYPES = ("GENE", "PHENOTYPE", "DIS")

@@ -30,6 +30,10 @@ from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
 from openbench.record import Protocol
 
+__all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "OBL2020_PROTOCOL", "OBL2021_PROTOCOL",
+           "OBL2020_LICENSE", "RegisteredDataset", "REGISTRY", "DatasetError", "registry_table", "lookup",
+           "data_root", "read_marker", "get", "registry_of", "resolve"]
+
 logger = logging.getLogger(__name__)
 
 MARKER = ".openbench-verified.json"

@@ -18,6 +18,8 @@ from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from openbench.evaluation.dataset import Dataset
 
+__all__ = ["PYKEEN_MODELS", "train_embeddings", "train_pipeline", "train_dataset"]
+
 logger = logging.getLogger(__name__)
 
 # openbench scorer name -> (PyKEEN model name, extra model arguments)

@@ -20,6 +20,9 @@ import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES
 
+__all__ = ["PARENT", "categorical_ids", "nodes_of", "drop_unseen_nodes", "drop_reverse_edges",
+           "drop_hierarchy_leakage"]
+
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
 
 

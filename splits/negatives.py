@@ -21,6 +21,8 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.graph_files import SPLIT_COLUMNS as COLUMNS
 from splits.leakage import categorical_ids
 
+__all__ = ["MAX_ROUNDS", "sample_negatives"]
+
 logger = logging.getLogger(__name__)
 
 MAX_ROUNDS = 25

@@ -23,6 +23,8 @@ from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
 from splits.negatives import sample_negatives
 
+__all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split"]
+
 logger = logging.getLogger(__name__)
 KEY = ["id1", "relation", "id2"]
 

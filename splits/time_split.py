@@ -21,6 +21,8 @@ from splits.leakage import categorical_ids
 from splits.negatives import sample_negatives
 from splits.random_split import KEY, _carve, _write_fold, distinct_edges, remove_inconsistent
 
+__all__ = ["time_split"]
+
 
 def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame,
                tmo_positives: pl.DataFrame, tmo_true_negatives: pl.DataFrame, tmo_nodes: pl.DataFrame, output, *,

@@ -130,3 +130,41 @@ def test_tests_share_code_through_bases_not_through_each_other():
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tests.") and ".test_" in node.module:
                 offenders.append(f"{path.relative_to(PROJECT_ROOT)} imports {node.module}")
     assert not offenders, offenders
+
+
+def test_public_modules_declare_all_and_it_names_real_things():
+    import importlib
+
+    lacking, dangling = [], []
+    for name, path in _modules().items():
+        if path.name in ("__init__.py", "__main__.py", "_triton.py"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        declared = [node for node in tree.body if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+        if not declared:
+            lacking.append(name)
+            continue
+        if name.startswith(("openbench.evaluation", "openbench.record", "openbench._io", "splits", "graphgen.graph")):
+            module = importlib.import_module(name)
+            dangling += [f"{name}.{item}" for item in module.__all__ if not hasattr(module, item)]
+    assert not lacking and not dangling, (lacking, dangling)
+
+
+def test_every_override_in_evaluation_says_what_it_returns():
+    """Overrides carry their own docstring (with tensor shapes where they take or give tensors)."""
+    import importlib
+    import inspect
+
+    undocumented = []
+    for name in ("scorers", "evaluator", "topk", "dglke", "libkge", "pykeen_model", "distributed", "typed"):
+        module = importlib.import_module(f"openbench.evaluation.{name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ != module.__name__:
+                continue
+            for method, function in vars(cls).items():
+                if not callable(function) or method.startswith("__"):
+                    continue
+                if any(method in vars(base) for base in cls.__mro__[1:]) and not (function.__doc__ or "").strip():
+                    undocumented.append(f"{cls.__name__}.{method}")
+    assert not undocumented, undocumented

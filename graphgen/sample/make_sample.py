@@ -20,6 +20,8 @@ import numpy as np
 
 from graphgen.recipes import SOURCES
 
+__all__ = ["HERE", "FILES", "World", "STRING_MODES", "STITCH_MODES", "STEPS", "make_sample", "main"]
+
 HERE = Path(__file__).resolve().parent
 FILES = HERE / "files"
 

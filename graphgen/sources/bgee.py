@@ -6,6 +6,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "read_expression", "read_differential"]
+
 REMOTES = {
     "expression": Remote("Bgee", "https://www.bgee.org/ftp/current/download/calls/expr_calls/"
                          "Homo_sapiens_expr_simple.tsv.gz", "Homo_sapiens_expr_simple.tsv.gz"),

@@ -6,6 +6,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "read_gene_pathways"]
+
 REMOTES = {"pathways": Remote("CTD", "http://ctdbase.org/reports/CTD_genes_pathways.tsv.gz",
                               "CTD_genes_pathways.tsv.gz")}
 

@@ -6,6 +6,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["BASE", "REMOTES", "read_associations", "read_do_mappings"]
+
 BASE = "https://www.disgenet.org/static/disgenet_ap1/files/downloads/"
 REMOTES = {
     "curated": Remote("DisGeNet", BASE + "curated_gene_disease_associations.tsv.gz",

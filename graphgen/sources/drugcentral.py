@@ -12,6 +12,9 @@ from graphgen.download import Remote
 from openbench._io.inputs import iter_raw_lines, read_table
 from openbench.errors import InputError
 
+__all__ = ["REMOTES", "OMOP_COLUMNS", "IDENTIFIER_COLUMNS", "read_dump_tables", "read_indications",
+           "read_target_interactions"]
+
 REMOTES = {
     "dump": Remote("DrugCentral", "https://unmtid-shinyapps.net/download/DrugCentral/20180826/"
                    "drugcentral.dump.08262018.sql.gz", "drugcentral.dump.08262018.sql.gz", version="2018-08-26"),

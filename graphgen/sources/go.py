@@ -6,6 +6,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "read_annotations"]
+
 REMOTES = {
     "annotations": Remote("GO", "http://current.geneontology.org/annotations/goa_human.gaf.gz", "goa_human.gaf.gz"),
     "ontology": Remote("GO", "http://purl.obolibrary.org/obo/go/go-basic.obo", "go-basic.obo"),

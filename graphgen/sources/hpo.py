@@ -10,6 +10,8 @@ from graphgen.download import Remote
 from openbench._io.inputs import iter_lines, read_table
 from openbench.errors import InputError
 
+__all__ = ["REMOTES", "read_disease_phenotype", "read_gene_phenotype"]
+
 REMOTES = {
     "annotations": Remote("HPO", "http://purl.obolibrary.org/obo/hp/hpoa/phenotype.hpoa", "phenotype.hpoa"),
     "genes": Remote("HPO", "http://purl.obolibrary.org/obo/hp/hpoa/genes_to_phenotype.txt",

@@ -16,6 +16,8 @@ import polars as pl
 from openbench._io.inputs import iter_raw_lines
 from openbench.errors import InputError
 
+__all__ = ["Ontology", "read_lines", "parse_obo"]
+
 _LINE = "line"
 # a byte that does not occur in OBO text, so that each line is read as one field
 _NO_SEPARATOR = "\x1f"

@@ -6,6 +6,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "stitch_to_pubchem", "read_side_effects", "read_indications"]
+
 REMOTES = {
     "side_effects": Remote("SIDER", "http://sideeffects.embl.de/media/download/meddra_all_se.tsv.gz",
                            "meddra_all_se.tsv.gz", version="4.1"),

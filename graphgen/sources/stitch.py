@@ -11,6 +11,8 @@ from graphgen.download import Remote
 from graphgen.sources.sider import stitch_to_pubchem
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "MODES", "BINDING_ACTIONS", "read_links", "read_action_edges"]
+
 REMOTES = {
     "links": Remote("STITCH", "http://stitch.embl.de/download/protein_chemical.links.v5.0/"
                     "9606.protein_chemical.links.v5.0.tsv.gz", "9606.protein_chemical.links.v5.0.tsv.gz", version="5.0"),

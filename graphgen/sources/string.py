@@ -11,6 +11,9 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["REMOTES", "DIRECTED_MODES", "UNDIRECTED_MODES", "BINDING_ACTIONS", "read_links", "read_actions",
+           "action_edges", "read_entrez_mapping"]
+
 REMOTES = {
     "links": Remote("STRING", "https://stringdb-static.org/download/protein.links.v11.0/"
                     "9606.protein.links.v11.0.txt.gz", "9606.protein.links.v11.0.txt.gz", version="11.0"),

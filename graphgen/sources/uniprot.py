@@ -12,6 +12,8 @@ import polars as pl
 from graphgen.download import Remote
 from openbench._io.inputs import read_table
 
+__all__ = ["BASE", "REMOTES", "SELECTED_COLUMNS", "read_dat", "read_selected"]
+
 BASE = "https://ftp.uniprot.org/pub/databases/uniprot/current_release/knowledgebase/idmapping/by_organism/"
 REMOTES = {
     "selected": Remote("UniProt", BASE + "HUMAN_9606_idmapping_selected.tab.gz", "HUMAN_9606_idmapping_selected.tab.gz"),

@@ -35,6 +35,9 @@ from tqdm.auto import tqdm
 from graphgen.edge_types import PREFIX_TO_NODE_TYPE
 from openbench.errors import InputError
 
+__all__ = ["CHUNK_EDGES", "NODE_FUNCTIONS", "RELATIONS", "PREDICTED", "STORED_RELATION", "SOURCE_SITES",
+           "bel_escaped", "citation", "write_bel"]
+
 logger = logging.getLogger(__name__)
 
 CHUNK_EDGES = 20_000

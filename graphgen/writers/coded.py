@@ -31,6 +31,8 @@ import polars as pl
 from openbench._io import SequentialWriter
 from openbench._native import OptionalLibrary
 
+__all__ = ["CHUNK_BYTES", "ROWS_LIBRARY", "writer_name", "quote_entry", "write_coded", "write_coded_parts"]
+
 logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 8 << 20        # formatted bytes per chunk, about

@@ -23,6 +23,9 @@ import polars as pl
 from rdflib import Literal, Namespace, URIRef
 from rdflib.namespace import RDF
 
+__all__ = ["VOCAB", "IDENTIFIERS", "EXTENSIONS", "NEGATED_PREFIX", "SLICE_ROWS", "node_iri", "write_nodes",
+           "write_edges"]
+
 VOCAB = Namespace("https://w3id.org/openbench/vocab#")
 IDENTIFIERS = "https://identifiers.org/"
 EXTENSIONS = {"RDF-NT": "nt", "RDF-TTL": "ttl", "RDF-N3": "n3"}

@@ -20,6 +20,8 @@ from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
 from graphgen.writers.coded import Column, write_coded, write_coded_parts
 from openbench._io import replace_folder
 
+__all__ = ["GRAPH_FOLDER", "present_names", "write_list", "write_tsv", "graph_props"]
+
 GRAPH_FOLDER = "graph_files"
 
 

@@ -29,6 +29,10 @@ from openbench.evaluation.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
 
+__all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_triples", "read_id_map", "read_id_triples",
+           "triples_fingerprint", "id_map_fingerprint", "load_dataset", "read_dataset", "write_id_layout",
+           "export_id_layout"]
+
 logger = logging.getLogger(__name__)
 
 TRIPLE_COLUMNS = ("h", "r", "t")

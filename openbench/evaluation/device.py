@@ -7,6 +7,8 @@ import torch
 
 from openbench.errors import InputError
 
+__all__ = ["resolve_device"]
+
 
 def resolve_device(name: str = "auto", local_rank: Optional[int] = None) -> torch.device:
     """Resolve ``"auto"`` (CUDA when present, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.

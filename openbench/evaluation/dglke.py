@@ -46,6 +46,10 @@ from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
 from openbench._io import load_npy, read_json
 from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256
 
+__all__ = ["SCORER_OF_MODEL", "PROJECTED", "SIMPLE_CLAMP", "EMB_INIT_EPS", "is_dglke_checkpoint", "read_config",
+           "PLURALS", "read_id_map", "load_dglke", "RESCALTransposedTails", "ClampedSimplE", "COMPAT_SCORERS",
+           "TransREvaluator", "dglke_evaluator"]
+
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
            "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
 PROJECTED = ("TransR",)
@@ -161,6 +165,7 @@ class RESCALTransposedTails(RESCAL):
     """DGL-KE's evaluator: tail queries scored as (M_r h)·t = hᵀ M_rᵀ t (dglke issue #225)."""
 
     def query_vectors(self, batch, side):
+        """(B, d): M_r h for tail queries (DGL-KE's transposed tail side), M_r t for head queries."""
         if side == "tail":
             return torch.bmm(self.relations[batch[:, 1]], self.entities[batch[:, 0]].unsqueeze(2)).squeeze(2)
         return super().query_vectors(batch, side)
@@ -170,6 +175,7 @@ class ClampedSimplE(SimplE):
     """DGL-KE's SimplE: scores clamped to [-20, 20] (ties at the clamp)."""
 
     def score_chunk(self, queries, side, start, stop, out=None):
+        """(B, stop - start) SimplE scores clamped to [-20, 20], as DGL-KE's evaluator scores."""
         return super().score_chunk(queries, side, start, stop, out=out).clamp_(-SIMPLE_CLAMP, SIMPLE_CLAMP)
 
 
@@ -194,6 +200,7 @@ class TransREvaluator(Evaluator):
         self._projected: Tuple[int, torch.Tensor] = (-1, None)
 
     def model_description(self) -> dict:
+        """DGL-KE's model name and training arguments, and the files' sha256."""
         return dict(self.description)
 
     def _projected_entities(self, relation: int) -> torch.Tensor:

@@ -29,6 +29,9 @@ from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter
 from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts, count_block, true_ids_of
 from openbench.record import Protocol
 
+__all__ = ["SHARDS", "DEFAULT_TIMEOUT_S", "init_from_environment", "entity_range", "REDUCTIONS", "gather_counts",
+           "sum_counts", "DistributedEmbeddingEvaluator"]
+
 SHARDS = catalog.SHARDS
 DEFAULT_TIMEOUT_S = 600
 
@@ -98,6 +101,7 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
         super().__init__(dataset, scorer, **options)
 
     def protocol(self) -> Protocol:
+        """The base protocol plus the world size, shard mode and backend."""
         protocol = super().protocol()
         protocol.extra["distributed"] = {"world_size": self.world, "shard": self.shard,
                                          "backend": dist.get_backend()}

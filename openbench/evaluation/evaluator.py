@@ -39,6 +39,9 @@ from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_c
 from openbench.evaluation.scorers import EmbeddingScorer
 from openbench.evaluation.typed import TypedCandidates
 
+__all__ = ["DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "MIN_FULL_ROWS", "CANDIDATE_MODES",
+           "Evaluator", "EmbeddingEvaluator"]
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_HITS_AT = (1, 3, 10)
@@ -352,12 +355,14 @@ class EmbeddingEvaluator(Evaluator):
         self._buffer: Optional[torch.Tensor] = None
 
     def model_description(self) -> dict:
+        """The scorer's name, kind and parameters (dimension, dtype) and the files' sha256."""
         params = {"dimension": int(self.scorer.entities.shape[1]), "dtype": str(self.scorer.entities.dtype)}
         params.update(self.model_params)
         return {"name": self.model_name, "kind": self.model_kind, "params": params,
                 "source_sha256": self.source_sha256}
 
     def default_batch_size(self) -> int:
+        """Queries per batch: as many full (E,) score rows as the block budget holds, at most 4096."""
         budget = self._block_elements()
         if self.num_entities * MIN_FULL_ROWS <= budget:
             return max(1, min(budget // self.num_entities, 4096))
@@ -379,6 +384,7 @@ class EmbeddingEvaluator(Evaluator):
         return self._buffer[:needed].view(rows, width)
 
     def count_sides(self, batch, filters):
+        """{side: (n_greater (B,), n_equal (B,))} for ``batch`` (B, 3), scored in entity chunks."""
         width = self._chunk_width(batch.shape[0])
         counts = {}
         for side in SIDES:

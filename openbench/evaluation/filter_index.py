@@ -6,6 +6,8 @@ from typing import Tuple
 
 import torch
 
+__all__ = ["SIDES", "CPU", "FilterIndex"]
+
 SIDES = ("head", "tail")
 CPU = torch.device("cpu")
 

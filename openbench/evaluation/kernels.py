@@ -25,6 +25,8 @@ import torch
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "kernel_name", "row_counts"]
+
 logger = logging.getLogger(__name__)
 
 # below this many scores a block is counted by one thread: thread hand-off would dominate

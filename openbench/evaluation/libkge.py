@@ -29,6 +29,9 @@ from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
 from openbench.evaluation.scorers import SCORERS, EmbeddingScorer, build_scorer, file_sha256
 
+__all__ = ["CHECKPOINT_NAMES", "RECIPROCAL", "MODELS", "DEFAULT_L_NORM", "find_checkpoint", "read_checkpoint",
+           "is_libkge_checkpoint", "read_libkge_ids", "reciprocal_scorer_class", "load_libkge"]
+
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAMES = ("checkpoint_best.pt",)

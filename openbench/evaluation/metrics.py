@@ -22,6 +22,9 @@ import torch
 
 from openbench.evaluation.ranking import RankCounts
 
+__all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "task_values", "group_means", "metric_block", "summarize",
+           "macro_average"]
+
 RANK_TYPES = ("realistic", "optimistic", "pessimistic")
 SIDE_NAMES = ("both", "head", "tail")
 _EULER_GAMMA = 0.57721566490153286060651209008240243

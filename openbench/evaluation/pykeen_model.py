@@ -22,6 +22,9 @@ from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
 from openbench.evaluation.id_maps import index_of_labels
 
+__all__ = ["MODEL_FILE", "is_pykeen_directory", "read_pykeen_map", "load_pykeen_model", "PyKEENModelEvaluator",
+           "pykeen_evaluator"]
+
 MODEL_FILE = "trained_model.pkl"
 
 
@@ -81,6 +84,7 @@ class PyKEENModelEvaluator(Evaluator):
                                  "only the dataset's entities are ranked")
 
     def model_description(self) -> dict:
+        """PyKEEN's model class, whether it answers head queries through inverse triples, the sha256."""
         from openbench.evaluation.scorers import file_sha256
 
         return {"name": self.model_name, "kind": self.model_kind,

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+__all__ = ["format_table"]
+
 
 def _cell(value: Optional[float], width: int = 8) -> str:
     if value is None:

@@ -36,6 +36,10 @@ import torch
 from openbench.errors import InputError
 from openbench.evaluation import catalog
 
+__all__ = ["COMPLEX_LAYOUTS", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "MODULI_BLOCK_ELEMENTS",
+           "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
+           "get_scorer_class", "file_sha256", "build_scorer"]
+
 COMPLEX_LAYOUTS = catalog.COMPLEX_LAYOUTS
 # far below float32's largest value (3.4e38): scores bounded by this, and their differences, are finite
 FINITE_BOUND = 1e37
@@ -162,6 +166,7 @@ class TransEL2(EmbeddingScorer):
     name, kind = "TransE-L2", "l2"
 
     def query_vectors(self, batch, side):
+        """(B, d) query vectors of ``batch`` (B, 3): h + r for tail queries, t - r for head queries."""
         r = self.relations[batch[:, 1]]
         return self.entities[batch[:, 0]] + r if side == "tail" else self.entities[batch[:, 2]] - r
 
@@ -174,6 +179,7 @@ class DistMult(EmbeddingScorer):
     name, kind = "DistMult", "dot"
 
     def query_vectors(self, batch, side):
+        """(B, d) query vectors of ``batch`` (B, 3): h ∘ r (tail queries) or r ∘ t (head queries)."""
         anchor = self.entities[batch[:, 0] if side == "tail" else batch[:, 2]]
         return anchor * self.relations[batch[:, 1]]
 
@@ -182,6 +188,7 @@ class ComplEx(EmbeddingScorer):
     name, kind, complex_valued = "ComplEx", "dot", True
 
     def query_vectors(self, batch, side):
+        """(B, 2d) real [Re | Im] query vectors of ``batch`` (B, 3): h ∘ r, or t ∘ conj(r) for heads."""
         r = self.relations[batch[:, 1]]
         if side == "tail":
             return _as_real(self.entities[batch[:, 0]] * r)
@@ -189,6 +196,7 @@ class ComplEx(EmbeddingScorer):
         return _as_real(self.entities[batch[:, 2]] * torch.conj(r))
 
     def candidate_vectors(self, side):
+        """(E, 2d) the entities as real [Re | Im] halves, for both sides."""
         return _as_real(self.entities)
 
 
@@ -217,6 +225,7 @@ class RESCAL(EmbeddingScorer):
     name, kind = "RESCAL", "dot"
 
     def query_vectors(self, batch, side):
+        """(B, d) query vectors of ``batch`` (B, 3): hᵀ M_r (tail queries) or M_r t (head queries)."""
         matrices = self.relations[batch[:, 1]]  # (B, d, d)
         if side == "tail":
             return torch.bmm(self.entities[batch[:, 0]].unsqueeze(1), matrices).squeeze(1)
@@ -236,6 +245,7 @@ class SimplE(EmbeddingScorer):
         super().__init__(entities, relations)
 
     def query_vectors(self, batch, side):
+        """(B, 2d) query vectors of ``batch`` (B, 3) against the (E, 2d) :meth:`candidate_vectors`."""
         half = self.entities.shape[1] // 2
         relation = self.relations[batch[:, 1]]
         r, r_inverse = relation[:, :half], relation[:, half:]
@@ -246,6 +256,7 @@ class SimplE(EmbeddingScorer):
         return 0.5 * torch.cat([r * t[:, half:], r_inverse * t[:, :half]], dim=1)
 
     def candidate_vectors(self, side):
+        """(E, 2d): [head role | tail role] for head queries, the halves swapped for tail queries."""
         if side == "head":
             return self.entities
         half = self.entities.shape[1] // 2

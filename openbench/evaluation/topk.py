@@ -32,6 +32,9 @@ from openbench.evaluation.ranking import RankCounts
 from openbench.record import Protocol
 from openbench.evaluation.scorers import file_sha256
 
+__all__ = ["QUERY_CHUNK", "read_safran_predictions", "TopKEvaluator", "read_obl2021_submission", "obl2021_counts",
+           "OBL2021Evaluator"]
+
 QUERY_CHUNK = 4096
 Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
 
@@ -104,6 +107,7 @@ class TopKEvaluator(Evaluator):
         self.stats: Dict[str, int] = {}
 
     def model_description(self) -> dict:
+        """The file's longest list and sha256."""
         return {"name": self.model_name, "kind": self.model_kind,
                 "params": {"list_length": self.stats.get("list_length", 0)},
                 "source_sha256": file_sha256(self.source) if self.source else None}
@@ -134,6 +138,7 @@ class TopKEvaluator(Evaluator):
         return counts
 
     def protocol(self) -> Protocol:
+        """Listed candidates, re-filtered; the MRR a lower bound; what was not listed, counted."""
         protocol = super().protocol()
         protocol.candidates = "listed (top-k)"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=True,
@@ -226,6 +231,7 @@ class OBL2021Evaluator(Evaluator):
         self.source = Path(source) if source else None
 
     def model_description(self) -> dict:
+        """The submission's list length and sha256."""
         return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": self.predictions.shape[1]},
                 "source_sha256": file_sha256(self.source) if self.source else None}
 
@@ -236,6 +242,7 @@ class OBL2021Evaluator(Evaluator):
         return {"head": head, "tail": tail}
 
     def protocol(self) -> Protocol:
+        """OBL2021's definition: the submitted order is the rank, no re-filtering."""
         protocol = super().protocol()
         protocol.candidates = "listed (OBL2021 top-10, order as submitted)"
         protocol.tie_rule = "none visible: the submitted order is the rank"

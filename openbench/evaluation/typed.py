@@ -19,6 +19,8 @@ import torch
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE
 
+__all__ = ["ALL_TYPES", "TypedCandidates"]
+
 ALL_TYPES = 0xFF
 _TYPE_BIT = {name: 1 << code for code, name in enumerate(sorted(NODE_TYPES))}
 _UNKNOWN_BIT = 1 << 7

@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import List
 
+__all__ = ["METRICS", "FLAGS", "LEGEND", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page"]
+
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
 FLAGS = {"published": "†", "nonstandard": "*"}
 LEGEND = ("† published result, not reproduced here (protocol unknown: LibKGE, LinkExplorer 2022); "

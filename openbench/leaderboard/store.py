@@ -26,6 +26,10 @@ from typing import Dict, Iterator, List, Optional, Sequence
 from openbench.errors import OpenbenchError
 from openbench.record import RecordError, validate_record
 
+__all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
+           "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
+           "submit_file", "read_rows", "open_leaderboard"]
+
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
 RANK_TYPES = ("realistic", "optimistic", "pessimistic")

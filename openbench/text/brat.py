@@ -40,6 +40,11 @@ import numpy as np
 from openbench._io import read_text
 from openbench.errors import InputError
 
+__all__ = ["TASKS", "SPAN_MODES", "TYPE_MODES", "MATCHINGS", "COREFERENCE", "Entity", "Relation", "Document",
+           "read_ann", "read_folder", "Taxonomy", "Rules", "parse_span", "match_pairs", "entity_edges", "Counts",
+           "pair_documents", "score_entities", "score_relations", "score_coreference_closure", "half_up", "total",
+           "entity_table", "relation_table", "rows", "to_csv", "to_json", "score_folders"]
+
 logger = logging.getLogger(__name__)
 
 TASKS = ("ner", "ee", "ar")

@@ -37,6 +37,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from openbench._io import read_text, replace_folder
 from openbench.errors import InputError
 
+__all__ = ["SEMANTICS", "FIELD_SUFFIXES", "read_field_file", "paper_scores", "FieldResult", "score_field",
+           "field_files", "evaluate", "pr_table", "labels_table", "summary", "write_outputs", "terminal_table"]
+
 logger = logging.getLogger(__name__)
 
 SEMANTICS = ("set", "multiset", "compat")

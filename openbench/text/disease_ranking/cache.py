@@ -30,6 +30,10 @@ from filelock import FileLock
 
 from openbench.errors import InputError
 
+__all__ = ["DEFAULT_ROOT", "DISEASE_ID_KEYS", "LOCK_TIMEOUT_S", "CacheConflict", "cache_dir_for", "cache_path_for",
+           "error_path_for", "LOCK_NAME", "CorruptCase", "read_case", "save_cache", "load_cache",
+           "methods_already_cached", "record_error", "disease_id", "cached_cases"]
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_ROOT = Path("outputs") / "evaluation"

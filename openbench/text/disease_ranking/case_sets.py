@@ -21,6 +21,8 @@ from typing import Dict, List
 
 from openbench.errors import InputError
 
+__all__ = ["Case", "TestSet", "normalise_disease_id", "load_phenobrain", "load_mme", "load_test_set"]
+
 
 @dataclass
 class Case:

@@ -37,6 +37,9 @@ import scipy.sparse as sp
 
 from openbench.errors import InputError
 
+__all__ = ["METHODS", "ROOT", "Ontology", "read_obo", "read_hpoa", "embedded_hpo_files", "KnowledgeBase",
+           "ranked_entries"]
+
 logger = logging.getLogger(__name__)
 
 METHODS = ("set_jaccard", "set_cosine", "tfidf", "semantic")

@@ -19,6 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+__all__ = ["TIE_POLICIES", "DEFAULT_KS", "CaseRank", "case_rank", "rank_metrics"]
+
 TIE_POLICIES = ("mean", "optimistic", "pessimistic")
 DEFAULT_KS = (1, 3, 5, 10, 20)
 

@@ -23,6 +23,10 @@ from openbench.text.disease_ranking.knowledge_base import METHODS, KnowledgeBase
 from openbench.text.disease_ranking.case_sets import TestSet, load_test_set
 from openbench.text.disease_ranking.metrics import DEFAULT_KS, CaseRank, rank_metrics
 
+__all__ = ["PNG_SOFTWARE", "parse_methods", "run_methods", "case_rank_from_entries", "evaluate_cache",
+           "format_report", "plot_topk", "default_dataset_name", "check_dataset_name", "resolve_cache_dir",
+           "rank_test_set"]
+
 logger = logging.getLogger(__name__)
 PNG_SOFTWARE = "openbench"  # the PNG text chunk that marks a plot as openbench's (it may be replaced)
 
