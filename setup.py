@@ -11,6 +11,7 @@ setup(
     description="Build, split and evaluate biomedical link-prediction benchmarks (an OpenBioLink superset)",
     long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
+    license="MIT",
     python_requires=">=3.10",
     packages=find_packages(include=["openbench", "openbench.*", "graphgen", "graphgen.*", "splits", "splits.*"]),
     package_data={"graphgen": ["sample/files/*"]},

@@ -19,7 +19,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 import polars as pl
-from tqdm.auto import tqdm
+from openbench.progress import progress as progress_bar
 
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES, PREFIX_TO_NODE_TYPE, ExcludedScores, MinScore, normalise_quality
 from graphgen.order import EdgeOrder, sort_edges
@@ -376,8 +376,7 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
     # (polars and the decompression release the GIL); released sources are never needed ahead
     with ThreadPoolExecutor(1, thread_name_prefix="graphgen-read") as reader:
         ahead = deque(reader.submit(raw_edges, recipe, inputs) for recipe in recipes[:READ_AHEAD])
-        for i, recipe in enumerate(tqdm(recipes, desc="building", unit="recipe", disable=None if progress else True,
-                                        leave=False)):
+        for i, recipe in enumerate(progress_bar(recipes, desc="building", unit="recipe", enabled=progress)):
             raw = ahead.popleft().result()
             if i + READ_AHEAD < len(recipes):
                 ahead.append(reader.submit(raw_edges, recipes[i + READ_AHEAD], inputs))

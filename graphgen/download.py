@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from tqdm.auto import tqdm
+from openbench.progress import progress as progress_bar
 
 from openbench import __version__
 from openbench._io import write_text_atomic
@@ -146,9 +146,9 @@ def _download_into(remote: Remote, partial: Path, timeout: float, progress: bool
                 offset = 0
             length = response.headers.get("Content-Length")
             total = offset + int(length) if length is not None else None
-            with open(partial, "ab" if offset else "wb") as handle, tqdm(
+            with open(partial, "ab" if offset else "wb") as handle, progress_bar(
                     total=total, initial=offset, unit="B", unit_scale=True, desc=remote.filename,
-                    disable=None if progress else True, leave=False) as bar:
+                    enabled=progress) as bar:
                 for block in iter(lambda: response.read(CHUNK_BYTES), b""):
                     handle.write(block)
                     bar.update(len(block))

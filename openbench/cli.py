@@ -39,6 +39,7 @@ from openbench.text.brat import TASKS as BRAT_TASKS
 from openbench.text.brat import TYPE_MODES as BRAT_TYPE_MODES
 from openbench.text.disease_ranking.metrics import TIE_POLICIES
 from openbench.text.metaeval import SEMANTICS as METAEVAL_SEMANTICS
+from splits import SEEN_RULES
 
 __all__ = ["Names", "FiniteFloat", "write_json", "main", "evaluate", "generate", "export_command", "train",
            "datasets", "datasets_list", "datasets_get", "export_kgid", "leaderboard", "leaderboard_submit",
@@ -170,18 +171,30 @@ def main(verbose: int, quiet: bool) -> None:
     level = logging.ERROR if quiet else logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 \
         else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    # progress lines (openbench/progress.py, only where stderr is no terminal) show unless --quiet
+    logging.getLogger("openbench.progress").setLevel(logging.ERROR if quiet else logging.INFO)
 
 
 def _quiet_pykeen() -> None:
-    """PyKEEN sets its logger to INFO when imported; follow the -v level of this command instead."""
+    """PyKEEN sets its logger to INFO when imported; follow the -v level of this command instead.
+    Its helpers' notes (torch_max_mem's device scan, PyKEEN's automatic batch size on CPU) and
+    PyBEL's deprecation warning about pkg_resources (PyBEL's, not openbench's to fix) stay off the
+    terminal unless -v asks for more."""
     import warnings
 
+    verbose = logging.getLogger().getEffectiveLevel() <= logging.INFO
+    if not verbose:
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        warnings.filterwarnings("ignore", message=".*[Aa]utomatic batch size.*")
+        warnings.filterwarnings("ignore", message="Encountered tensors on device_types", module="torch_max_mem")
     with warnings.catch_warnings():  # pykeen imports pybel, which imports pkg_resources (deprecated)
         warnings.simplefilter("ignore")
         import pykeen  # noqa: F401
 
     root = logging.getLogger().getEffectiveLevel()
     logging.getLogger("pykeen").setLevel(logging.DEBUG if root <= logging.DEBUG else logging.WARNING)
+    for noisy in ("torch_max_mem", "pykeen.utils", "pykeen.evaluation"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
 @main.command()
@@ -266,7 +279,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     result = evaluate_model(dataset, spec, options)
     if result is None:  # a distributed rank other than 0
         return
-    click.echo(format_table(result), err=True)
+    click.echo(format_table(result), err=not output)  # stdout holds the record itself when there is no --output
     write_json(result, output, inputs)
 
 
@@ -315,7 +328,7 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
                               output_format=output_format, sample=sample, download=not no_download)
     if graph is not None:
         click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} "
-                   f"true-negative edges; written to {Path(output_dir) / 'graph_files'}", err=True)
+                   f"true-negative edges; written to {Path(output_dir) / 'graph_files'}")
 
 
 @main.command("export")
@@ -331,8 +344,7 @@ def export_command(graph_dir, fmt, output_dir, sep):
     from graphgen.export import export_graph_folder
 
     counts = export_graph_folder(graph_dir, output_dir, fmt, sep=sep)
-    click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()),
-               err=True)
+    click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 @main.command()
@@ -359,8 +371,7 @@ def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed
                                 batch_size=batch_size, learning_rate=learning_rate, seed=seed, device=device,
                                 early_stopping=not no_early_stopping)
     click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
-               f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle",
-               err=True)
+               f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle")
 
 
 @main.group()
@@ -523,7 +534,7 @@ def rank_diseases(test_set, methods_text, dataset, cache_root, top_n, annotation
 
     summary = rank_test_set(test_set, methods_text, dataset=dataset, cache_root=cache_root, top_n=top_n,
                             annotations=annotations, ontology=ontology, resume=resume, progress=progress)
-    click.echo(summary, err=True)
+    click.echo(summary)
 
 
 @text.command("rank-eval")
@@ -590,6 +601,12 @@ def split():
     """Leakage-free train/validation/test splits of a generated graph."""
 
 
+_SEEN_NODES = click.option(
+    "--seen-nodes", type=click.Choice(SEEN_RULES), default="positives", show_default=True,
+    help="positives: every node of a validation or test row occurs in a training positive (what embedding models "
+         "and the evaluator's default maps know); any: a training negative counts too (OpenBioLink's rule).")
+
+
 @split.command("rand")
 @click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
               help="Positive edges (graph_files/edges.csv).")
@@ -611,16 +628,17 @@ def split():
 @click.option("--no-neg-train-val", is_flag=True, help="No negatives for training and validation.")
 @click.option("--no-neg-test", is_flag=True, help="No negatives for the test set.")
 @click.option("--undirected", is_flag=True, help="The graph is undirected: keep reverse edges.")
+@_SEEN_NODES
 @_handle_errors
 def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val, crossval, seed, neg_ratio,
-               no_neg_train_val, no_neg_test, undirected):
+               no_neg_train_val, no_neg_test, undirected, seen_nodes):
     """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
     from splits.pipeline import split_random
 
     info = split_random(edges_path, tn_path, nodes_path, output_dir, sep=sep, test_frac=test_frac, val=val,
                         crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
-                        neg_test=not no_neg_test, neg_ratio=neg_ratio)
-    click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)", err=True)
+                        neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes)
+    click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)")
 
 
 @split.command("time")
@@ -641,16 +659,17 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
 @click.option("--no-neg-train-val", is_flag=True)
 @click.option("--no-neg-test", is_flag=True)
 @click.option("--undirected", is_flag=True)
+@_SEEN_NODES
 @_handle_errors
 def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep, output_dir, val,
-               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected):
+               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected, seen_nodes):
     """Time-slice split: train on the t-1 graph, test on the edges new at t."""
     from splits.pipeline import split_time as run_time_split
 
     info = run_time_split(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output_dir,
                           sep=sep, val=val, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
-                          neg_test=not no_neg_test, neg_ratio=neg_ratio)
-    click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)", err=True)
+                          neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes)
+    click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)")
 
 
 @main.command()

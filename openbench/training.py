@@ -134,7 +134,9 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
         result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
                           model=model_class, dimensions=dim, optimizer="Adam",
                           optimizer_kwargs={"lr": learning_rate},
-                          training_kwargs={"num_epochs": epochs, "batch_size": batch_size},
+                          training_kwargs={"num_epochs": epochs, "batch_size": batch_size,
+                                           "use_tqdm": sys.stderr.isatty(), "use_tqdm_batch": False},
+                          evaluation_kwargs={"use_tqdm": False},
                           stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
                           random_seed=seed, device=device)
     description = {"kind": "pykeen", "model": model_class.__name__, "dimensions": dim, "epochs": epochs,

@@ -4,8 +4,9 @@ Frames hold the split layout's columns ``id1, relation, id2, qscore, value, sour
 ``value`` "1" for positives, "0" for negatives). Each function returns the kept evaluation rows
 and what it removed, so the caller can report counts per step.
 
-* unseen nodes: evaluation rows touching a node that no training row (positive or negative)
-  touches;
+* unseen nodes: evaluation rows touching a node that no training *positive* touches (the
+  vocabulary of a model trained on the positives, and the evaluator's default entity map); with
+  ``seen="any"`` a training negative counts too (OpenBioLink's rule); the same for relations;
 * reverse edges (directed graphs): evaluation ``(a, r, b)`` when training has ``(b, r, a)``
   with the same value;
 * hierarchy: evaluation rows whose relation's parent or child (``graphgen.edge_types``) joins
@@ -19,9 +20,12 @@ from typing import Tuple
 import polars as pl
 
 from graphgen.edge_types import EDGE_TYPES
+from splits import SEEN_RULES
 
-__all__ = ["PARENT", "categorical_ids", "nodes_of", "drop_unseen_nodes", "drop_reverse_edges",
-           "drop_hierarchy_leakage"]
+__all__ = ["PARENT", "SEEN_RULES", "categorical_ids", "nodes_of", "drop_unseen_nodes", "drop_unseen_relations",
+           "drop_reverse_edges", "drop_hierarchy_leakage"]
+
+
 
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
 
@@ -36,14 +40,33 @@ def nodes_of(frame: pl.DataFrame) -> pl.Series:
     return pl.concat([frame.get_column("id1"), frame.get_column("id2")]).unique().rename("id")
 
 
-def drop_unseen_nodes(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.Series]:
-    """(evaluation rows whose both nodes occur in training, sorted ids of the unseen nodes)."""
+def drop_unseen_nodes(evaluation: pl.DataFrame, training: pl.DataFrame,
+                      seen_rule: str = "positives") -> Tuple[pl.DataFrame, pl.Series]:
+    """(evaluation rows whose both nodes occur in training, sorted ids of the unseen nodes).
+
+    :param seen_rule: ``"positives"``: a node is seen when a training positive touches it;
+        ``"any"``: any training row, negatives included (OpenBioLink).
+    """
+    if seen_rule not in SEEN_RULES:
+        raise ValueError(f"unknown seen-nodes rule {seen_rule!r}; expected one of {', '.join(SEEN_RULES)}")
     evaluation, training = categorical_ids(evaluation), categorical_ids(training)
+    if seen_rule == "positives":
+        training = training.filter(pl.col("value") == "1")
     seen = nodes_of(training).implode()
     evaluated = nodes_of(evaluation)
     unseen = evaluated.filter(~evaluated.is_in(seen)).cast(pl.String).sort()
     kept = evaluation.filter(pl.col("id1").is_in(seen) & pl.col("id2").is_in(seen))
     return kept, unseen
+
+
+def drop_unseen_relations(evaluation: pl.DataFrame, training: pl.DataFrame,
+                          seen_rule: str = "positives") -> Tuple[pl.DataFrame, int]:
+    """(evaluation rows whose relation occurs in training, how many were dropped): a relation no
+    training positive has is unknown to a model (and to the evaluator's default relation map)."""
+    if seen_rule == "positives":
+        training = training.filter(pl.col("value") == "1")
+    kept = evaluation.filter(pl.col("relation").is_in(training.get_column("relation").unique().implode()))
+    return kept, evaluation.height - kept.height
 
 
 def drop_reverse_edges(evaluation: pl.DataFrame, training: pl.DataFrame) -> Tuple[pl.DataFrame, pl.DataFrame]:

@@ -20,10 +20,12 @@ import polars as pl
 from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from graphgen.graph_files import SPLIT_COLUMNS
-from splits.leakage import categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
+from splits.leakage import (categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes,
+                            drop_unseen_relations)
 from splits.negatives import sample_negatives
 
-__all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split"]
+__all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split",
+           "write_fold"]
 
 logger = logging.getLogger(__name__)
 KEY = ["id1", "relation", "id2"]
@@ -53,8 +55,11 @@ def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.join(both, on=KEY, how="anti", maintain_order="left")
 
 
-def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed: bool) -> SplitSet:
-    """Hierarchy and reverse leakage against ``training``, then nodes unseen in training."""
+def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed: bool,
+                     seen_rule: str = "positives") -> SplitSet:
+    """Hierarchy and reverse leakage against ``training``, then nodes unseen in training
+    (:func:`splits.leakage.drop_unseen_nodes`'s ``seen_rule``). Removing evaluation rows changes
+    nothing in training, so one pass leaves every kept node seen."""
     removed = {}
     evaluation, dropped = drop_hierarchy_leakage(evaluation, training)
     removed["hierarchy_leakage"] = dropped.height
@@ -62,8 +67,9 @@ def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed:
         evaluation, dropped = drop_reverse_edges(evaluation, training)
         removed["reverse_edges"] = dropped.height
     before = evaluation.height
-    evaluation, unseen = drop_unseen_nodes(evaluation, training)
+    evaluation, unseen = drop_unseen_nodes(evaluation, training, seen_rule)
     removed["unseen_nodes"] = before - evaluation.height
+    evaluation, removed["unseen_relations"] = drop_unseen_relations(evaluation, training, seen_rule)
     return SplitSet(evaluation, unseen, removed)
 
 
@@ -87,8 +93,12 @@ def distinct_edges(edges: pl.DataFrame, what: str) -> Tuple[pl.DataFrame, int]:
 def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame, output, *,
                  test_frac: float = 0.05, val: float = 0.05, crossval: bool = False, seed: int = 42,
                  directed: bool = True, neg_train_val: bool = True, neg_test: bool = True,
-                 neg_ratio: float = 1.0, inputs: Sequence = ()) -> dict:
+                 neg_ratio: float = 1.0, inputs: Sequence = (), seen_nodes: str = "positives") -> dict:
     """Split and write the files into ``output`` (replaced atomically); returns the split info.
+
+    :param seen_nodes: ``"positives"`` (default): every node of a validation or test row occurs
+        in a training positive of its fold, so a model trained on the positives, and the
+        evaluator's default maps, know it; ``"any"``: OpenBioLink's rule (any training row).
 
     :param inputs: the files the graph was read from: ``output`` may not be, hold or lie in one
         (checked before any work, see :func:`openbench._io.check_output_folder`).
@@ -111,10 +121,10 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     sampled = negatives.height
     del negatives  # rows holds them now; peak memory matters at HQ scale
     train_val, test = _carve(rows, test_frac, rng)
-    test = clean_evaluation(test, train_val, directed)
+    test = clean_evaluation(test, train_val, directed, seen_nodes)
     info = {"parameters": {"test_frac": test_frac, "val": val, "crossval": crossval, "seed": seed,
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
-                           "neg_ratio": neg_ratio},
+                           "neg_ratio": neg_ratio, "seen_nodes": seen_nodes},
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
                       "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
                       "negatives_sampled": sampled, "after_inconsistent": rows.height}}
@@ -124,39 +134,48 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             order = rng.permutation(train_val.height)
             chunks = np.array_split(order, n_folds)
             # as OpenBioLink: the whole train+validation set and the test set at the top, folds below
-            info["split"] = _write_fold(staging, train_val, None, test.rows, directed, neg_train_val, neg_test, nodes)
+            info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
+                                       seen_nodes)
             info["folds"] = []
             for i in range(n_folds):
                 held_out = (n_folds - 1 + i) % n_folds
                 val_rows = np.sort(chunks[held_out])
                 train_rows = np.sort(np.concatenate([c for j, c in enumerate(chunks) if j != held_out]))
-                info["folds"].append(_write_fold(staging / f"fold_{i}", train_val[train_rows], train_val[val_rows],
-                                                 test.rows, directed, neg_train_val, neg_test, nodes))
+                info["folds"].append(write_fold(staging / f"fold_{i}", train_val[train_rows], train_val[val_rows],
+                                                test, directed, neg_train_val, neg_test, nodes, seen_nodes))
         elif val > 0:
             train, validation = _carve(train_val, val, rng)
-            info["split"] = _write_fold(staging, train, validation, test.rows, directed, neg_train_val, neg_test,
-                                        nodes)
+            info["split"] = write_fold(staging, train, validation, test, directed, neg_train_val, neg_test, nodes,
+                                       seen_nodes)
         else:
-            info["split"] = _write_fold(staging, train_val, None, test.rows, directed, neg_train_val, neg_test, nodes)
-        info["test_cleaning"] = test.removed
+            info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
+                                       seen_nodes)
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     replace_folder(output, fill, inputs=inputs, kind="split")
     return info
 
 
-def _write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFrame], test: pl.DataFrame,
-                directed: bool, neg_train_val: bool, neg_test: bool, nodes: pl.DataFrame) -> dict:
+def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFrame], test: SplitSet,
+               directed: bool, neg_train_val: bool, neg_test: bool, nodes: pl.DataFrame,
+               seen_nodes: str = "positives") -> dict:
+    """Clean the evaluation sets against this fold's training set and write the fold's files.
+
+    ``test`` was cleaned once against all non-test rows; carving the validation set out of them
+    can leave test nodes unseen, so it is cleaned again against ``train``. ``test_cleaning``
+    reports what both passes removed, per step; ``val_cleaning`` the validation set's.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    counts = {}
+    counts: Dict[str, object] = {}
     sets = {}
     if validation is not None:
-        cleaned_val = clean_evaluation(validation, train, directed)
+        cleaned_val = clean_evaluation(validation, train, directed, seen_nodes)
         sets["val"] = cleaned_val
         counts["val_cleaning"] = cleaned_val.removed
-    cleaned_test = clean_evaluation(test, train, directed)  # against this fold's own training set
+    cleaned_test = clean_evaluation(test.rows, train, directed, seen_nodes)  # against this fold's own training set
     sets["test"] = cleaned_test
-    counts["test_cleaning_fold"] = cleaned_test.removed
+    counts["test_cleaning"] = {step: test.removed.get(step, 0) + removed for step, removed in
+                               cleaned_test.removed.items()}
     groups = {"train": train, **{name: s.rows for name, s in sets.items()}}
     for name, frame in groups.items():
         with_negatives = neg_test if name == "test" else neg_train_val

@@ -9,3 +9,10 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_configure(config):
+    """The dataset cache of the tests lives in a temporary folder, never in the user's cache."""
+    import tempfile
+
+    os.environ.setdefault("OPENBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="openbench-test-cache-"))

@@ -4,10 +4,9 @@ import random
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
-import pytest
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[1]
-FIXTURES = PROJECT_ROOT / ".." / "shared" / "fixtures"
+FIXTURES = PROJECT_ROOT / "tests" / "data"  # real public files with their provenance (tests/data/SOURCES.md)
 
 
 def use_native(monkeypatch, library, switch: str, value=None) -> None:
@@ -22,10 +21,10 @@ def use_native(monkeypatch, library, switch: str, value=None) -> None:
 
 
 def fixture(*parts):
-    """Path of a shared fixture file; skips the test cleanly when ../shared is absent."""
+    """Path of a test data file (tests/data/); a missing one is an error, never a skip."""
     path = FIXTURES.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"shared fixtures not available: {path}")
+        raise FileNotFoundError(f"test data missing: {path}")
     return path
 
 

@@ -51,8 +51,8 @@ def test_evaluate_writes_json_and_prints_a_table(inputs, tmp_path):
     record = json.loads(output.read_text())
     assert record["protocol"]["hits_at"] == [1, 5] and record["model"]["name"] == "DistMult"
     assert len(record["model"]["source_sha256"]) == 64
-    assert "both  realistic" in result.stderr
-    assert not list(output.parent.glob(".*.tmp"))
+    assert "both  realistic" in result.stdout  # with --output the table is the command's result on stdout
+    assert not [p for p in output.parent.iterdir() if p.name != "result.json"]
 
 
 def test_evaluate_to_stdout_is_deterministic(inputs):
@@ -105,3 +105,17 @@ def test_embedding_shape_mismatch_names_the_file(inputs, tmp_path):
     result = _run("evaluate", "--dataset", folder, "--entity-embeddings", tmp_path / "junk.npy",
                   "--relation-embeddings", rel, "--model", "DistMult")
     assert result.exit_code == 1 and "junk.npy: not a readable .npy array" in result.output
+
+
+def test_results_on_stdout_progress_lines_on_stderr_when_it_is_no_terminal(inputs, monkeypatch):
+    import openbench.progress
+
+    monkeypatch.setattr(openbench.progress, "PERIOD_S", 0.0)
+    folder, ent, rel = inputs
+    done = _run("evaluate", "--dataset", folder, "--entity-embeddings", ent, "--relation-embeddings", rel,
+                "--model", "DistMult", "--batch-size", "1")
+    json.loads(done.stdout)  # stdout holds the record alone
+    assert "INFO openbench.progress: evaluating:" in done.stderr and "both  realistic" in done.stderr
+    quiet = _run("--quiet", "evaluate", "--dataset", folder, "--entity-embeddings", ent, "--relation-embeddings",
+                 rel, "--model", "DistMult", "--batch-size", "1")
+    assert "openbench.progress" not in quiet.stderr

@@ -140,6 +140,7 @@ def _submit_many(arguments):
         board.close()
 
 
+@pytest.mark.slow
 def test_concurrent_submitters_lose_no_row(tmp_path, records):
     db = tmp_path / "lb.sqlite"
     open_leaderboard(db).close()
@@ -242,6 +243,7 @@ def _chromium():
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
     db = str(tmp_path / "lb.sqlite")

@@ -24,6 +24,8 @@ from graphgen.pipeline import SAMPLE_DIR
 from openbench.cli import main
 from tests.helpers import snapshot
 
+pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
+
 # ------------------------------------------------------------------------------------------
 # damages: bytes -> bytes
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import polars as pl
-from tqdm.auto import tqdm
+from openbench.progress import progress as progress_bar
 
 from graphgen.edge_types import PREFIX_TO_NODE_TYPE
 from openbench.errors import InputError
@@ -277,8 +277,8 @@ def write_bel(edges: pl.DataFrame, folder: Path, name: str, negative: bool, work
                            + json.dumps(graph_entry, ensure_ascii=False) + ', "nodes": ['
                            + ", ".join(json.dumps(e, ensure_ascii=False) for e in node_entries) + '], "links": ['))
         separator = b""
-        for statements, links in tqdm(results, total=-(-edges.height // CHUNK_EDGES), desc=f"BEL {name}",
-                                      unit="chunk", disable=None if progress else True, leave=False):
+        for statements, links in progress_bar(results, total=-(-edges.height // CHUNK_EDGES), desc=f"BEL {name}",
+                                              unit="chunk", enabled=progress):
             script.write(statements)
             if links:
                 link.write(separator + links)

@@ -25,6 +25,7 @@ import torch
 
 from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
+from openbench.evaluation.dataset_cache import cached_dataset, dataset_files
 from openbench.evaluation.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
@@ -57,6 +58,7 @@ class Dataset:
     dropped: Dict[str, int] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
     registry: Optional[dict] = None  # {"name", "version", "archive_sha256"} of a verified registry copy
+    cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
 
     @property
     def num_entities(self) -> int:
@@ -204,7 +206,13 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
     can never be candidates and are dropped from the filter with a recorded warning.
     """
     folder = resolve(path)  # the registry look-up comes first: a name stands for its verified copy
-    dataset = read_dataset(folder, fold, entity_map, relation_map, drop_unknown, evaluation_split)
+    layout, files_folder = resolve_layout(Path(folder), fold)
+    options = {"fold": fold, "drop_unknown": drop_unknown, "evaluation_split": evaluation_split,
+               "maps": [str(m) for m in (entity_map, relation_map)]}
+    files = dataset_files(files_folder, layout, [entity_map, relation_map])
+    dataset = cached_dataset(files, options, lambda: read_dataset(folder, fold, entity_map, relation_map,
+                                                                  drop_unknown, evaluation_split), str(folder),
+                             Dataset)
     dataset.registry = registry_of(folder)
     return dataset
 

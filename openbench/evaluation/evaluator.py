@@ -23,13 +23,14 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
-from tqdm.auto import tqdm
+from openbench.progress import progress
 
 from openbench import __version__
 from openbench.errors import InputError, ScoreError
 from openbench.record import Protocol, ResultRecord
 from openbench.evaluation import catalog
 from openbench.evaluation.dataset import SPLITS, Dataset
+from openbench.evaluation.dataset_cache import cached_filter_index
 from openbench.evaluation.device import resolve_device
 from openbench.evaluation.filter_index import SIDES, FilterIndex
 from openbench.evaluation.kernels import kernel_name
@@ -100,7 +101,9 @@ class Evaluator:
         self.num_entities = dataset.num_entities
         known = [dataset.triples[name] for name in self.filter_sets]
         known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
-        self.filters = {side: FilterIndex.build(known_triples, dataset.num_relations, side, self.device)
+        self.filters = {side: cached_filter_index(
+            dataset, self.filter_sets, side, lambda side=side: FilterIndex.build(known_triples, dataset.num_relations,
+                                                                                side, self.device)).to(self.device)
                         for side in SIDES}
         if candidates not in CANDIDATE_MODES:
             raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
@@ -280,8 +283,7 @@ class Evaluator:
             raise InputError(f"batch size must be positive, got {size}")
         parts: Dict[str, List[RankCounts]] = {side: [] for side in SIDES}
         position = 0
-        with tqdm(total=total, desc="evaluating", unit="triple", disable=None if self.progress else True,
-                  leave=False) as bar:
+        with progress(total=total, desc="evaluating", unit="triple", enabled=self.progress) as bar:
             while position < total:
                 batch = triples[position:position + size]
                 try:

@@ -60,6 +60,11 @@ class FilterIndex:
     def empty(cls, num_relations: int, side: str, device: torch.device = CPU) -> "FilterIndex":
         return cls.build(torch.empty((0, 3), dtype=torch.long), num_relations, side, device)
 
+    def to(self, device: torch.device) -> "FilterIndex":
+        """The same index with its tensors on ``device``."""
+        return FilterIndex(side=self.side, num_relations=self.num_relations, keys=self.keys.to(device),
+                           offsets=self.offsets.to(device), answers=self.answers.to(device))
+
     def lookup(self, batch: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """Known answers of the queries of ``batch`` (B, 3) as flat pairs.
 

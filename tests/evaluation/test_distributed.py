@@ -10,6 +10,8 @@ from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, enti
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from tests.bases import distributed_worker, small_dataset, tie_heavy_scorer
 
+pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
+
 MODELS = ("DistMult", "TransE-L1", "RESCAL")
 
 

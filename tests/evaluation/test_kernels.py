@@ -55,6 +55,7 @@ def test_c_kernel_is_built_where_a_compiler_is():
 
 @settings(max_examples=80, deadline=None)
 @given(st.data())
+@pytest.mark.slow
 def test_implementations_agree_with_a_loop(data):
     width = data.draw(st.integers(1, 40))
     rows = data.draw(st.integers(1, 5))
@@ -69,6 +70,7 @@ def test_implementations_agree_with_a_loop(data):
         assert (greater.tolist(), equal.tolist()) == expected, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_large_blocks_split_over_threads(dtype):
     rng = np.random.default_rng(0)

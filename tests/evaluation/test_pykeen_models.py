@@ -30,6 +30,7 @@ def trained(nations, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_train_writes_pykeen_layout_and_a_description(trained):
     assert (trained / "trained_model.pkl").is_file()
     assert (trained / "training_triples" / "entity_to_id.tsv.gz").is_file()
@@ -37,11 +38,13 @@ def test_train_writes_pykeen_layout_and_a_description(trained):
     assert description["model"] == "TransE" and description["epochs_run"] == 10 and description["seed"] == 1
 
 
+@pytest.mark.slow
 def test_pickles_load_only_when_trusted(nations, trained):
     result = CliRunner().invoke(main, ["evaluate", "--dataset", str(nations), "--model-dir", str(trained)])
     assert result.exit_code == 1 and "--trust-pickle" in result.output and "runs code" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dataset_name", ["Nations", "UMLS"])
 @pytest.mark.parametrize("model_name", ["TransE", "DistMult"])
 def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
@@ -84,6 +87,7 @@ def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
                     theirs.get_metric(f"{side}.{rank_type}.hits_at_{k}"), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_the_datasets_id_order_does_not_matter(nations, trained, tmp_path):
     from openbench.evaluation.pykeen_model import read_pykeen_map
 

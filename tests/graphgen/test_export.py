@@ -112,6 +112,7 @@ def test_every_edge_type_has_a_bel_relation_and_the_corrections_hold():
     assert bel.RELATIONS["DRUG_PREDBIND_GENE"] == "association"
 
 
+@pytest.mark.slow
 def test_bel_reads_back_without_warnings_and_with_the_same_relations(sample_graph, tmp_path):
     pybel = pytest.importorskip("pybel")
     out = _export(sample_graph, "BEL", tmp_path / "bel")
@@ -174,6 +175,7 @@ def test_bad_graph_folders_give_clear_errors_and_write_nothing(sample_graph, tmp
     assert not (tmp_path / "out2").exists() and not any(p.name.startswith(".out2") for p in tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_bel_files_do_not_depend_on_chunking_or_processes(sample_graph, tmp_path, monkeypatch):
     pytest.importorskip("pybel")
     edges = read_graph_folder(sample_graph).edges

@@ -48,6 +48,7 @@ def _check_implementations(monkeypatch, code1, code2, rank_of, type_code, passen
 
 @settings(max_examples=80, deadline=None)
 @given(data=st.data())
+@pytest.mark.slow
 def test_both_implementations_match_a_stable_lexsort(data):
     rows = data.draw(st.integers(0, 300))
     nodes = data.draw(st.integers(1, 50))

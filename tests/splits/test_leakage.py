@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphgen.edge_types import EDGE_TYPES
-from splits.leakage import drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes
+from splits.leakage import drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes, drop_unseen_relations
 
 COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
 
@@ -29,6 +29,10 @@ def test_hand_cases():
     assert removed.select("id1", "relation", "id2").rows() == [("G5", "IS_A", "G4")]
     kept, unseen = drop_unseen_nodes(frame([("G1", "GENE_GENE", "G9", "1"), ("G1", "GENE_GENE", "G2", "1")]), train)
     assert kept.height == 1 and unseen.to_list() == ["G9"]
+    with_negative = pl.concat([train, frame([("G9", "GENE_GENE", "G1", "0")])])  # G9 only in a training negative
+    evaluation = frame([("G1", "GENE_GENE", "G9", "1")])
+    assert drop_unseen_nodes(evaluation, with_negative, "positives")[0].height == 0
+    assert drop_unseen_nodes(evaluation, with_negative, "any")[0].height == 1
 
 
 RELATIONS = ["GENE_GENE", "GENE_BINDING_GENE", "GENE_ACTIVATION_GENE", "GENE_DRUG", "DRUG_BINDING_GENE", "IS_A"]
@@ -56,8 +60,13 @@ def test_against_loop_references(train_rows, eval_rows):
     kept, removed = drop_reverse_edges(evaluation, train)
     assert removed.select("id1", "relation", "id2", "value").rows() == [
         (a, r, b, v) for a, r, b, v in eval_rows if (b, r, a, v) in train_set]
-    kept, unseen = drop_unseen_nodes(evaluation, train)
-    seen = {n for a, _, b, _ in train_rows for n in (a, b)}
-    assert kept.select("id1", "relation", "id2", "value").rows() == [
-        row for row in eval_rows if row[0] in seen and row[2] in seen]
-    assert unseen.to_list() == sorted({n for a, _, b, _ in eval_rows for n in (a, b)} - seen)
+    for rule in ("positives", "any"):
+        kept, unseen = drop_unseen_nodes(evaluation, train, rule)
+        seen = {n for a, _, b, v in train_rows for n in (a, b) if rule == "any" or v == "1"}
+        assert kept.select("id1", "relation", "id2", "value").rows() == [
+            row for row in eval_rows if row[0] in seen and row[2] in seen]
+        assert unseen.to_list() == sorted({n for a, _, b, _ in eval_rows for n in (a, b)} - seen)
+        kept, dropped = drop_unseen_relations(evaluation, train, rule)
+        relations = {r for _, r, _, v in train_rows if rule == "any" or v == "1"}
+        assert kept.select("id1", "relation", "id2", "value").rows() == [row for row in eval_rows if row[1] in relations]
+        assert dropped == sum(1 for row in eval_rows if row[1] not in relations)

@@ -1,4 +1,6 @@
 """The time-slice split on the sample graph and an older version of it."""
+import json
+
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -69,3 +71,28 @@ def test_cli_split_time(graphs, tmp_path):
         "--val", "0.1"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "val_sample.csv").exists() and (tmp_path / "out" / "vanished_edges.csv").exists()
+
+
+def test_every_split_evaluates_with_default_maps_and_no_warning(graphs, tmp_path):
+    """The split/evaluate seam: with the default --seen-nodes positives, every validation and test
+    node is in a training positive, so the evaluator's default maps know all of them."""
+    from openbench.evaluation.dataset import load_dataset
+    from splits.random_split import random_split
+
+    positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
+    written = {"time": tmp_path / "time", "random": tmp_path / "random", "crossval": tmp_path / "cv"}
+    time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, written["time"], val=0.2, seed=3)
+    random_split(positives, tn, nodes, written["random"], test_frac=0.2, val=0.2, seed=3)
+    random_split(positives, tn, nodes, written["crossval"], test_frac=0.2, val=0.34, crossval=True, seed=3)
+    folders = [written["time"], written["random"], written["crossval"]] + sorted(written["crossval"].glob("fold_*"))
+    for folder in folders:
+        for split in ("test", "valid"):
+            dataset = load_dataset(folder, evaluation_split=split) if split == "test" or \
+                (folder / "val_sample.csv").exists() else None
+            if dataset is not None:
+                assert dataset.warnings == [] and dataset.dropped == {}, (folder, split, dataset.warnings)
+    info = json.loads((written["random"] / "split_info.json").read_text())
+    assert info["parameters"]["seen_nodes"] == "positives" and "unseen_nodes" in info["split"]["test_cleaning"]
+    # OpenBioLink's rule keeps nodes seen only in training negatives: with it, the same graph leaves some
+    loose = random_split(positives, tn, nodes, tmp_path / "loose", test_frac=0.2, val=0.2, seed=3, seen_nodes="any")
+    assert loose["parameters"]["seen_nodes"] == "any"

@@ -23,6 +23,7 @@ def _run(*arguments):
     return CliRunner().invoke(main, ["text", "brat", *arguments], catch_exceptions=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task,span,kind", SETTINGS)
 @pytest.mark.parametrize("matching", ["greedy", "optimal"])
 def test_the_chemu_sample_reproduces_brateval_row_for_row(task, span, kind, matching):

@@ -10,7 +10,7 @@ from openbench.cli import main, metaeval_command
 from openbench.errors import InputError
 from openbench.text import metaeval
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "metaeval"
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "metaeval"
 
 
 def _folders(tmp_path, truth: str, predicted: str, name="m.tsv"):
@@ -146,7 +146,6 @@ def test_disjoint_values_score_zero(tmp_path):
     assert _scores(tmp_path, "a\tx\nb\ty\n", "a\tz\nb\tw\n") == (0.0, 0.0)
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures/metaeval not present")
 @pytest.mark.parametrize("dataset", ["acl", "dblp"])
 @pytest.mark.parametrize("model", ["grobid", "scienceParse", "scienceParse-highP"])
 def test_real_baselines_against_their_gold(tmp_path, dataset, model):

@@ -7,11 +7,9 @@ import pytest
 from openbench.errors import InputError
 from openbench.text.disease_ranking.case_sets import load_mme, load_phenobrain, load_test_set
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "phenotype"
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures/phenotype not present")
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "phenotype"
 
 
-@needs_fixtures
 def test_phenobrain_public_test_set():
     test_set = load_test_set(FIXTURES / "phenobrain" / "Public_Test_set.json")
     assert len(test_set.cases) == 873
@@ -22,7 +20,6 @@ def test_phenobrain_public_test_set():
     assert all(d.split(":")[0] in ("OMIM", "ORPHA", "CCRD") for case in test_set.cases for d in case.ground_truth)
 
 
-@needs_fixtures
 def test_mme_benchmark_patients():
     test_set = load_test_set(FIXTURES / "mme" / "MME.benchmark_patients.json")
     assert len(test_set.cases) == 43 and test_set.dropped["no_ground_truth"] == 7

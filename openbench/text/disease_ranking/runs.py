@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tqdm.auto import tqdm
+from openbench.progress import progress as progress_bar
 
 from openbench.errors import InputError, UsageError
 from openbench.text.disease_ranking.cache import (DEFAULT_ROOT, cache_dir_for, cache_path_for, cached_cases,
@@ -47,7 +47,7 @@ def run_methods(test_set: TestSet, kb: KnowledgeBase, methods: Sequence[str], ca
         raise InputError(f"--top-n must be positive, got {top_n}")
     cache_dir = Path(cache_dir)
     counts = {"scored": 0, "skipped": 0, "failed": 0, "dropped_terms": 0}
-    for index, case in enumerate(tqdm(test_set.cases, desc="ranking", unit="case", disable=None if progress else True)):
+    for index, case in enumerate(progress_bar(test_set.cases, desc="ranking", unit="case", enabled=progress)):
         cache_file = cache_path_for(cache_dir, index)
         cached = (load_cache(cache_file) or {}) if resume and cache_file.exists() else {}
         todo = [m for m in methods if m not in cached.get("methods_run", [])]  # one read of the case file
