@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import zlib
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 import polars as pl
@@ -21,7 +21,7 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.graph_files import SPLIT_COLUMNS as COLUMNS
 from splits.leakage import categorical_ids
 
-__all__ = ["MAX_ROUNDS", "sample_negatives"]
+__all__ = ["MAX_ROUNDS", "sample_negatives", "contradicted"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,19 +44,47 @@ def _unordered_pairs(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(pl.min_horizontal("id1", "id2").alias("lo"), pl.max_horizontal("id1", "id2").alias("hi"))
 
 
+def contradicted(edges: pl.DataFrame, positives: pl.DataFrame) -> pl.Series:
+    """(n,) bool: the rows of ``edges`` whose unordered pair is a positive of their relation's
+    family (the relation, its parent, its children) in ``positives``: a negative there would
+    contradict a positive."""
+    edges, positives = categorical_ids(edges), categorical_ids(positives)
+    pairs = _unordered_pairs(positives).with_columns(positives.get_column("relation").alias("positive_relation"))
+    keyed = _unordered_pairs(edges).with_columns(edges.get_column("relation")).with_row_index("_row")
+    family = pl.DataFrame([(name, member) for name in EDGE_TYPES for member in _family(name)],
+                          schema={"relation": pl.String, "positive_relation": pl.String}, orient="row")
+    matched = keyed.join(pairs, on=["lo", "hi"], how="inner")
+    hits = matched.join(family, on=["relation", "positive_relation"], how="semi")
+    flags = np.zeros(edges.height, dtype=bool)
+    flags[hits.get_column("_row").to_numpy()] = True
+    return pl.Series("contradicted", flags)
+
+
 def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame,
-                     ratio: float = 1.0, seed: int = 42, known: Optional[pl.DataFrame] = None) -> pl.DataFrame:
+                     ratio: float = 1.0, seed: int = 42, known: Optional[pl.DataFrame] = None,
+                     stats: Optional[Dict[str, int]] = None) -> pl.DataFrame:
     """Negatives (value "0") for ``positives``; columns as in the split files.
 
     :param positives: id1, relation, id2, … of the positive edges.
     :param true_negatives: the graph's true-negative edges (same columns).
     :param nodes: id, node_type of every node that corruption may draw.
-    :param known: further positives that no negative may equal (default: ``positives`` only).
+    :param known: further positives that no negative may equal, with their family relations
+        (another version of the graph); true negatives that contradict them are dropped.
+    :param stats: filled with ``redrawn_for_known`` (random draws refused because they hit a
+        ``known`` positive only) and ``true_negatives_dropped`` (true negatives on a pair that a
+        positive of their relation's family joins, in ``positives`` or ``known``: dropped).
     """
     positives, true_negatives = categorical_ids(positives), categorical_ids(true_negatives)
     nodes = nodes.with_columns(pl.col("id").cast(pl.Categorical))
-    excluded = positives if known is None else pl.concat([positives.select(COLUMNS),
-                                                          categorical_ids(known).select(COLUMNS)])
+    stats = stats if stats is not None else {}
+    stats.setdefault("redrawn_for_known", 0)
+    stats.setdefault("true_negatives_dropped", 0)
+    extra = categorical_ids(known).select(COLUMNS) if known is not None else None
+    excluded = positives if extra is None else pl.concat([positives.select(COLUMNS), extra])
+    if true_negatives.height:  # a true negative on a positive pair of its family is no negative
+        clash = contradicted(true_negatives, excluded)
+        stats["true_negatives_dropped"] += int(clash.sum())
+        true_negatives = true_negatives.filter(~clash)
     meta = _typed(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
     typed_tn = _typed(true_negatives, nodes)
     by_type = {kind: frame.get_column("id").cast(pl.String).sort().to_numpy()
@@ -80,11 +108,14 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
         taken = [tn.with_columns(pl.lit("0").alias("value"))]
         if relation not in family_pairs:
             family = excluded.filter(pl.col("relation").is_in(_family(relation)))
-            family_pairs = {relation: _unordered_pairs(family)}  # anti-joins need no unique right side
+            own = positives.filter(pl.col("relation").is_in(_family(relation)))
+            family_pairs = {relation: (_unordered_pairs(family), _unordered_pairs(own))}
         missing = need - tn.height
         if missing > 0:
+            forbidden, own_pairs = family_pairs[relation]
             taken.append(_corrupt(rng, relation, by_type[type1], by_type[type2], missing,
-                                  family_pairs[relation], _unordered_pairs(tn), key))
+                                  forbidden, _unordered_pairs(tn), key, own_pairs if extra is not None else None,
+                                  stats))
         parts.append(pl.concat(taken))
     if not parts:
         return categorical_ids(pl.DataFrame(schema={c: pl.String for c in COLUMNS}))
@@ -92,8 +123,11 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
 
 
 def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: np.ndarray, missing: int,
-             forbidden: pl.DataFrame, already: pl.DataFrame, key: str) -> pl.DataFrame:
-    """``missing`` random (head, tail) pairs of the given node pools, none forbidden or repeated."""
+             forbidden: pl.DataFrame, already: pl.DataFrame, key: str, own: Optional[pl.DataFrame] = None,
+             stats: Optional[Dict[str, int]] = None) -> pl.DataFrame:
+    """``missing`` random (head, tail) pairs of the given node pools, none forbidden or repeated.
+    With ``own`` (the pairs of the graph's own positives), draws refused only because they are a
+    pair of ``forbidden`` beyond ``own`` (another version's positives) count in ``stats``."""
     blocked = pl.concat([forbidden, already])
     found = pl.DataFrame(schema={"id1": pl.Categorical, "id2": pl.Categorical})
     for _ in range(MAX_ROUNDS):
@@ -101,8 +135,11 @@ def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: 
         draw = pl.DataFrame({"id1": heads[rng.integers(0, len(heads), size)],
                              "id2": tails[rng.integers(0, len(tails), size)]}).cast(pl.Categorical)
         draw = draw.filter(pl.col("id1") != pl.col("id2"))
-        draw = (draw.with_columns(pl.min_horizontal("id1", "id2").alias("lo"), pl.max_horizontal("id1", "id2").alias("hi"))
-                .join(blocked, on=["lo", "hi"], how="anti", maintain_order="left").drop("lo", "hi"))
+        draw = draw.with_columns(pl.min_horizontal("id1", "id2").alias("lo"), pl.max_horizontal("id1", "id2").alias("hi"))
+        if own is not None and stats is not None:
+            others = (draw.join(own, on=["lo", "hi"], how="anti").join(forbidden, on=["lo", "hi"], how="semi"))
+            stats["redrawn_for_known"] += others.height
+        draw = draw.join(blocked, on=["lo", "hi"], how="anti", maintain_order="left").drop("lo", "hi")
         found = pl.concat([found, draw]).unique(maintain_order=True)
         if found.height >= missing:
             break

@@ -115,8 +115,10 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     true_negatives, repeated_negatives = distinct_edges(categorical_ids(true_negatives), "true-negative edge(s)")
     if positives.height == 0:
         raise InputError("the graph has no positive edges: nothing to split", inputs[0] if inputs else None)
-    negatives = (sample_negatives(positives, true_negatives, nodes, neg_ratio, seed) if (neg_train_val or neg_test)
-                 else categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS})))
+    negative_stats: Dict[str, int] = {}
+    negatives = (sample_negatives(positives, true_negatives, nodes, neg_ratio, seed, stats=negative_stats)
+                 if (neg_train_val or neg_test) else categorical_ids(pl.DataFrame(schema={c: pl.String
+                                                                                    for c in SPLIT_COLUMNS})))
     rows = remove_inconsistent(pl.concat([positives.select(SPLIT_COLUMNS), negatives.select(SPLIT_COLUMNS)]))
     sampled = negatives.height
     del negatives  # rows holds them now; peak memory matters at HQ scale
@@ -127,6 +129,7 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                            "neg_ratio": neg_ratio, "seen_nodes": seen_nodes},
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
                       "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
+                      "true_negatives_contradicting_a_positive": negative_stats.get("true_negatives_dropped", 0),
                       "negatives_sampled": sampled, "after_inconsistent": rows.height}}
     def fill(staging: Path) -> None:
         if crossval:

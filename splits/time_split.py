@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Dict, Sequence
 
 import numpy as np
 import polars as pl
@@ -51,8 +51,11 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
     nodes = nodes.with_columns(pl.col("id").cast(pl.Categorical))
     tmo_nodes = tmo_nodes.with_columns(pl.col("id").cast(pl.Categorical))
     empty = categorical_ids(pl.DataFrame(schema={c: pl.String for c in SPLIT_COLUMNS}))
-    train_negatives = (sample_negatives(tmo_positives, tmo_true_negatives, tmo_nodes, neg_ratio, seed)
-                       if neg_train_val else empty)
+    # every negative avoids the positives of both versions: a triple that is a positive at t (a new
+    # edge: a test positive) must not be taught to the model as a training negative
+    stats: Dict[str, Dict[str, int]] = {"train_val": {}, "test": {}}
+    train_negatives = (sample_negatives(tmo_positives, tmo_true_negatives, tmo_nodes, neg_ratio, seed,
+                                        known=positives, stats=stats["train_val"]) if neg_train_val else empty)
     train = remove_inconsistent(pl.concat([tmo_positives.select(SPLIT_COLUMNS), train_negatives]))
     new_positives = positives.join(tmo_positives, on=KEY, how="anti", maintain_order="left").select(SPLIT_COLUMNS)
     vanished = pl.concat([tmo_positives.join(positives, on=KEY, how="anti", maintain_order="left"),
@@ -60,7 +63,8 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
     new_true_negatives = true_negatives.join(tmo_true_negatives, on=KEY, how="anti", maintain_order="left")
     test_negatives = sample_negatives(new_positives, new_true_negatives, nodes, neg_ratio, seed + 1,
                                       known=pl.concat([positives.select(SPLIT_COLUMNS),
-                                                       tmo_positives.select(SPLIT_COLUMNS)])) if neg_test else empty
+                                                       tmo_positives.select(SPLIT_COLUMNS)]),
+                                      stats=stats["test"]) if neg_test else empty
     test = remove_inconsistent(pl.concat([new_positives, test_negatives]))
     new_nodes = nodes.join(tmo_nodes, on="id", how="anti").get_column("id")
     touching_new = pl.col("id1").is_in(new_nodes.implode()) | pl.col("id2").is_in(new_nodes.implode())
@@ -81,6 +85,10 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
                                "new_positives": new_positives.height, "vanished": vanished.height,
                                "new_nodes": new_nodes.len(), "test_rows_with_new_nodes": removed_new_node_rows,
                                "repeated": repeated},
+                     # per negative file: random draws refused for hitting a positive of the other
+                     # version, and true negatives dropped for contradicting one
+                     "negatives": {"negative_train_sample.csv and negative_val_sample.csv": stats["train_val"],
+                                   "negative_test_sample.csv": stats["test"]},
                      "split": counts})
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 

@@ -16,3 +16,12 @@ def pytest_configure(config):
     import tempfile
 
     os.environ.setdefault("OPENBENCH_CACHE_DIR", tempfile.mkdtemp(prefix="openbench-test-cache-"))
+
+
+# property tests are deterministic by default, so that a regression fails every run, not one in
+# three; HYPOTHESIS_PROFILE=explore draws new examples each run
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("deterministic", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))

@@ -3,6 +3,8 @@ import json
 
 import polars as pl
 import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 from click.testing import CliRunner
 
 from openbench.cli import main
@@ -96,3 +98,79 @@ def test_every_split_evaluates_with_default_maps_and_no_warning(graphs, tmp_path
     # OpenBioLink's rule keeps nodes seen only in training negatives: with it, the same graph leaves some
     loose = random_split(positives, tn, nodes, tmp_path / "loose", test_frac=0.2, val=0.2, seed=3, seen_nodes="any")
     assert loose["parameters"]["seen_nodes"] == "any"
+
+
+def _positive_keys(frame):
+    return set(frame.select("id1", "relation", "id2").cast(pl.String).rows())
+
+
+def _family_pairs(frame):
+    from splits.negatives import _family
+
+    pairs = set()
+    for a, r, b in frame.select("id1", "relation", "id2").cast(pl.String).rows():
+        pairs |= {(frozenset((a, b)), member) for member in _family(r)}
+    return pairs
+
+
+def _check_negatives_never_contradict(folder, versions):
+    """No row of any negative file is a positive of either version (its pair, in its relation's
+    family), and no triple is a negative in one file and a positive in another."""
+    forbidden = set().union(*(_family_pairs(v) for v in versions))
+    files = {name: _rows(folder / name) for name in ("train_sample.csv", "val_sample.csv", "test_sample.csv",
+                                                     "negative_train_sample.csv", "negative_val_sample.csv",
+                                                     "negative_test_sample.csv") if (folder / name).exists()}
+    negative_rows = [row for name, rows in files.items() if name.startswith("negative") for row in rows]
+    positive_keys = {row[:3] for name, rows in files.items() if not name.startswith("negative") for row in rows}
+    bad = [row[:3] for row in negative_rows if (frozenset((row[0], row[2])), row[1]) in forbidden]
+    assert not bad, bad[:5]
+    assert not {row[:3] for row in negative_rows} & positive_keys
+
+
+def test_training_negatives_avoid_the_positives_of_both_versions(graphs, tmp_path):
+    """The issue's case: t-1 is the sample graph with every 8th edge and every 5th true negative
+    missing; before, 3 of the 404 training negatives were positives at t."""
+    positives, tn, nodes, *_ = graphs
+    tmo_positives = positives.filter(pl.int_range(pl.len()) % 8 != 0)
+    tmo_tn = tn.filter(pl.int_range(pl.len()) % 5 != 0)
+    info = time_split(positives, tn, nodes, tmo_positives, tmo_tn, nodes, tmp_path / "ts", seed=42)
+    t_keys = _positive_keys(positives)
+    train_negatives = _rows(tmp_path / "ts" / "negative_train_sample.csv")
+    assert train_negatives and not [row for row in train_negatives if row[:3] in t_keys]
+    _check_negatives_never_contradict(tmp_path / "ts", [positives, tmo_positives])
+    counts = info["negatives"]["negative_train_sample.csv and negative_val_sample.csv"]
+    assert counts["redrawn_for_known"] >= 1 and set(counts) == {"redrawn_for_known", "true_negatives_dropped"}
+
+
+GENES = [f"NCBIGENE:{i}" for i in range(8)]
+DRUGS = [f"PUBCHEM.COMPOUND:{i}" for i in range(5)]
+version_edges = st.lists(st.one_of(
+    st.tuples(st.sampled_from(GENES), st.sampled_from(["GENE_GENE", "GENE_BINDING_GENE"]), st.sampled_from(GENES)),
+    st.tuples(st.sampled_from(GENES), st.just("GENE_DRUG"), st.sampled_from(DRUGS)),
+    st.tuples(st.sampled_from(DRUGS), st.sampled_from(["DRUG_BINDING_GENE", "DRUG_INHIBITION_GENE"]),
+              st.sampled_from(GENES))), min_size=4, max_size=40)
+
+
+def _frame(rows, value):
+    rows = [r for r in dict.fromkeys(rows) if r[0] != r[2]]
+    return pl.DataFrame([(a, r, b, "", value, "S") for a, r, b in rows],
+                        schema={c: pl.String for c in ("id1", "relation", "id2", "qscore", "value", "source")},
+                        orient="row")
+
+
+@settings(max_examples=30, deadline=None)
+@example(now=[("NCBIGENE:0", "GENE_GENE", "NCBIGENE:1")] * 2 + [("NCBIGENE:2", "GENE_DRUG", "PUBCHEM.COMPOUND:0")],
+         older=[("NCBIGENE:2", "GENE_DRUG", "PUBCHEM.COMPOUND:0"), ("NCBIGENE:3", "GENE_GENE", "NCBIGENE:4")],
+         true_negatives=[("NCBIGENE:0", "GENE_GENE", "NCBIGENE:1"), ("PUBCHEM.COMPOUND:0", "DRUG_BINDING_GENE",
+                                                                     "NCBIGENE:2")], seed=0)
+@given(version_edges, version_edges, st.lists(st.tuples(st.sampled_from(GENES), st.just("GENE_GENE"),
+                                                        st.sampled_from(GENES)), max_size=10), st.integers(0, 3))
+def test_no_negative_contradicts_a_positive_of_either_version(tmp_path_factory, now, older, true_negatives, seed):
+    positives, tmo_positives = _frame(now, "1"), _frame(older, "1")
+    assume(tmo_positives.height)
+    tn = _frame(true_negatives, "0")
+    nodes = pl.DataFrame({"id": GENES + DRUGS, "node_type": ["GENE"] * len(GENES) + ["DRUG"] * len(DRUGS)})
+    folder = tmp_path_factory.mktemp("versions") / "ts"
+    info = time_split(positives, tn, nodes, tmo_positives, tn, nodes, folder, seed=seed, val=0.3)
+    _check_negatives_never_contradict(folder, [positives, tmo_positives])
+    assert all(set(v) == {"redrawn_for_known", "true_negatives_dropped"} for v in info["negatives"].values())
