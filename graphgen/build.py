@@ -409,7 +409,7 @@ def _union(parts: List[Part]) -> Tuple[EdgeTable, pl.DataFrame]:
     Categorical codes are shared by both id columns: the node table and the ranks are built on
     the distinct ids only, and the sort runs on one integer key per row (:mod:`graphgen.order`).
     """
-    if not parts:
+    if not parts or all(p.edges.height == 0 for p in parts):  # nothing selected, or every recipe came up empty
         return EdgeTable.empty(), pl.DataFrame(schema={"id": pl.String, "node_type": NODE_TYPE_ENUM})
     frame = pl.concat([p.edges.cast(EDGE_SCHEMA) for p in parts], rechunk=True)
     for part in parts:  # the union holds the rows now; let the per-recipe copies go

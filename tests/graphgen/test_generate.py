@@ -244,3 +244,23 @@ def test_source_tables_are_parsed_once_when_threads_ask_together(tmp_path):
     files.release("GO")
     files.table("GO", "ontology", slow_reader, "t")
     assert len(calls) == 2  # released tables are parsed again on request
+
+
+def test_an_empty_true_negative_set_gives_complete_empty_files_and_a_warning(tmp_path, caplog):
+    """Today's HPO release has no NOT annotation that maps to DO: the TN graph of an HPO-only
+    build is empty, which must give empty (but complete) files, never a crash."""
+    import shutil
+
+    sources = tmp_path / "sources"
+    shutil.copytree(SAMPLE_DIR, sources)
+    hpoa = sources / "phenotype.hpoa"
+    hpoa.write_text("".join(line for line in hpoa.read_text().splitlines(keepends=True)
+                            if line.split("\t")[2:3] != ["NOT"]))
+    graph = generate(tmp_path / "out", sources_dir=sources, steps=("parse", "build"), sources=["HPO"],
+                     progress=False)
+    files = tmp_path / "out" / "graph_files"
+    assert graph.tn_edge_table.height == 0 and graph.edge_table.height > 0
+    for name in ("TN_edges.csv", "TN_nodes.csv", "TN_edges_list.csv", "TN_nodes_list.csv", "tn_stats.txt"):
+        assert (files / name).is_file(), name
+    assert (files / "TN_edges.csv").read_text() == ""
+    assert "no edges" in caplog.text
