@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from openbench.errors import ScoreError
 from openbench.evaluation import kernels
+from tests.helpers import missing_implementation
 
 
 def _reference(scores, targets, lower):
@@ -41,8 +42,12 @@ def _implementations():
     found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True))]
     if kernels._load_library() is not None:
         found.append(("c", lambda s, t, lower: kernels._row_counts_c(s, t, lower)))
+    else:
+        missing_implementation("the C counting kernel")
     if TRITON is not None:
         found.append(("triton", _triton_counts))
+    else:
+        missing_implementation("Triton")
     return found
 
 

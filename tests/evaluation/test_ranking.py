@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openbench.errors import ScoreError
+from openbench.evaluation.metrics import task_values
 from openbench.evaluation.ranking import count_block, rank_counts
 from tests.helpers import slow_counts
 
@@ -56,8 +57,10 @@ def test_property_counts_match_reference(data):
 def test_constant_scores_give_middle_realistic_rank():
     counts = rank_counts(torch.zeros(1, 101), torch.tensor([40]))
     assert counts.n_greater.item() == 0 and counts.n_equal.item() == 100 and counts.n_candidates.item() == 101
-    g, k = counts.n_greater.item(), counts.n_equal.item() + 1
-    assert g + (k + 1) / 2 == (101 + 1) / 2
+    values = task_values(counts, hits_at=(1, 51))
+    assert values["realistic.mr"].item() == 51.0 == values["random.mr"].item()  # the middle of 101
+    assert (values["optimistic.mr"].item(), values["pessimistic.mr"].item()) == (1.0, 101.0)
+    assert values["expected.hits@51"].item() == 51 / 101
 
 
 def test_true_column_excluded_by_index_not_by_value():

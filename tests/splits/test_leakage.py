@@ -20,13 +20,15 @@ def test_hand_cases():
                         ("G3", "GENE_GENE", "G2", "1"),           # parent of GENE_BINDING_GENE: leak
                         ("G2", "GENE_ACTIVATION_GENE", "G3", "1"),  # sibling: no leak
                         ("G5", "IS_A", "G4", "1"),                # reverse edge: not hierarchy
-                        ("D1", "DRUG_BINDING_GENE", "G1", "0")])  # other value: no leak
+                        ("D1", "DRUG_BINDING_GENE", "G1", "0"),   # other value: no leak
+                        ("G5", "IS_A", "G4", "0")])               # reverse edge with the other value: kept
     kept, removed = drop_hierarchy_leakage(evaluation, train)
     assert removed.select("id1", "relation", "id2").rows() == [("D1", "DRUG_BINDING_GENE", "G1"),
                                                              ("G3", "GENE_GENE", "G2")]
-    assert kept.height == 3
+    assert kept.height == 4
     kept, removed = drop_reverse_edges(evaluation, train)
-    assert removed.select("id1", "relation", "id2").rows() == [("G5", "IS_A", "G4")]
+    assert removed.select("id1", "relation", "id2", "value").rows() == [("G5", "IS_A", "G4", "1")]
+    assert ("G5", "IS_A", "G4", "0") in kept.select("id1", "relation", "id2", "value").rows()
     kept, unseen = drop_unseen_nodes(frame([("G1", "GENE_GENE", "G9", "1"), ("G1", "GENE_GENE", "G2", "1")]), train)
     assert kept.height == 1 and unseen.to_list() == ["G9"]
     with_negative = pl.concat([train, frame([("G9", "GENE_GENE", "G1", "0")])])  # G9 only in a training negative

@@ -53,6 +53,20 @@ def test_negatives_never_hit_a_positive_pair_of_the_family(rows, seed):
     assert set(negatives["value"]) <= {"0"}
 
 
+def test_gene_drug_negative_avoids_a_child_relation_positive_on_a_saturated_pool():
+    """3 genes x 3 drugs: 7 pairs are DRUG_BINDING_GENE positives (a child of GENE_DRUG), one is a
+    GENE_DRUG positive; the only pair free for a GENE_DRUG negative is the ninth."""
+    genes, drugs = GENES[:3], DRUGS[:3]
+    nodes = pl.DataFrame({"id": genes + drugs, "node_type": ["GENE"] * 3 + ["DRUG"] * 3})
+    pairs = [(g, d) for g in genes for d in drugs]
+    free, gene_drug, binding = pairs[4], pairs[0], [p for i, p in enumerate(pairs) if i not in (0, 4)]
+    positives = edges([(gene_drug[0], "GENE_DRUG", gene_drug[1])] + [(d, "DRUG_BINDING_GENE", g) for g, d in binding])
+    for seed in range(8):
+        negatives = sample_negatives(positives, edges([], value="0"), nodes, seed=seed)
+        drawn = negatives.filter(pl.col("relation") == "GENE_DRUG").select("id1", "id2").cast(pl.String).rows()
+        assert drawn == [free], (seed, drawn)
+
+
 def test_missing_node_types_are_reported(caplog):
     positives = edges([("HP:1", "DIS_PHENOTYPE", "HP:2")])
     nodes = pl.DataFrame({"id": ["HP:1", "HP:2"], "node_type": ["PHENOTYPE", "PHENOTYPE"]})

@@ -10,7 +10,9 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.pipeline import SAMPLE_DIR, generate
 from openbench.errors import InputError
 from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
+import splits.random_split
 from splits.random_split import random_split
+from tests.splits.reference import SplitRecorder, check_fold_against_reference, loop_clean
 
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
 
@@ -57,9 +59,29 @@ def _check_invariants(folder, positives, directed=True):
     return splits, negatives
 
 
+def _split_against_reference(output, positives, tn, nodes, **options):
+    """Run the random split, recording what it drew, and check both sides against the loop
+    reference: the first cleaning pass of the test set, then every fold's files and counts."""
+    with pytest.MonkeyPatch.context() as patch:
+        recorder = SplitRecorder(patch, splits.random_split)
+        info = random_split(positives, tn, nodes, output, **options)
+    train_val, test_drawn = recorder.carves[0]
+    seen_rule = options.get("seen_nodes", "positives")
+    directed = options.get("directed", True)
+    kept, removed = loop_clean(test_drawn, train_val, directed, seen_rule)
+    root = recorder.folds[0]["folder"]
+    fold_infos = [info["split"]] + info.get("folds", [])
+    assert len(recorder.folds) == len(fold_infos)
+    for fold, fold_info in zip(recorder.folds, fold_infos):
+        assert fold["test"] == kept and fold["test_removed"] == removed
+        check_fold_against_reference(dict(fold, folder=output / fold["folder"].relative_to(root)), fold_info,
+                                     seen_rule)
+    return info
+
+
 def test_sample_graph_split(graph, tmp_path):
     positives, tn, nodes = graph
-    info = random_split(positives, tn, nodes, tmp_path / "tt", test_frac=0.2, val=0.1, seed=5)
+    info = _split_against_reference(tmp_path / "tt", positives, tn, nodes, test_frac=0.2, val=0.1, seed=5)
     splits, negatives = _check_invariants(tmp_path / "tt", positives)
     total = sum(len(rows) for rows in splits.values())
     assert 0.1 < len(splits["test"]) / total < 0.25 and negatives["train"]
@@ -92,7 +114,7 @@ def test_same_seed_same_bytes_other_seed_differs(graph, tmp_path):
 
 def test_crossval_folds_each_filtered_against_their_own_training(graph, tmp_path):
     positives, tn, nodes = graph
-    random_split(positives, tn, nodes, tmp_path / "cv", val=0.25, crossval=True, test_frac=0.2, seed=3)
+    _split_against_reference(tmp_path / "cv", positives, tn, nodes, val=0.25, crossval=True, test_frac=0.2, seed=3)
     folds = sorted(p.name for p in (tmp_path / "cv").iterdir() if p.name.startswith("fold_"))
     assert folds == ["fold_0", "fold_1", "fold_2", "fold_3"]
     top = {p.name for p in (tmp_path / "cv").iterdir() if p.is_file()}
@@ -112,8 +134,8 @@ edge_rows = st.lists(st.one_of(
 
 
 @settings(max_examples=25, deadline=None)
-@given(edge_rows, st.integers(0, 3), st.booleans())
-def test_invariants_on_random_graphs(tmp_path_factory, rows, seed, directed):
+@given(edge_rows, st.integers(0, 3), st.booleans(), st.sampled_from(["positives", "any"]))
+def test_invariants_on_random_graphs(tmp_path_factory, rows, seed, directed, seen_nodes):
     rows = [r for r in dict.fromkeys(rows) if r[0] != r[2]]
     assume(rows)  # a graph without edges is refused (tests/test_malformed_inputs.py)
     positives = pl.DataFrame([(a, r, b, "", "1", "S") for a, r, b in rows],
@@ -121,8 +143,10 @@ def test_invariants_on_random_graphs(tmp_path_factory, rows, seed, directed):
                              orient="row")
     nodes = pl.DataFrame({"id": GENES + DRUGS, "node_type": ["GENE"] * 12 + ["DRUG"] * 8})
     folder = tmp_path_factory.mktemp("random") / "tt"
-    random_split(positives, positives.clear(), nodes, folder, test_frac=0.3, val=0.2, seed=seed, directed=directed)
-    _check_invariants(folder, positives, directed)
+    _split_against_reference(folder, positives, positives.clear(), nodes, test_frac=0.3, val=0.2, seed=seed,
+                             directed=directed, seen_nodes=seen_nodes)
+    if seen_nodes == "positives":
+        _check_invariants(folder, positives, directed)
 
 
 def test_bad_inputs(tmp_path, graph):

@@ -10,7 +10,9 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import InputError
 from graphgen.graph_files import read_edges, read_nodes
+import splits.time_split
 from splits.time_split import time_split
+from tests.splits.reference import SplitRecorder, check_fold_against_reference
 
 
 @pytest.fixture(scope="module")
@@ -36,9 +38,24 @@ def _rows(path):
     return [tuple(line.split("\t")) for line in text.splitlines()] if text else []
 
 
+def _against_reference(graphs, output, **options):
+    """Both sides against the loop reference: the validation and test files hold exactly what it
+    keeps of the sets the split drew, and split_info's cleaning counts equal its counts."""
+    positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
+    with pytest.MonkeyPatch.context() as patch:
+        recorder = SplitRecorder(patch, splits.time_split)
+        info = time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, output, **options)
+    (fold,) = recorder.folds
+    check_fold_against_reference(dict(fold, folder=output), info["split"], options.get("seen_nodes", "positives"))
+    assert sum(info["split"]["test_cleaning"].values()) > 0  # the reference compared real removals
+
+
 def test_time_split_invariants(graphs, tmp_path):
     positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
     info = time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts", seed=1)
+    _against_reference(graphs, tmp_path / "ts_ref", seed=1)
+    _against_reference(graphs, tmp_path / "ts_val", seed=2, val=0.2)
+    _against_reference(graphs, tmp_path / "ts_any", seed=2, val=0.2, seen_nodes="any", directed=False)
     train, test = _rows(tmp_path / "ts" / "train_sample.csv"), _rows(tmp_path / "ts" / "test_sample.csv")
     test_negatives = _rows(tmp_path / "ts" / "negative_test_sample.csv")
     tmo_keys = set(tmo_positives.select("id1", "relation", "id2").rows())
@@ -50,7 +67,7 @@ def test_time_split_invariants(graphs, tmp_path):
     tmo_node_ids = set(tmo_nodes["id"])
     assert all(a in tmo_node_ids and b in tmo_node_ids for a, _, b, *_ in test)
     assert _rows(tmp_path / "ts" / "vanished_edges.csv")[0][:3] == ("NCBIGENE:1001", "GENE_GENE", "NCBIGENE:1003")
-    assert info["input"]["vanished"] >= 1
+    assert info["input"]["vanished"] == 1  # exactly the one planted
     again = time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts2", seed=1)
     assert again == info
     assert (tmp_path / "ts" / "test_sample.csv").read_bytes() == (tmp_path / "ts2" / "test_sample.csv").read_bytes()

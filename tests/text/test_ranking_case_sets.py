@@ -15,7 +15,9 @@ def test_phenobrain_public_test_set():
     assert len(test_set.cases) == 873
     sizes = [len(case.ground_truth) for case in test_set.cases]
     assert min(sizes) == 1 and max(sizes) == 13 and sizes.count(1) == 165 and sizes.count(2) == 410
-    assert test_set.dropped["repeated_hpo_terms"] >= 6  # 6 cases repeat an HPO id
+    raw = json.loads((FIXTURES / "phenobrain" / "Public_Test_set.json").read_text())
+    assert test_set.dropped["repeated_hpo_terms"] == sum(len(terms) - len(set(terms)) for terms, _ in raw) > 0
+    assert [case.hpo_terms for case in test_set.cases] == [list(dict.fromkeys(terms)) for terms, _ in raw]
     assert all(len(set(case.hpo_terms)) == len(case.hpo_terms) for case in test_set.cases)
     assert all(d.split(":")[0] in ("OMIM", "ORPHA", "CCRD") for case in test_set.cases for d in case.ground_truth)
 
@@ -24,7 +26,11 @@ def test_mme_benchmark_patients():
     test_set = load_test_set(FIXTURES / "mme" / "MME.benchmark_patients.json")
     assert len(test_set.cases) == 43 and test_set.dropped["no_ground_truth"] == 7
     assert test_set.dropped["not_observed_terms"] == 2
-    assert sum(len(case.negated_terms) for case in test_set.cases) <= 2
+    raw = json.loads((FIXTURES / "mme" / "MME.benchmark_patients.json").read_text())
+    with_truth = [patient for patient in raw if patient.get("disorders")]
+    negated = [[f["id"] for f in patient["features"] if str(f.get("observed", "yes")).lower() == "no"]
+               for patient in with_truth]
+    assert [case.negated_terms for case in test_set.cases] == [list(dict.fromkeys(ids)) for ids in negated]
     assert all(d.startswith("OMIM:") for case in test_set.cases for d in case.ground_truth)
     assert all(not set(case.negated_terms) & set(case.hpo_terms) for case in test_set.cases)
 

@@ -1,0 +1,100 @@
+"""A plain-loop reference of the evaluation-set cleaning, and a recorder of what a split drew.
+
+The reference restates the rules of ``splits.leakage`` row by row, in the order the split applies
+them (hierarchy leakage, reverse edges when directed, unseen nodes, unseen relations), so a test can
+compare both sides: every row the reference keeps is kept, every row it removes is removed, and
+``split_info.json``'s per-step counts equal the reference's.
+"""
+from collections import defaultdict
+
+import polars as pl
+
+from graphgen.edge_types import EDGE_TYPES
+
+PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
+Row = tuple  # (id1, relation, id2, value), all strings
+
+
+def rows_of(frame: pl.DataFrame) -> list:
+    """The (id1, relation, id2, value) rows of a split frame, ids as text."""
+    return frame.select("id1", "relation", "id2", "value").cast(pl.String).rows()
+
+
+def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str = "positives"):
+    """(kept rows in their order, removed count per step) for ``evaluation`` against ``training``."""
+    relations_of_pair = defaultdict(set)  # unordered pair -> {(relation, value)}
+    for a, r, b, v in training:
+        relations_of_pair[frozenset((a, b))].add((r, v))
+    training_set = set(training)
+    counted = [row for row in training if seen_rule == "any" or row[3] == "1"]
+    seen_nodes = {n for a, _, b, _ in counted for n in (a, b)}
+    seen_relations = {r for _, r, _, _ in counted}
+
+    def hierarchy_leak(a, r, b, v):
+        return any(tv == v and tr != r and (tr == PARENT[r] or PARENT[tr] == r)
+                   for tr, tv in relations_of_pair.get(frozenset((a, b)), ()))
+
+    removed = {}
+    rows = list(evaluation)
+    steps = [("hierarchy_leakage", hierarchy_leak)]
+    if directed:
+        steps.append(("reverse_edges", lambda a, r, b, v: (b, r, a, v) in training_set))
+    steps += [("unseen_nodes", lambda a, r, b, v: a not in seen_nodes or b not in seen_nodes),
+              ("unseen_relations", lambda a, r, b, v: r not in seen_relations)]
+    for step, drops in steps:
+        kept = [row for row in rows if not drops(*row)]
+        removed[step] = len(rows) - len(kept)
+        rows = kept
+    return rows, removed
+
+
+def add_counts(first: dict, second: dict) -> dict:
+    return {step: first.get(step, 0) + second.get(step, 0) for step in set(first) | set(second)}
+
+
+class SplitRecorder:
+    """Wraps a split module's ``write_fold`` (and ``_carve``) to record what they were given."""
+
+    def __init__(self, monkeypatch, module):
+        self.folds, self.carves = [], []
+        real_write_fold, real_carve = module.write_fold, module._carve
+
+        def write_fold(folder, train, validation, test, directed, *rest):
+            self.folds.append({"folder": folder, "train": rows_of(train),
+                               "validation": rows_of(validation) if validation is not None else None,
+                               "test": rows_of(test.rows), "test_removed": dict(test.removed),
+                               "directed": directed})
+            return real_write_fold(folder, train, validation, test, directed, *rest)
+
+        def carve(rows, fraction, rng):
+            rest, carved = real_carve(rows, fraction, rng)
+            self.carves.append((rows_of(rest), rows_of(carved)))
+            return rest, carved
+
+        monkeypatch.setattr(module, "write_fold", write_fold)
+        monkeypatch.setattr(module, "_carve", carve)
+
+
+def file_rows(folder, name: str) -> list:
+    """(id1, relation, id2, value) rows of a written split file (positives and negatives)."""
+    rows = []
+    for file in (f"{name}_sample.csv", f"negative_{name}_sample.csv"):
+        path = folder / file
+        if path.exists():
+            rows += [tuple(line.split("\t"))[:3] + (tuple(line.split("\t"))[4],)
+                     for line in path.read_text().splitlines() if line]
+    return rows
+
+
+def check_fold_against_reference(fold: dict, info_split: dict, seen_rule: str = "positives") -> None:
+    """The written validation and test files of one fold hold exactly what the reference keeps of
+    the sets the fold was given, and the fold's cleaning counts equal the reference's."""
+    folder, directed = fold["folder"], fold["directed"]
+    if fold["validation"] is not None:
+        kept, removed = loop_clean(fold["validation"], fold["train"], directed, seen_rule)
+        assert sorted(file_rows(folder, "val")) == sorted(kept)
+        assert info_split["val_cleaning"] == removed
+    kept, removed = loop_clean(fold["test"], fold["train"], directed, seen_rule)
+    assert sorted(file_rows(folder, "test")) == sorted(kept)
+    assert info_split["test_cleaning"] == add_counts(fold["test_removed"], removed)
+    assert sorted(file_rows(folder, "train")) == sorted(fold["train"])

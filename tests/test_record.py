@@ -1,0 +1,114 @@
+"""The result record's schema and consistency rules (openbench.record), which the leaderboard
+applies: every rule over every side and rank type (expected included), several hits@k sets,
+keys in any order, and each impossible record refused with its reason."""
+import copy
+import itertools
+import random
+
+import pytest
+
+from openbench.evaluation.dataset import load_dataset
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.scorers import build_scorer
+from openbench.record import RANK_TYPES, SIDES, RecordError, validate_record
+from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+
+K_SETS = [(1, 3, 10), (10, 1, 5), (2, 7)]
+ALL_RANK_TYPES = RANK_TYPES + ("expected",)
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    folder = write_samples(tmp_path_factory.mktemp("data"),
+                           random_labelled_graph(4, 40, 3, {"train": 200, "valid": 10, "test": 30}))
+    dataset = load_dataset(folder)
+    scorer = build_scorer("DistMult", integer_embeddings(3, dataset.num_entities, 4, low=-2, high=3),
+                          integer_embeddings(4, dataset.num_relations, 4, low=-2, high=3), dataset.num_entities,
+                          dataset.num_relations)
+    return {ks: EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, hits_at=ks).evaluate()
+            for ks in K_SETS}
+
+
+def _shuffled(block: dict, seed: int) -> dict:
+    items = list(block.items())
+    random.Random(seed).shuffle(items)
+    return dict(items)
+
+
+def test_the_evaluators_records_pass(records):
+    for record in records.values():
+        validate_record(record)
+
+
+@pytest.mark.parametrize("ks", K_SETS)
+@pytest.mark.parametrize("side,rank_type", list(itertools.product(SIDES, ALL_RANK_TYPES)))
+def test_hits_at_k_may_not_fall_in_any_block_with_keys_in_any_order(records, ks, side, rank_type):
+    record = copy.deepcopy(records[ks])
+    block = record["metrics"][side][rank_type]
+    ordered = sorted(ks)
+    low, high = f"hits@{ordered[0]}", f"hits@{ordered[-1]}"
+    block[low], block[high] = 0.9, 0.1  # a larger k with fewer hits
+    for seed in range(3):
+        record["metrics"][side][rank_type] = _shuffled(block, seed)
+        with pytest.raises(RecordError, match="cannot fall as k grows|impossible|ties can only|outside"):
+            validate_record(record)
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_rank_types_keep_their_order_on_every_side(records, side):
+    record = copy.deepcopy(records[(1, 3, 10)])
+    block = record["metrics"][side]
+    assert block["optimistic"] != block["pessimistic"]  # the embeddings make ties
+    block["optimistic"], block["pessimistic"] = block["pessimistic"], block["optimistic"]  # each block consistent
+    with pytest.raises(RecordError, match="ties can only move a rank"):
+        validate_record(record)
+    record = copy.deepcopy(records[(1, 3, 10)])
+    record["metrics"][side]["expected"]["hits@10"] = 1.0  # above the optimistic value
+    if record["metrics"][side]["optimistic"]["hits@10"] < 1.0:
+        with pytest.raises(RecordError, match="expected.hits@10"):
+            validate_record(record)
+
+
+def _set(path, value):
+    def change(record):
+        target = record
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+def _first_relation(record):
+    return next(iter(record["per_relation"]))
+
+
+IMPOSSIBLE = [
+    ("no realistic block", lambda r: r["metrics"]["both"].pop("realistic"), "metrics.both.realistic is missing"),
+    ("MRR 0.99 with hits@1 0", lambda r: (_set(("metrics", "both", "realistic", "mrr"), 0.99)(r),
+                                          _set(("metrics", "both", "realistic", "hits@1"), 0.0)(r)),
+     "impossible with hits@1"),
+    ("optimistic below pessimistic", lambda r: r["metrics"]["head"].update(
+        optimistic=r["metrics"]["head"]["pessimistic"], pessimistic=r["metrics"]["head"]["optimistic"]),
+     "ties can only move"),
+    ("MR 1e9 with a small graph", _set(("metrics", "both", "realistic", "mr"), 1e9), "cannot exceed the"),
+    ("hits_at [1, 5] while the metrics hold 1, 3, 10", _set(("protocol", "hits_at"), [1, 5]),
+     "but protocol.hits_at is"),
+    ("filter_sets junk", _set(("protocol", "filter_sets"), ["junk"]), "protocol.filter_sets"),
+    ("seed 'abc'", _set(("seed",), "abc"), "seed = 'abc'"),
+    ("a per-relation MRR of 7", lambda r: _set(("per_relation", _first_relation(r), "both", "realistic", "mrr"),
+                                               7)(r), r"outside \[0, 1\]"),
+    ("MRR and MR that no ranks give", lambda r: _set(("metrics", "tail", "optimistic", "mr"),
+                                                     0.5 / r["metrics"]["tail"]["optimistic"]["mrr"])(r),
+     "the mean of 1/rank is at least 1/mean rank"),
+    ("NaN", _set(("metrics", "both", "realistic", "mrr"), float("nan")), "finite number"),
+    ("an unknown rank type", _set(("metrics", "both", "lucky"), {"mrr": 1.0}), "expected a rank type"),
+    ("a newer schema", _set(("schema_version",), 99), "schema_version 99"),
+]
+
+
+@pytest.mark.parametrize("name,change,reason", IMPOSSIBLE, ids=[case[0] for case in IMPOSSIBLE])
+def test_impossible_records_are_refused_with_the_reason(records, name, change, reason):
+    record = copy.deepcopy(records[(1, 3, 10)])
+    change(record)
+    with pytest.raises(RecordError, match=reason):
+        validate_record(record)
