@@ -80,16 +80,22 @@ def _gz(path: Path, frame: pl.DataFrame, separator: str = "\t", header: str = ""
     return frame.height
 
 
-def _obo(path: Path, prefix: str, count: int, rng, xref: str = "") -> int:
+def _obo(path: Path, prefix: str, count: int, rng, xrefs=(), part_of: float = 0.0) -> int:
+    """A synthetic OBO file: ``count`` terms in an is_a tree, each with one xref per entry of
+    ``xrefs`` ((text, offset): ``xref: <text><the term's number + offset>``), and a
+    ``relationship: part_of`` to an earlier term for a ``part_of`` share of them. Returns lines written."""
     ids = np.arange(1, count + 1)
     parents = np.maximum(1, (rng.random(count) * ids).astype(np.int64))
-    frame = pl.DataFrame({"i": ids, "p": parents}).select(
-        pl.format("[Term]\nid: " + prefix + ":{}\nname: term {}\nis_a: " + prefix + ":{} ! parent"
-                  + (("\nxref: " + xref + "{}") if xref else "") + "\n",
-                  *(["i", "i", "p", "i"] if xref else ["i", "i", "p"])).alias("x"))
-    data = "format-version: 1.2\n\n" + "\n".join(frame["x"].to_list()) + "\n"
-    path.write_text(data)
-    return count * (5 if xref else 4)
+    wholes = np.maximum(1, (rng.random(count) * ids).astype(np.int64))
+    with_part = rng.random(count) < part_of
+    frame = pl.DataFrame({"i": ids, "p": parents, "w": wholes, "has_part": with_part})
+    lines = [pl.format("[Term]\nid: " + prefix + ":{}\nname: term {}\nis_a: " + prefix + ":{} ! parent", "i", "i", "p")]
+    lines += [pl.format("xref: " + text + "{}", pl.col("i") + offset) for text, offset in xrefs]
+    lines.append(pl.when(pl.col("has_part")).then(pl.format("relationship: part_of " + prefix + ":{} ! whole", "w"))
+                 .otherwise(pl.lit(None)))
+    frame = frame.select(pl.concat_str(lines, separator="\n", ignore_nulls=True).alias("x"))
+    path.write_text("format-version: 1.2\n\n" + "\n\n".join(frame["x"].to_list()) + "\n")
+    return count * (4 + len(xrefs)) + int(with_part.sum())
 
 
 def make_inputs(folder: Path, fraction: float, seed: int) -> int:
@@ -108,9 +114,11 @@ def make_inputs(folder: Path, fraction: float, seed: int) -> int:
     rows += _gz(name("STRING", "links"), _columns(frame, ensp("a"), ensp("b"), "s"), " ", "protein1 protein2 combined_score\n")
     modes = np.array(["activation", "binding", "catalysis", "expression", "inhibition", "ptmod", "reaction"])
     k = n["string_actions"]
+    actions = np.array(["", "activation", "inhibition"])
     frame = pl.DataFrame({"a": genes(k), "b": genes(k), "m": modes[rng.integers(0, 7, k)],
+                          "x": actions[rng.integers(0, 3, k)],
                           "d": np.where(rng.random(k) < 0.5, "t", "f"), "s": scores(k)})
-    rows += _gz(name("STRING", "actions"), _columns(frame, ensp("a"), ensp("b"), "m", pl.lit(""), "d", "d", "s"),
+    rows += _gz(name("STRING", "actions"), _columns(frame, ensp("a"), ensp("b"), "m", "x", "d", "d", "s"),
                 header="item_id_a\titem_id_b\tmode\taction\tis_directional\ta_is_acting\tscore\n")
     frame = pl.DataFrame({"g": np.arange(1000, 1000 + min(N_GENES, n["string_entrez"]))})
     rows += _gz(name("STRING", "entrez"), _columns(frame, pl.lit("9606"), "g", ensp("g")), header="# NCBI taxid\n")
@@ -119,21 +127,27 @@ def make_inputs(folder: Path, fraction: float, seed: int) -> int:
     frame = pl.DataFrame({"d": drugs(k), "g": genes(k), "s": scores(k)})
     rows += _gz(name("STITCH", "links"), _columns(frame, cid("d"), ensp("g"), "s"), header="chemical\tprotein\tcombined_score\n")
     k = n["stitch_actions"]
-    frame = pl.DataFrame({"d": drugs(k), "g": genes(k), "m": modes[rng.integers(0, 7, k)], "s": scores(k)})
-    rows += _gz(name("STITCH", "actions"), _columns(frame, cid("d"), ensp("g"), "m", pl.lit(""), pl.lit("t"), "s"),
+    stitch_modes = np.append(modes, "pred_bind")
+    frame = pl.DataFrame({"d": drugs(k), "g": genes(k), "m": stitch_modes[rng.integers(0, 8, k)],
+                          "x": actions[rng.integers(0, 3, k)], "s": scores(k)})
+    rows += _gz(name("STITCH", "actions"), _columns(frame, cid("d"), ensp("g"), "m", "x", pl.lit("t"), "s"),
                 header="item_id_a\titem_id_b\tmode\taction\ta_is_acting\tscore\n")
     k = n["gaf"]
     evidence = np.array(["IEA", "EXP", "TAS", "IDA"])
-    frame = pl.DataFrame({"g": genes(k), "t": rng.integers(1, n["go_terms"], k), "e": evidence[rng.integers(0, 4, k)]})
-    rows += _gz(name("GO", "annotations"), _columns(frame, 
-        pl.lit("UniProtKB"), pl.format("P{}", pl.col("g") + 10000), pl.lit("S"), pl.lit("involved_in"),
+    qualifiers = np.where(rng.random(k) < 0.02, "NOT|involved_in", "involved_in")  # GAF NOT: true negatives
+    frame = pl.DataFrame({"g": genes(k), "t": rng.integers(1, n["go_terms"], k), "e": evidence[rng.integers(0, 4, k)],
+                          "q": qualifiers})
+    rows += _gz(name("GO", "annotations"), _columns(frame,
+        pl.lit("UniProtKB"), pl.format("P{}", pl.col("g") + 10000), pl.lit("S"), "q",
         pl.format("GO:{}", pl.col("t").cast(pl.String).str.zfill(7)), pl.lit("PMID:1"), "e", pl.lit(""), pl.lit("P"),
         pl.lit("n"), pl.lit(""), pl.lit("protein"), pl.lit("taxon:9606"), pl.lit("20200101"), pl.lit("UniProt"),
         pl.lit(""), pl.lit("")), header="!gaf-version: 2.2\n")
-    rows += _obo(name("GO", "ontology"), "GO", n["go_terms"], rng)
-    rows += _obo(name("DO", "ontology"), "DOID", n["do_terms"], rng, "UMLS_CUI:C")
-    rows += _obo(name("HPO", "ontology"), "HP", n["hpo_terms"], rng, "UMLS:C")
-    rows += _obo(name("UBERON", "ontology"), "UBERON", n["uberon_terms"], rng)
+    rows += _obo(name("GO", "ontology"), "GO", n["go_terms"], rng, part_of=0.1)
+    # DO names the diseases of HPO's annotations as current releases do: MIM: and ORDO: xrefs
+    rows += _obo(name("DO", "ontology"), "DOID", n["do_terms"], rng,
+                 (("UMLS_CUI:C", 0), ("MIM:", 600000), ("ORDO:", 0)))
+    rows += _obo(name("HPO", "ontology"), "HP", n["hpo_terms"], rng, (("UMLS:C", 0),))
+    rows += _obo(name("UBERON", "ontology"), "UBERON", n["uberon_terms"], rng, part_of=0.1)
     k = n["disgenet_gda"]
     frame = pl.DataFrame({"g": genes(k), "c": rng.integers(1, n["do_terms"], k), "s": rng.random(k).round(2)})
     rows += _gz(name("DisGeNet", "curated"), _columns(frame, "g", pl.lit("S"), pl.lit("0.5"), pl.lit("0.5"),
@@ -146,9 +160,14 @@ def make_inputs(folder: Path, fraction: float, seed: int) -> int:
                                                            pl.col("c").cast(pl.String).str.zfill(7), pl.lit("n")),
                 header="diseaseId\tname\tvocabulary\tcode\tvocabularyName\n")
     k = n["hpoa"]
-    frame = pl.DataFrame({"d": rng.integers(1, 9000, k), "h": rng.integers(1, n["hpo_terms"], k)})
-    rows += _gz(name("HPO", "annotations"), _columns(frame, 
-        pl.format("OMIM:{}", pl.col("d") + 600000), pl.lit("n"), pl.lit(""), pl.format("HP:{}", pl.col("h").cast(pl.String)
+    # as HPO 2025: OMIM, ORPHA and DECIPHER diseases; NOT (true negative) rows on ORPHA diseases only
+    namespace = rng.choice(np.array(["OMIM", "ORPHA", "DECIPHER"]), k, p=[0.58, 0.41, 0.01])
+    qualifier = np.where((namespace == "ORPHA") & (rng.random(k) < 0.006), "NOT", "")
+    frame = pl.DataFrame({"d": rng.integers(1, 9000, k), "h": rng.integers(1, n["hpo_terms"], k), "ns": namespace,
+                          "q": qualifier})
+    disease = pl.format("{}:{}", "ns", pl.when(pl.col("ns") == "OMIM").then(pl.col("d") + 600000).otherwise("d"))
+    rows += _gz(name("HPO", "annotations"), _columns(frame,
+        disease, pl.lit("n"), "q", pl.format("HP:{}", pl.col("h").cast(pl.String)
                                                                                           .str.zfill(7)),
         pl.lit("PMID:1"), pl.lit("PCS"), *[pl.lit("")] * 4, pl.lit("P"), pl.lit("HPO:x")),
         header="#version: bench\ndatabase_id\tdisease_name\tqualifier\thpo_id\treference\tevidence\tonset\tfrequency\t"

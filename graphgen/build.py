@@ -27,7 +27,7 @@ from graphgen.recipes import ALT_ID_SOURCES, MAPPINGS, RECIPES, SOURCES, Recipe,
 
 __all__ = ["EDGE_COLUMNS", "STATS_COLUMNS", "RAW_NAMESPACE_FIXES", "EDGE_TYPE_ENUM", "NODE_TYPE_ENUM",
            "NODE_TYPE_NAMES", "READ_AHEAD", "SOURCE_ENUM", "SOURCE_BITS", "EDGE_SCHEMA", "Inputs", "Part",
-           "EdgeTable", "dictionary_codes", "Graph", "MappedSide", "NODE_TYPE_CODE", "raw_edges", "run_recipe",
+           "EdgeTable", "dictionary_codes", "Graph", "MappedSide", "MAPPING_STATS_COLUMNS", "NODE_TYPE_CODE", "raw_edges", "run_recipe",
            "build_graph", "build_from_folder"]
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,10 @@ STATS_COLUMNS = ["Edge Type", "Node1 Type", "Node2 Type", "Nr edges", "Nr edges 
                  "Edges coverage", "Duplicated edges", "Nr edges return direction", "Nr edges after mapping",
                  "Nr nodes1 no mapping", "Nr nodes2 no mapping", "Nr nodes1", "Nr nodes2", "nodes1 coverage",
                  "nodes2 coverage"]
+# mapping_stats.tsv: per recipe, mapped side and identifier namespace of the raw ids, how many
+# rows (of those the side was given: side 2 sees the rows side 1 kept) and distinct ids mapped
+MAPPING_STATS_COLUMNS = ["Edge Type", "Source", "Set", "Side", "Mapping", "Namespace", "Rows", "Rows mapped", "Ids",
+                         "Ids mapped"]
 # raw namespaces as OpenBioLink writes unmapped ids
 RAW_NAMESPACE_FIXES = {"OMIM": "MIM", "PMID": "PUBMED"}
 EDGE_TYPE_ENUM = pl.Enum(sorted(EDGE_TYPES))  # sorted: the enum order is the output order
@@ -86,6 +90,7 @@ class Part:
     edges: pl.DataFrame
     unmapped: pl.DataFrame
     stats: dict
+    mapping_stats: List[dict] = field(default_factory=list)
 
 
 class EdgeTable:
@@ -160,6 +165,7 @@ class Graph:
     tn_unmapped: pl.DataFrame
     stats: List[dict] = field(default_factory=list)
     tn_stats: List[dict] = field(default_factory=list)
+    mapping_stats: List[dict] = field(default_factory=list)  # positive and true-negative recipes
     directed: bool = True
     quality: str = "hq"
 
@@ -200,6 +206,7 @@ class MappedSide(NamedTuple):
     fanned_out: bool        # whether some raw id gave several rows
     raw_ids: int            # distinct raw ids of the side in the frame it was given
     ids: pl.Series          # the side's ids after mapping (categorical; a superset of the frame's)
+    by_namespace: List[dict]  # with a mapping: per namespace of the raw ids, rows/ids given and mapped
 
 
 def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs) -> MappedSide:
@@ -212,12 +219,14 @@ def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs) -> M
     unmapped = pl.Series("id", [], dtype=pl.String)
     distinct = frame.get_column(column).unique()
     if not (side.mapping or side.prefix or side.alt_ids):
-        return MappedSide(frame, unmapped, False, distinct.len(), distinct)
+        return MappedSide(frame, unmapped, False, distinct.len(), distinct, [])
+    by_namespace: List[dict] = []
     table = pl.DataFrame({"_code": distinct.to_physical(), "value": distinct.cast(pl.String)})
     if side.mapping:
         joined = table.join(inputs.mapping(side.mapping), left_on="value", right_on="source", how="left",
                             maintain_order="left")
         unmapped = _unmapped_ids(joined.filter(pl.col("target").is_null()).get_column("value"), side)
+        by_namespace = _namespace_counts(frame.get_column(column), joined)
         table = joined.filter(pl.col("target").is_not_null()).select("_code", pl.col("target").alias("value"))
     if side.prefix:
         table = table.with_columns(_with_prefix("value", side.prefix).alias("value"))
@@ -230,7 +239,26 @@ def _map_side(frame: pl.DataFrame, column: str, side: Side, inputs: Inputs) -> M
     frame = (frame.with_columns(pl.col(column).to_physical().alias("_code"))
              .join(table, on="_code", how="inner", maintain_order="left")
              .with_columns(pl.col("value").alias(column)).drop("_code", "value"))
-    return MappedSide(frame, unmapped, fanned_out, distinct.len(), table.get_column("value"))
+    return MappedSide(frame, unmapped, fanned_out, distinct.len(), table.get_column("value"), by_namespace)
+
+
+def _namespace_counts(ids: pl.Series, joined: pl.DataFrame) -> List[dict]:
+    """Per namespace (the raw id's text before ':'; "" without one): rows and distinct ids, and
+    how many of each the mapping knew. ``ids``: the side's categorical column (n rows);
+    ``joined``: _code, value, target (null when unmapped) per distinct id and target."""
+    per_id = (joined.group_by("_code", maintain_order=True)
+              .agg(pl.col("value").first(), pl.col("target").is_not_null().any().alias("mapped")))
+    if per_id.height == 0:
+        return []
+    codes = per_id.get_column("_code").to_numpy()
+    rows = np.bincount(ids.to_physical().to_numpy(), minlength=int(codes.max()) + 1)[codes]
+    counted = per_id.with_columns(pl.Series("rows", rows, dtype=pl.Int64),
+                                  pl.col("value").str.extract(r"^([^:]+):", 1).fill_null("").alias("namespace"))
+    summary = (counted.group_by("namespace")
+               .agg(pl.col("rows").sum(), pl.col("rows").filter(pl.col("mapped")).sum().alias("rows_mapped"),
+                    pl.len().alias("ids"), pl.col("mapped").sum().alias("ids_mapped"))
+               .sort("namespace"))
+    return summary.to_dicts()
 
 
 def _quality_filter(edge_type: str, quality: str, scores: pl.Series) -> Optional[pl.Expr]:
@@ -338,7 +366,17 @@ def run_recipe(recipe: Recipe, inputs: Inputs, quality: str, directed: bool,
                    side1.unmapped, side2.unmapped)
     unmapped_frame = pl.DataFrame({"id": unmapped.cast(pl.String)}).with_columns(
         pl.lit(recipe.edge_type, dtype=pl.String).alias("edge_type"))
-    return Part(recipe, edges, unmapped_frame, stats)
+    mapping_stats = [dict(zip(MAPPING_STATS_COLUMNS, [
+        recipe.edge_type, recipe.source, "true negative" if recipe.negative else "positive", number, side.mapping,
+        counts["namespace"], counts["rows"], counts["rows_mapped"], counts["ids"], counts["ids_mapped"]]))
+        for number, (side, mapped) in enumerate(((recipe.side1, side1), (recipe.side2, side2)), start=1)
+        for counts in mapped.by_namespace]
+    for row in mapping_stats:
+        if row["Rows mapped"] < row["Rows"]:
+            logger.info("%s%s from %s: %d of %d %s row(s) mapped by %s", recipe.edge_type,
+                        " (TN)" if recipe.negative else "", recipe.source, row["Rows mapped"], row["Rows"],
+                        row["Namespace"] or "un-prefixed", row["Mapping"])
+    return Part(recipe, edges, unmapped_frame, stats, mapping_stats)
 
 
 def _first_of_pair(first: np.ndarray, second: np.ndarray) -> pl.Series:
@@ -393,7 +431,9 @@ def build_graph(inputs: Inputs, recipes: Optional[List[Recipe]] = None, quality:
     unmapped = {negative: _unmapped(parts[negative]) for negative in (False, True)}
     return Graph(edge_table=edges, tn_edge_table=tn_edges, nodes=nodes, tn_nodes=tn_nodes, unmapped=unmapped[False],
                  tn_unmapped=unmapped[True], stats=[p.stats for p in parts[False]],
-                 tn_stats=[p.stats for p in parts[True]], directed=directed, quality=quality)
+                 tn_stats=[p.stats for p in parts[True]],
+                 mapping_stats=[row for negative in (False, True) for p in parts[negative] for row in p.mapping_stats],
+                 directed=directed, quality=quality)
 
 
 

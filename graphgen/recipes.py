@@ -18,7 +18,7 @@ from graphgen.download import Remote
 from graphgen.sources import bgee, ctd, disgenet, drugcentral, go, hpo, obo, sider, stitch, string, uniprot
 from openbench.errors import InputError
 
-__all__ = ["ONTOLOGY_REMOTES", "SOURCES", "SourceFiles", "Side", "Recipe", "Mapping", "MAPPINGS", "ALT_ID_SOURCES",
+__all__ = ["ONTOLOGY_REMOTES", "HPO_DISEASE_XREFS", "SOURCES", "SourceFiles", "Side", "Recipe", "Mapping", "MAPPINGS", "ALT_ID_SOURCES",
            "GENE", "STRING_PROTEIN", "DRUG", "RECIPES", "needed_sources"]
 
 ONTOLOGY_REMOTES = {
@@ -202,6 +202,20 @@ def _xrefs(ontology: str, dbs: Tuple[str, ...], key_prefix: str = ""):
     return load
 
 
+# How HPO's annotation files name a disease -> the xref prefixes the Disease Ontology has used for
+# that identifier system. Current doid.obo releases write MIM: and ORDO:, older ones OMIM: (all
+# OpenBioLink looked for) and Orphanet/ORPHANET:. DO cross-references no DECIPHER id in any release
+# seen: DECIPHER-annotated diseases stay unmapped (counted in mapping_stats.tsv).
+HPO_DISEASE_XREFS = {"OMIM": ("OMIM", "MIM"), "ORPHA": ("ORDO", "ORPHA", "Orphanet", "ORPHANET"),
+                     "DECIPHER": ("DECIPHER",)}
+
+
+def _hpo_disease_xrefs(files):
+    """HPO disease id (``OMIM:…``, ``ORPHA:…``, ``DECIPHER:…``) -> DOID, through DO's xrefs."""
+    parts = [_xrefs("DO", dbs, f"{namespace}:")(files) for namespace, dbs in HPO_DISEASE_XREFS.items()]
+    return pl.concat(parts).unique(maintain_order=True)
+
+
 def _uniprot(which: int):
     def load(files):
         folder = files.folder
@@ -219,8 +233,7 @@ MAPPINGS: Dict[str, Mapping] = {
     "ensembl_to_gene": Mapping(("UniProt",), _uniprot(1)),
     "umls_to_doid": Mapping(("DisGeNet",), lambda f: f.table("DisGeNet", "mappings", disgenet.read_do_mappings)
                             .rename({"umls": "source", "doid": "target"})),
-    # DO's current releases write MIM:…, older ones OMIM:… (all OpenBioLink looked for)
-    "omim_to_doid": Mapping(("DO",), _xrefs("DO", ("OMIM", "MIM"), "OMIM:")),
+    "hpo_disease_to_doid": Mapping(("DO",), _hpo_disease_xrefs),
     "umls_to_hp": Mapping(("HPO",), _xrefs("HPO", ("UMLS",))),
     "struct_to_pubchem": Mapping(("DrugCentral",), lambda f: f.table("DrugCentral", "dump", drugcentral.read_indications)
                                  ["pubchem"].rename({"struct_id": "source", "drug": "target"})),
@@ -266,7 +279,7 @@ def _recipes() -> List[Recipe]:
                Side(mapping="umls_to_doid", alt_ids="DO", unmapped_prefix="UMLS"),
                Side(mapping="struct_to_pubchem", prefix="PUBCHEM.COMPOUND", unmapped_prefix="DRUGCENTRAL")),
         Recipe("DIS_PHENOTYPE", "HPO", ("HPO", "DO"), _hpo_diseases(False),
-               Side(mapping="omim_to_doid", alt_ids="DO"), Side(alt_ids="HPO")),
+               Side(mapping="hpo_disease_to_doid", alt_ids="DO"), Side(alt_ids="HPO")),
         Recipe("DRUG_PHENOTYPE", "SIDER", ("SIDER", "HPO"),
                lambda f: _edges(f.table("SIDER", "side_effects", sider.read_side_effects), "drug", "umls"),
                DRUG, Side(mapping="umls_to_hp", alt_ids="HPO", unmapped_prefix="UMLS")),
@@ -286,7 +299,7 @@ def _recipes() -> List[Recipe]:
                Side(mapping="struct_to_pubchem", prefix="PUBCHEM.COMPOUND", unmapped_prefix="DRUGCENTRAL"),
                negative=True),
         Recipe("DIS_PHENOTYPE", "HPO", ("HPO", "DO"), _hpo_diseases(True),
-               Side(mapping="omim_to_doid", alt_ids="DO"), Side(alt_ids="HPO"), negative=True),
+               Side(mapping="hpo_disease_to_doid", alt_ids="DO"), Side(alt_ids="HPO"), negative=True),
         Recipe("GENE_GO", "GO", ("GO", "UniProt"), _go_annotations(True),
                Side(mapping="uniprot_to_gene", prefix="NCBIGENE", unmapped_prefix="UNIPROT"), Side(alt_ids="GO"),
                negative=True),

@@ -15,7 +15,7 @@ from typing import List, Sequence
 import numpy as np
 import polars as pl
 
-from graphgen.build import EDGE_TYPE_ENUM, SOURCE_ENUM, STATS_COLUMNS, EdgeTable, Graph
+from graphgen.build import EDGE_TYPE_ENUM, SOURCE_ENUM, MAPPING_STATS_COLUMNS, STATS_COLUMNS, EdgeTable, Graph
 from graphgen.edge_types import EDGE_TYPES, NODE_TYPES
 from graphgen.writers.coded import Column, write_coded, write_coded_parts
 from openbench._io import replace_folder
@@ -87,8 +87,10 @@ def _write_all(graph: Graph, folder: Path, sep: str, multi_file: bool, no_qscore
     _write_frame(all_nodes, folder / "ALL_nodes.csv", sep)
     _write_frame(graph.unmapped, folder / "ids_no_mapping.tsv", "\t")
     _write_frame(graph.tn_unmapped, folder / "tn_ids_no_mapping.tsv", "\t")
-    for name, stats in (("stats.txt", graph.stats), ("tn_stats.txt", graph.tn_stats)):
-        lines = ["\t".join(STATS_COLUMNS)] + ["\t".join(str(row[c]) for c in STATS_COLUMNS) for row in stats]
+    for name, stats, columns in (("stats.txt", graph.stats, STATS_COLUMNS),
+                                 ("tn_stats.txt", graph.tn_stats, STATS_COLUMNS),
+                                 ("mapping_stats.tsv", graph.mapping_stats, MAPPING_STATS_COLUMNS)):
+        lines = ["\t".join(columns)] + ["\t".join(str(row[c]) for c in columns) for row in stats]
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     props = graph_props(graph)
     (folder / "graph_props.json").write_text(json.dumps(props, indent=2, sort_keys=True) + "\n", encoding="utf-8")

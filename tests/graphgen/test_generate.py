@@ -13,7 +13,7 @@ from graphgen.pipeline import SAMPLE_DIR, generate
 from graphgen.sample.make_sample import make_sample
 from openbench.cli import main
 from openbench.errors import InputError
-from tests.helpers import use_native
+from tests.helpers import fixture, use_native
 
 # regression counts of the committed sample (seed 7), per edge type
 NQ_COUNTS = {
@@ -49,6 +49,76 @@ def test_sample_yields_every_edge_type_at_every_level(graphs):
     assert _counts(graphs["nq"].tn_edges) == TN_NQ
     hq, nq = (set(graphs[q].edges.select("id1", "edge_type", "id2").rows()) for q in ("hq", "nq"))
     assert hq < nq
+
+
+def _obo_terms(path):
+    """id -> {"alt_id": [...], "is_a": [...], "xref": [...], "is_obsolete": [...]}, read plainly."""
+    terms = {}
+    for stanza in path.read_text().split("\n\n"):
+        lines = stanza.strip().splitlines()
+        if not lines or lines[0] != "[Term]":
+            continue
+        tags = {}
+        for line in lines[1:]:
+            tag, _, value = line.partition(": ")
+            tags.setdefault(tag, []).append(value.split(" ")[0])
+        terms[tags["id"][0]] = tags
+    return terms
+
+
+def _loop_counts(quality):
+    """Edge counts of GENE_GENE, GENE_PHENOTYPE, DIS_PHENOTYPE (and its true negatives) and IS_A
+    from HPO, by plain loops over the raw sample files: the independent reference for those rows
+    of the regression tables above."""
+    cutoff = {"hq": 700, "mq": 400, "nq": 0}[quality]
+    to_gene = {}
+    for line in gzip.open(SAMPLE_DIR / "human.entrez_2_string.2018.tsv.gz", "rt"):
+        if not line.startswith("#"):
+            _, genes, protein = line.rstrip("\n").split("\t")
+            to_gene.setdefault(protein, []).extend("NCBIGENE:" + gene for gene in genes.split("|"))
+    pairs = set()
+    for a, b, score in _raw_string_links():
+        if score > cutoff:
+            pairs |= {frozenset((x, y)) for x in to_gene.get(a, []) for y in to_gene.get(b, [])}
+    counts = {"GENE_GENE": sum(2 if len(pair) == 2 else 1 for pair in pairs)}
+    hp, do = _obo_terms(SAMPLE_DIR / "hp.obo"), _obo_terms(SAMPLE_DIR / "doid.obo")
+    current = {alt: term for terms in (hp, do) for term, tags in terms.items() for alt in tags.get("alt_id", [])}
+    resolve = lambda term: current.get(term, term)  # noqa: E731
+    genes = set()
+    for line in (SAMPLE_DIR / "genes_to_phenotype.txt").read_text().splitlines()[1:]:
+        gene, _, term, *_ = line.split("\t")
+        genes.add(("NCBIGENE:" + gene, resolve(term)))
+    counts["GENE_PHENOTYPE"] = len(genes)
+    doids = {}
+    for term, tags in do.items():
+        for xref in tags.get("xref", []):
+            db, _, accession = xref.partition(":")
+            namespace = {"MIM": "OMIM", "OMIM": "OMIM", "ORDO": "ORPHA"}.get(db)
+            if namespace:
+                doids.setdefault(f"{namespace}:{accession}", set()).add(term)
+    annotations = {False: set(), True: set()}
+    for line in (SAMPLE_DIR / "phenotype.hpoa").read_text().splitlines():
+        fields = line.split("\t")
+        if line.startswith(("#", "database_id")) or (quality == "hq" and fields[5] == "IEA"):
+            continue
+        for doid in doids.get(fields[0], ()):
+            annotations["NOT" in fields[2]].add((resolve(doid), resolve(fields[3])))
+    counts["DIS_PHENOTYPE"], tn_dis_phenotype = len(annotations[False]), len(annotations[True])
+    counts["IS_A from HPO"] = sum(len(tags.get("is_a", [])) for tags in hp.values() if "is_obsolete" not in tags)
+    return counts, tn_dis_phenotype
+
+
+@pytest.mark.parametrize("quality", ["hq", "mq", "nq"])
+def test_counts_against_plain_loops_over_the_raw_files(graphs, quality):
+    expected, tn_dis_phenotype = _loop_counts(quality)
+    edges = graphs[quality].edges
+    got = _counts(edges)
+    for edge_type in ("GENE_GENE", "GENE_PHENOTYPE", "DIS_PHENOTYPE"):
+        assert got[edge_type] == expected[edge_type], edge_type
+    hpo_is_a = edges.filter((pl.col("edge_type") == "IS_A") & pl.col("id1").cast(pl.String).str.starts_with("HP:"))
+    assert hpo_is_a.height == expected["IS_A from HPO"]
+    assert _counts(graphs[quality].tn_edges)["DIS_PHENOTYPE"] == tn_dis_phenotype
+    assert {"GENE_GENE", "DIS_PHENOTYPE"} <= set(expected) and expected["GENE_GENE"] > 0
 
 
 def test_the_committed_sample_is_what_the_script_writes(tmp_path):
@@ -114,7 +184,7 @@ def test_outputs_layout_determinism_and_steps(tmp_path):
     generate(tmp_path / "b", sources_dir=SAMPLE_DIR, steps=("parse", "build"), progress=False)
     files = sorted(p.name for p in (tmp_path / "a" / "graph_files").iterdir())
     assert files == [".openbench-output.json", "ALL_nodes.csv", "TN_edges.csv", "TN_edges_list.csv", "TN_nodes.csv", "TN_nodes_list.csv",
-                     "edges.csv", "edges_list.csv", "graph_props.json", "ids_no_mapping.tsv", "nodes.csv",
+                     "edges.csv", "edges_list.csv", "graph_props.json", "ids_no_mapping.tsv", "mapping_stats.tsv", "nodes.csv",
                      "nodes_list.csv", "stats.txt", "tn_ids_no_mapping.tsv", "tn_stats.txt"]
     for name in files:
         assert (tmp_path / "a" / "graph_files" / name).read_bytes() == (tmp_path / "b" / "graph_files" / name).read_bytes()
@@ -264,3 +334,32 @@ def test_an_empty_true_negative_set_gives_complete_empty_files_and_a_warning(tmp
         assert (files / name).is_file(), name
     assert (files / "TN_edges.csv").read_text() == ""
     assert "no edges" in caplog.text
+
+
+def test_every_stage_on_an_empty_selection(tmp_path):
+    """Sources whose files hold headers only: generate writes every file, empty, with a warning per
+    recipe; every export format writes its files; the split refuses with the file named."""
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    real = fixture("sources", "hpo_2025")
+    for name, keep in (("doid.obo", 3), ("phenotype.hpoa", 5), ("genes_to_phenotype.txt", 1)):
+        (sources / name).write_text("".join((real / name).read_text().splitlines(keepends=True)[:keep]))
+    (sources / "hp.obo").write_text((real / "hp.obo").read_text().split("\n[Term]")[0])
+    result = CliRunner().invoke(main, ["generate", "--sources", "HPO", "--sources-dir", str(sources),
+                                       "--no-download", "--output", str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "0 edges and 0 nodes, 0 true-negative edges" in result.output
+    assert result.output.count("no edges") == 4  # IS_A, GENE_PHENOTYPE, DIS_PHENOTYPE and its TN recipe
+    files = tmp_path / "out" / "graph_files"
+    for name in ("edges.csv", "nodes.csv", "TN_edges.csv", "TN_nodes.csv", "ALL_nodes.csv", "ids_no_mapping.tsv"):
+        assert (files / name).read_text() == "", name
+    assert (files / "stats.txt").read_text().count("\n") == 4  # the header and one row per positive recipe
+    for fmt in ("BEL", "RDF-TTL", "RDF-NT", "PARQUET"):
+        result = CliRunner().invoke(main, ["export", "--graph", str(tmp_path / "out"), "--format", fmt, "--output",
+                                           str(tmp_path / fmt)])
+        assert result.exit_code == 0 and (tmp_path / fmt / ".openbench-output.json").is_file(), (fmt, result.output)
+    result = CliRunner().invoke(main, ["split", "rand", "--edges", str(files / "edges.csv"), "--tn-edges",
+                                       str(files / "TN_edges.csv"), "--nodes", str(files / "ALL_nodes.csv"),
+                                       "--output", str(tmp_path / "split")])
+    assert result.exit_code == 1 and "edges.csv: the graph has no positive edges: nothing to split" in result.output
+    assert not (tmp_path / "split").exists()

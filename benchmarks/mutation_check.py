@@ -1,0 +1,137 @@
+"""Mutation check: does the test suite catch the bugs that matter?
+
+Each named mutation is one plausible bug, a text substitution in a core module. For each, the
+script copies the project into a temporary folder, applies the mutation there (the working tree
+is never touched), runs the tests that cover that module and reports whether they failed
+("caught") or passed ("MISSED"). A mutation whose text is no longer in its file is reported as
+"stale" (the code moved: update the list). Exit status 1 when any mutation is missed or stale.
+
+    python benchmarks/mutation_check.py [--only NAME ...] [--list]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str  # relative to the project
+    old: str
+    new: str
+    tests: Tuple[str, ...]
+
+
+MUTATIONS: List[Mutation] = [
+    Mutation("realistic rank off by 1/2", "openbench/evaluation/metrics.py",
+             '"realistic": g + (ties + 1.0) / 2.0', '"realistic": g + ties / 2.0',
+             ("tests/evaluation/test_metrics.py", "tests/evaluation/test_ranking.py")),
+    Mutation("filtered candidates that tie still counted as ties", "openbench/evaluation/ranking.py",
+             "        n_equal -= torch.bincount(rows, weights=same.to(torch.float64), minlength=batch_size).to(torch.long)",
+             "        pass", ("tests/evaluation/test_ranking.py", "tests/evaluation/test_evaluator.py")),
+    Mutation("AMRI random-rank term C/2 instead of (C+1)/2", "openbench/evaluation/metrics.py",
+             'values["random.mr"] = (counts.n_candidates.to(torch.float64) + 1.0) / 2.0',
+             'values["random.mr"] = counts.n_candidates.to(torch.float64) / 2.0',
+             ("tests/evaluation/test_metrics.py",)),
+    Mutation("reverse-edge removal ignores the value column", "splits/leakage.py",
+             'keys = ["id1", "relation", "id2", "value"]', 'keys = ["id1", "relation", "id2"]',
+             ("tests/splits/test_leakage.py", "tests/splits/test_random_split.py")),
+    Mutation("hierarchy check drops the child->parent direction", "splits/leakage.py",
+             '& ((pl.col("train_relation") == pl.col("_parent")) | (pl.col("train_parent") == pl.col("relation"))))',
+             '& (pl.col("train_relation") == pl.col("_parent")))',
+             ("tests/splits/test_leakage.py", "tests/splits/test_random_split.py")),
+    Mutation("negatives: a relation's excluded family leaves out its children", "splits/negatives.py",
+             "return sorted({relation, parent} | {name for name, edge in EDGE_TYPES.items() if edge.parent == relation})",
+             "return sorted({relation, parent})",
+             ("tests/splits/test_negatives.py", "tests/splits/test_random_split.py")),
+    Mutation("unseen nodes: any training row makes a node seen", "splits/leakage.py",
+             '    if seen_rule == "positives":\n        training = training.filter(pl.col("value") == "1")\n    seen',
+             "    seen", ("tests/splits/test_leakage.py", "tests/splits/test_time_split.py")),
+    Mutation("time split: training negatives ignore the positives at t", "splits/time_split.py",
+             "known=positives, stats=stats[\"train_val\"])", "known=None, stats=stats[\"train_val\"])",
+             ("tests/splits/test_time_split.py",)),
+    Mutation("leaderboard: hits@k order check without sorting k", "openbench/record.py",
+             "    return sorted(hits)\n", "    return hits\n", ("tests/test_record.py", "tests/test_leaderboard.py")),
+    Mutation("leaderboard: hits@k check only for the realistic rank type", "openbench/record.py",
+             "    for (k_low, low), (k_high, high) in zip(hits, hits[1:]):",
+             "    for (k_low, low), (k_high, high) in (zip(hits, hits[1:]) if rank_type == \"realistic\" else []):",
+             ("tests/test_record.py", "tests/test_leaderboard.py")),
+    Mutation("leaderboard: optimistic/pessimistic order unchecked", "openbench/record.py",
+             "        if not high + SLACK >= middle >= low - SLACK:", "        if False:",
+             ("tests/test_record.py", "tests/test_leaderboard.py")),
+    Mutation("Meta-Eval: truth-only papers get precision 0 instead of undefined", "openbench/text/metaeval.py",
+             "return (hits / len(p) if p else None), (hits / len(t) if t else None)",
+             "return (hits / len(p) if p else 0.0), (hits / len(t) if t else None)",
+             ("tests/text/test_metaeval.py",)),
+    Mutation("outputs: a foreign folder may be replaced", "openbench/_io/outputs.py",
+             '    if marker is None and not extra:\n        raise OutputRefused(target, "a folder with content openbench did not write',
+             '    if False:\n        raise OutputRefused(target, "a folder with content openbench did not write',
+             ("tests/test_outputs.py",)),
+    Mutation("inputs: a BOM stays in the first value", "openbench/_io/inputs.py",
+             "    return data[len(BOM):] if data.startswith(BOM) and not keep_bom else data",
+             "    return data", ("tests/text/test_metaeval.py", "tests/evaluation/test_dataset.py")),
+    Mutation("HPO diseases map through OMIM xrefs only (OpenBioLink's rule)", "graphgen/recipes.py",
+             'HPO_DISEASE_XREFS = {"OMIM": ("OMIM", "MIM"), "ORPHA": ("ORDO", "ORPHA", "Orphanet", "ORPHANET"),',
+             'HPO_DISEASE_XREFS = {"OMIM": ("OMIM", "MIM"), "ORPHA": (),',
+             ("tests/graphgen/test_disease_mapping.py",)),
+    Mutation("split_info: test_cleaning reports the second pass only", "splits/random_split.py",
+             "    counts[\"test_cleaning\"] = {step: test.removed.get(step, 0) + removed for step, removed in",
+             "    counts[\"test_cleaning\"] = {step: removed for step, removed in",
+             ("tests/splits/test_random_split.py", "tests/splits/test_time_split.py")),
+    Mutation("dataset cache: a same-size edit goes unnoticed", "openbench/evaluation/dataset_cache.py",
+             "        if not racy and all(before.get(key) == value for key, value in now.items()):",
+             "        if True:", ("tests/evaluation/test_dataset_cache.py",)),
+]
+
+
+def run(mutation: Mutation, python: str) -> Tuple[str, float]:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="openbench-mutant-") as temporary:
+        copy = Path(temporary) / "project"
+        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", ".hypothesis",
+                                                                  "*.egg-info", "bench_out", "demo_out"))
+        target = copy / mutation.path
+        text = target.read_text(encoding="utf-8")
+        if text.count(mutation.old) != 1:
+            return "stale", time.perf_counter() - started
+        target.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        environment = dict(os.environ, PYTHONPATH=str(copy), OPENBENCH_CACHE_DIR=str(Path(temporary) / "cache"),
+                           HYPOTHESIS_PROFILE="deterministic")
+        done = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutation.tests],
+                              cwd=copy, env=environment, capture_output=True, text=True)
+        verdict = "caught" if done.returncode == 1 else "MISSED" if done.returncode == 0 else f"error {done.returncode}"
+        return verdict, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="*", default=None, help="run only mutations whose name contains these words")
+    parser.add_argument("--list", action="store_true", help="print the mutations and exit")
+    args = parser.parse_args()
+    chosen = [m for m in MUTATIONS if not args.only or any(word in m.name for word in args.only)]
+    if args.list:
+        for mutation in chosen:
+            print(f"{mutation.name}  ({mutation.path})")
+        return
+    print("| mutation | file | verdict | seconds |\n|---|---|---|---|")
+    bad = 0
+    for mutation in chosen:
+        verdict, seconds = run(mutation, sys.executable)
+        bad += verdict != "caught"
+        print(f"| {mutation.name} | {mutation.path} | {verdict} | {seconds:.0f} |", flush=True)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
