@@ -248,14 +248,22 @@ def _quiet_pykeen() -> None:
                                                                      "deterministic).")
 @click.option("--output", type=click.Path(dir_okay=False), default=None, help="Result JSON file [default: stdout].")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
+              help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
+                   "per-relation thresholds chosen on validation).")
+@click.option("--threshold-metric", type=click.Choice(["accuracy", "f1"]), default="accuracy", show_default=True,
+              help="With --task classification: what each relation's threshold maximises on validation.")
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dir, trust_pickle, dglke_data, dglke_compat, libkge_data, predictions_path,
-             submission_path, drop_unknown, device, batch_size, seed, output, progress):
-    """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset."""
+             submission_path, drop_unknown, device, batch_size, seed, output, progress, task, threshold_metric):
+    """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
+    classification of its positives and negatives (--task classification)."""
     if no_filter and filter_text:
         raise click.UsageError("--filter and --no-filter exclude each other")
+    if task == "classification" and distributed:
+        raise click.UsageError("--task classification runs on one process: --distributed is for ranking")
     hits = _int_list("--hits-at", hits_at)
     filter_sets = [] if no_filter else _split_list(filter_text or ",".join(SPLITS))
     from openbench._io import check_output_file, is_openbench_json
@@ -276,6 +284,14 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         _quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                            drop_unknown=drop_unknown)
+    if task == "classification":
+        from openbench.evaluation.classification import summary_lines
+        from openbench.evaluation.sources import classify_model
+
+        result = classify_model(dataset, spec, options, threshold_metric, fold)
+        click.echo("\n".join(summary_lines(result)), err=not output)
+        write_json(result, output, inputs)
+        return
     result = evaluate_model(dataset, spec, options)
     if result is None:  # a distributed rank other than 0
         return
@@ -344,7 +360,8 @@ def export_command(graph_dir, fmt, output_dir, sep):
     from graphgen.export import export_graph_folder
 
     counts = export_graph_folder(graph_dir, output_dir, fmt, sep=sep)
-    click.echo(f"{fmt.upper()} export written to {output_dir}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    listed = ", ".join(f"{k} {v}" for k, v in counts.items())
+    click.echo(f"{fmt.upper()} export written to {output_dir}" + (f": {listed}" if listed else ""))
 
 
 @main.command()
@@ -450,18 +467,22 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
 
 @leaderboard.command("show")
 @click.option("--dataset", default=None, help="A registry name or a fingerprint prefix (6+ characters).")
-@click.option("--sort", default="mrr", show_default=True, help="mrr, hits@1, hits@10, mr, ...")
+@click.option("--sort", default=None, help="mrr, hits@1, hits@10, mr, ... (classification: auroc, auprc, "
+                                             "accuracy, f1) [default: mrr, or auroc].")
 @click.option("--side", type=click.Choice(SIDES), default="both", show_default=True)
 @click.option("--rank-type", type=click.Choice(RANK_TYPES), default="realistic", show_default=True)
+@click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
+              help="Which records: tasks are never ranked together.")
 @click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @_DB_OPTION
 @_handle_errors
-def leaderboard_show(dataset, sort, side, rank_type, fmt, db):
+def leaderboard_show(dataset, sort, side, rank_type, task, fmt, db):
     """One row per model and protocol, mean ± std over seeds; published results beside them."""
     from openbench.leaderboard.render import render
     from openbench.leaderboard.store import read_rows
 
-    click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort), fmt), nl=False)
+    click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort, task=task), fmt),
+               nl=False)
 
 
 @leaderboard.command("export")

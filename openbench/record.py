@@ -25,11 +25,11 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
+__all__ = ["CLASSIFICATION_METRICS", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
            "validate_record", "TIMING_KEY"]
 
 SCHEMA_VERSION = 1
-TASKS = ("ranking",)
+TASKS = ("ranking", "classification")
 RANK_TYPES = ("realistic", "optimistic", "pessimistic")
 SIDES = ("both", "head", "tail")
 SPLITS = ("train", "valid", "test")
@@ -243,15 +243,20 @@ def validate_record(record) -> None:
     """Raise :class:`RecordError` with the reason when ``record`` is not a trustworthy result."""
     if not isinstance(record, dict):
         raise RecordError("a result record is a JSON object")
-    missing = [key for key in ("metrics", "protocol", "dataset", "model") if key not in record]
+    task = record.get("task", "ranking")
+    if task not in TASKS:
+        raise RecordError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    required = ("metrics", "protocol", "dataset", "model") if task == "ranking" else \
+        ("classification", "protocol", "dataset", "model")
+    missing = [key for key in required if key not in record]
     if missing:
         raise RecordError(f"missing key(s): {', '.join(missing)}")
     version = record.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise RecordError(f"schema_version {version!r}: this openbench reads version {SCHEMA_VERSION}")
-    task = record.get("task", "ranking")
-    if task not in TASKS:
-        raise RecordError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+    if task == "classification":
+        _check_classification(record)
+        return
     dataset, model = record["dataset"], record["model"]
     if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
         raise RecordError("dataset.fingerprint is missing: the record does not say what it was computed on")
@@ -273,3 +278,50 @@ def validate_record(record) -> None:
         _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, ())
     _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, ())
 
+
+
+CLASSIFICATION_METRICS = ("auroc", "auprc", "accuracy", "precision", "recall", "f1")
+
+
+def _check_identity(record) -> None:
+    dataset, model = record["dataset"], record["model"]
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
+        raise RecordError("dataset.fingerprint is missing: the record does not say what it was computed on")
+    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
+        raise RecordError("model.name is missing")
+    seed = record.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise RecordError(f"seed = {seed!r}: expected an integer or null")
+
+
+def _check_classification_block(where: str, block) -> None:
+    if not isinstance(block, dict):
+        raise RecordError(f"{where} must be an object")
+    for key in CLASSIFICATION_METRICS:
+        value = _number(f"{where}.{key}", block.get(key), null_ok=True)
+        if value is not None and not -SLACK <= value <= 1 + SLACK:
+            raise RecordError(f"{where}.{key} = {value}: expected a value in [0, 1]")
+    for key in ("positives", "negatives"):
+        count = block.get(key)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise RecordError(f"{where}.{key} = {count!r}: expected a count")
+    if block.get("auroc") is not None and (block["positives"] == 0 or block["negatives"] == 0):
+        raise RecordError(f"{where}.auroc is set, but AUROC needs positives and negatives")
+
+
+def _check_classification(record) -> None:
+    """A classification record: identity, protocol, and every block's values in range."""
+    _check_identity(record)
+    protocol = record["protocol"]
+    if not isinstance(protocol, dict) or protocol.get("threshold_metric") not in ("accuracy", "f1"):
+        raise RecordError("protocol.threshold_metric must be accuracy or f1")
+    result = record["classification"]
+    if not isinstance(result, dict):
+        raise RecordError("classification must be an object")
+    for split in ("valid", "test"):
+        part = result.get(split)
+        if not isinstance(part, dict):
+            raise RecordError(f"classification.{split} is missing")
+        _check_classification_block(f"classification.{split}.overall", part.get("overall"))
+        for relation, block in (part.get("per_relation") or {}).items():
+            _check_classification_block(f"classification.{split}.per_relation.{relation}", block)

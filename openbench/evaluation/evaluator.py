@@ -127,6 +127,22 @@ class Evaluator:
     def model_description(self) -> dict:
         return {"name": self.model_name, "kind": self.model_kind, "params": {}, "source_sha256": None}
 
+    @torch.no_grad()
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """(n,) scores of the given (n, 3) triples, for triple classification; higher is more
+        plausible (distances are negated when ``lower_is_better``). This generic path reads each
+        triple's score from the full tail row of :meth:`score_batch`; sources that score a triple
+        directly override it."""
+        size = batch_size or self.default_batch_size()
+        out = []
+        for start in range(0, triples.shape[0], size):
+            batch = triples[start:start + size].to(self.device)
+            scores = self.score_batch(batch)
+            tail_rows = scores[1] if len(scores) == 2 else scores[3]
+            out.append(tail_rows[torch.arange(batch.shape[0], device=tail_rows.device), batch[:, 2]].double().cpu())
+        result = torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        return -result if self.lower_is_better else result
+
     def default_batch_size(self) -> int:
         return max(1, min(self._block_elements() // max(self.num_entities, 1), 1024))
 
@@ -362,6 +378,15 @@ class EmbeddingEvaluator(Evaluator):
         params.update(self.model_params)
         return {"name": self.model_name, "kind": self.model_kind, "params": params,
                 "source_sha256": self.source_sha256}
+
+    @torch.no_grad()
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """(n,) scores of (n, 3) triples, each against its own tail only: O(n · d)."""
+        start, _ = self.entity_range
+        size = batch_size or 65536
+        out = [self.scorer.score_pairs(triples[i:i + size].to(self.device), start).double().cpu()
+               for i in range(0, triples.shape[0], size)]
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
     def default_batch_size(self) -> int:
         """Queries per batch: as many full (E,) score rows as the block budget holds, at most 4096."""

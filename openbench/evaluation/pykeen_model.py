@@ -13,7 +13,7 @@ caller says the file is trusted (``--trust-pickle``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 
@@ -99,6 +99,19 @@ class PyKEENModelEvaluator(Evaluator):
         tail_scores = self.model.predict_t(torch.stack([heads, relations], dim=1))
         head_scores = self.model.predict_h(torch.stack([relations, tails], dim=1))
         return head_scores[:, self.entity_ids], tail_scores[:, self.entity_ids]
+
+
+    @torch.no_grad()
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """(n,) scores of (n, 3) triples through PyKEEN's ``score_hrt``."""
+        size = batch_size or 65536
+        out = []
+        for start in range(0, triples.shape[0], size):
+            batch = triples[start:start + size].to(self.device)
+            hrt = torch.stack([self.entity_ids[batch[:, 0]], self.relation_ids[batch[:, 1]],
+                               self.entity_ids[batch[:, 2]]], dim=1)
+            out.append(self.model.score_hrt(hrt).reshape(-1).double().cpu())
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
 
 def pykeen_evaluator(folder, dataset: Dataset, trust_pickle: bool, **options) -> PyKEENModelEvaluator:

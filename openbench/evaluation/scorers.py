@@ -136,6 +136,26 @@ class EmbeddingScorer:
             return _moduli_scores(queries, candidates, out)
         raise ValueError(f"unknown score kind {self.kind!r}")
 
+    def score_pairs(self, batch: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
+        """(B,) scores of the triples ``batch`` (B, 3) themselves: each tail query against its own
+        tail (the formula of :meth:`score_chunk`, row by row). ``entity_offset``: the first entity
+        this scorer holds (an entity shard)."""
+        queries = self.query_vectors(batch, "tail")
+        candidates = self._cached_candidates("tail")[batch[:, 2] - entity_offset]
+        if self.kind == "dot":
+            return (queries * candidates).sum(dim=1)
+        if self.kind == "l2":
+            squared = (queries * queries).sum(dim=1) + (candidates * candidates).sum(dim=1) \
+                - 2.0 * (queries * candidates).sum(dim=1)
+            return squared.clamp(min=0.0).sqrt().neg()
+        if self.kind == "l1":
+            return (queries - candidates).abs().sum(dim=1).neg()
+        if self.kind == "moduli":
+            half = queries.shape[1] // 2
+            return torch.hypot(queries[:, :half] - candidates[:, :half],
+                               queries[:, half:] - candidates[:, half:]).sum(dim=1).neg()
+        raise ValueError(f"unknown score kind {self.kind!r}")
+
     def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
         """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""
         return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)

@@ -30,7 +30,7 @@ from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import DEFAULT_HITS_AT, EmbeddingEvaluator, Evaluator
 from openbench.layouts import SPLITS
 
-__all__ = ["ModelSpec", "EvaluationOptions", "ModelSource", "SOURCES", "select_source", "evaluate_model", "embedding_evaluator",
+__all__ = ["classify_model", "ModelSpec", "EvaluationOptions", "ModelSource", "SOURCES", "select_source", "evaluate_model", "embedding_evaluator",
            "build_evaluator"]
 
 logger = logging.getLogger(__name__)
@@ -278,3 +278,14 @@ def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[Evaluati
         rank = dist.get_rank()
         dist.destroy_process_group()
     return result if rank == 0 else None
+
+
+def classify_model(dataset: Dataset, spec: ModelSpec, options: Optional[EvaluationOptions] = None,
+                   threshold_metric: str = "accuracy", fold: Optional[int] = None) -> dict:
+    """Triple classification of the validation and test positives and negatives by the model
+    ``spec`` names (:mod:`openbench.evaluation.classification`); returns the record."""
+    from openbench.evaluation.classification import classification_record
+
+    options = options or EvaluationOptions()
+    evaluator = build_evaluator(dataset, spec, options)
+    return classification_record(evaluator, threshold_metric, options.batch_size, fold)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from openbench._io import load_npz, read_text
-from openbench.errors import InputError
+from openbench.errors import InputError, UsageError
 from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import Evaluator
 from openbench.evaluation.ranking import RankCounts
@@ -97,6 +97,12 @@ class TopKEvaluator(Evaluator):
 
     model_name = "AnyBURL/SAFRAN predictions"
     model_kind = "topk"
+
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """Refused: a top-k list ranks a few candidates per query and scores no other triple, so a
+        negative triple (n, 3) outside the lists has no score to classify by."""
+        raise UsageError("--task classification needs a model that scores any given triple (embeddings, "
+                         "--model-dir); top-k prediction lists give no score to triples outside the lists")
 
     def __init__(self, dataset: Dataset, listings: Dict[Tuple[int, int, int], Dict[str, Listing]],
                  source: Optional[Path] = None, **options):
@@ -223,6 +229,12 @@ class OBL2021Evaluator(Evaluator):
 
     model_name = "OBL2021 submission"
     model_kind = "obl2021"
+
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """Refused: a top-k list ranks a few candidates per query and scores no other triple, so a
+        negative triple (n, 3) outside the lists has no score to classify by."""
+        raise UsageError("--task classification needs a model that scores any given triple (embeddings, "
+                         "--model-dir); top-k prediction lists give no score to triples outside the lists")
 
     def __init__(self, dataset: Dataset, predictions: np.ndarray, source: Optional[Path] = None, **options):
         super().__init__(dataset, device="cpu", filter_sets=[], **options)

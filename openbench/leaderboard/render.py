@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import List
 
+from openbench.record import CLASSIFICATION_METRICS
+
 __all__ = ["METRICS", "FLAGS", "LEGEND", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page"]
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
@@ -44,7 +46,11 @@ def _dataset(row: dict) -> str:
 
 def _columns(rows: List[dict]) -> List[str]:
     present = {key for row in rows for key in row["metrics"]}
-    return [m for m in METRICS if m in present] or list(METRICS)
+    for names in (METRICS, CLASSIFICATION_METRICS):
+        shown = [m for m in names if m in present]
+        if shown:
+            return shown
+    return list(METRICS)
 
 
 TABLE_FORMATS = ("table", "md", "csv", "json", "html")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
 from openbench.errors import OpenbenchError
-from openbench.record import RecordError, validate_record
+from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validate_record
 
 __all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
@@ -133,7 +133,7 @@ class Leaderboard:
                 _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
                 _canonical(record.get("seed")))
         row = (name.strip(), model_type, paper, code, notes, registry.get("name"), registry.get("version"), *keys,
-               _canonical(record["metrics"]), json.dumps(record), _now())
+               _canonical(_headline_metrics(record)), json.dumps(record), _now())
         with self._transaction() as connection:
             duplicate = connection.execute(
                 "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
@@ -148,8 +148,13 @@ class Leaderboard:
             return int(cursor.lastrowid)
 
     def rows(self, dataset: Optional[str] = None, side: str = "both", rank_type: str = "realistic",
-             sort: str = "mrr", include_published: bool = True) -> List[dict]:
-        """One row per group of runs (same dataset, protocol and model), best first by ``sort``."""
+             sort: Optional[str] = None, include_published: bool = True, task: str = "ranking") -> List[dict]:
+        """One row per group of runs (same dataset, protocol and model) of one ``task``, best first
+        by ``sort`` (default: mrr for ranking, auroc for classification). Classification rows carry
+        the test split's overall metrics; tasks are never ranked together."""
+        if task not in TASKS:
+            raise LeaderboardError(f"task {task!r}: expected one of {', '.join(TASKS)}")
+        sort = sort or ("mrr" if task == "ranking" else "auroc")
         if side not in SIDES:
             raise LeaderboardError(f"side {side!r}: expected one of {', '.join(SIDES)}")
         if rank_type not in RANK_TYPES:
@@ -158,9 +163,11 @@ class Leaderboard:
         for row in self.connection.execute("SELECT * FROM submissions ORDER BY id"):
             if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
                 continue
+            if json.loads(row["result_json"]).get("task", "ranking") != task:
+                continue
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
-        out = [_group_row(runs, side, rank_type) for runs in groups.values()]
-        if include_published and side == "both":
+        out = [_group_row(runs, side, rank_type, task) for runs in groups.values()]
+        if include_published and side == "both" and task == "ranking":
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
         return _sorted(out, sort)
@@ -189,10 +196,22 @@ def _dataset_matches(query: str, name: Optional[str], fingerprint: Optional[str]
         fingerprint is not None and len(query) >= 6 and fingerprint.lower().startswith(query))
 
 
-def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str) -> dict:
+def _headline_metrics(record: dict) -> dict:
+    """What a row shows: a ranking record's metrics; a classification record's test overall block."""
+    if record.get("task", "ranking") == "classification":
+        return dict(record["classification"]["test"]["overall"])
+    return record["metrics"]
+
+
+def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str = "ranking") -> dict:
     first = runs[0]
     record = json.loads(first["result_json"])
-    per_run = [json.loads(run["metrics_json"]).get(side, {}).get(rank_type, {}) for run in runs]
+    if task == "classification":
+        per_run = [{k: v for k, v in json.loads(run["metrics_json"]).items() if k in CLASSIFICATION_METRICS}
+                   for run in runs]
+        side, rank_type = "test", "overall"
+    else:
+        per_run = [json.loads(run["metrics_json"]).get(side, {}).get(rank_type, {}) for run in runs]
     names = sorted({key for values in per_run for key in values})
     metrics = {}
     for key in names:

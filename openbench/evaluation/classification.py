@@ -1,0 +1,294 @@
+"""Triple classification on a split's positives and negatives: AUROC, AUPRC and thresholds.
+
+OpenBioLink's splits carry negatives beside the positives of validation and test: the value-0 rows
+of ``val_sample.csv``/``test_sample.csv`` and ``negative_val_sample.csv``/``negative_test_sample.csv``
+(true negatives from the sources, and corruptions marked ``GENERATED`` in the source column). This
+module scores them with any model that scores given triples and reports, per split:
+
+* threshold-free: AUROC as the Mann–Whitney statistic (a tied positive–negative pair counts ½) and
+  AUPRC as average precision, scikit-learn's definition (tied scores form one threshold:
+  ``AP = Σ_n (R_n - R_{n-1}) P_n`` over the distinct scores, highest first);
+* with thresholds: one per relation chosen on validation (a triple is predicted true when its score
+  is at least the threshold; the threshold maximises accuracy, or F1, over the relation's distinct
+  validation scores and +inf, the highest on ties), applied to both splits: accuracy, precision,
+  recall, F1 (null where undefined). A relation without both positives and negatives in
+  validation uses the global threshold chosen over all validation triples (recorded as such);
+* the same threshold-free metrics per negative kind: true negatives and generated corruptions,
+  each against all positives.
+
+All metrics are sorts and cumulative sums over numpy arrays: no Python loop over triples.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+import polars as pl
+import torch
+from scipy.stats import rankdata
+
+from openbench import __version__
+from openbench._io.inputs import read_table
+from openbench.errors import InputError, UsageError
+from openbench.layouts import SAMPLE_FILES, resolve_layout
+
+__all__ = ["THRESHOLD_METRICS", "LabelledTriples", "auroc", "average_precision", "choose_threshold",
+           "threshold_metrics", "read_labelled_split", "classification_record"]
+
+logger = logging.getLogger(__name__)
+
+THRESHOLD_METRICS = ("accuracy", "f1")
+CLASSIFICATION_SPLITS = ("valid", "test")
+NEGATIVE_FILES = {"valid": "negative_val_sample.csv", "test": "negative_test_sample.csv"}
+
+
+@dataclass
+class LabelledTriples:
+    """One split's triples to classify. ``triples`` (n, 3) int64 ids in the dataset's maps;
+    ``labels`` (n,) bool (True: positive); ``generated`` (n,) bool (a sampled corruption)."""
+
+    triples: torch.Tensor
+    labels: np.ndarray
+    generated: np.ndarray
+    dropped: int = 0  # rows whose labels the dataset's maps lack
+
+
+# ------------------------------------------------------------------------------------------
+# threshold-free metrics
+
+
+def _split(scores: np.ndarray, labels: np.ndarray) -> Tuple[int, int]:
+    positives = int(labels.sum())
+    return positives, int(labels.size - positives)
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> Optional[float]:
+    """Mann–Whitney AUROC of (n,) scores and (n,) bool labels; ties count ½; None without both classes."""
+    positives, negatives = _split(scores, labels)
+    if positives == 0 or negatives == 0:
+        return None
+    ranks = rankdata(scores, method="average")
+    u = ranks[labels].sum() - positives * (positives + 1) / 2.0
+    return float(u / (positives * negatives))
+
+
+def _descending_groups(scores: np.ndarray, labels: np.ndarray):
+    """(distinct scores high to low, true positives and false positives at or above each)."""
+    order = np.argsort(-scores, kind="stable")
+    ordered, hits = scores[order], labels[order]
+    last_of_group = np.flatnonzero(np.r_[ordered[1:] != ordered[:-1], True])
+    true_positives = np.cumsum(hits)[last_of_group]
+    false_positives = last_of_group + 1 - true_positives
+    return ordered[last_of_group], true_positives, false_positives
+
+
+def average_precision(scores: np.ndarray, labels: np.ndarray) -> Optional[float]:
+    """Average precision (scikit-learn's ``average_precision_score``); None without positives."""
+    positives, _ = _split(scores, labels)
+    if positives == 0 or scores.size == 0:
+        return None
+    _, tp, fp = _descending_groups(scores, labels)
+    precision, recall = tp / (tp + fp), tp / positives
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+# ------------------------------------------------------------------------------------------
+# thresholds
+
+
+def choose_threshold(scores: np.ndarray, labels: np.ndarray, metric: str) -> float:
+    """The threshold (predict true when score >= it) maximising ``metric`` over the distinct
+    scores and +inf; the highest threshold among equals."""
+    positives, negatives = _split(scores, labels)
+    distinct, tp, fp = _descending_groups(scores, labels)
+    candidates = np.r_[np.inf, distinct]
+    tp, fp = np.r_[0, tp], np.r_[0, fp]
+    if metric == "accuracy":
+        values = (tp + (negatives - fp)) / max(1, scores.size)
+    elif metric == "f1":
+        values = np.divide(2.0 * tp, positives + tp + fp, out=np.zeros(tp.size), where=(positives + tp + fp) > 0)
+    else:
+        raise UsageError(f"--threshold-metric {metric!r}: expected one of {', '.join(THRESHOLD_METRICS)}")
+    return float(candidates[int(np.argmax(values))])
+
+
+def threshold_metrics(scores: np.ndarray, labels: np.ndarray, thresholds: np.ndarray) -> Dict[str, Optional[float]]:
+    """Accuracy, precision, recall and F1 of (n,) scores against per-triple (n,) thresholds."""
+    predicted = scores >= thresholds
+    tp = int((predicted & labels).sum())
+    fp = int((predicted & ~labels).sum())
+    fn = int((~predicted & labels).sum())
+    n = labels.size
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * tp / (2 * tp + fp + fn) if 2 * tp + fp + fn else None
+    return {"accuracy": (n - fp - fn) / n if n else None, "precision": precision, "recall": recall, "f1": f1}
+
+
+def _block(scores: np.ndarray, labels: np.ndarray, thresholds: np.ndarray) -> Dict[str, Optional[float]]:
+    positives, negatives = _split(scores, labels)
+    return {"auroc": auroc(scores, labels), "auprc": average_precision(scores, labels),
+            **threshold_metrics(scores, labels, thresholds), "positives": positives, "negatives": negatives}
+
+
+def _macro(blocks: Dict[str, dict]) -> Dict[str, Optional[float]]:
+    out: Dict[str, Optional[float]] = {}
+    for key in ("auroc", "auprc", "accuracy", "precision", "recall", "f1"):
+        values = [block[key] for block in blocks.values() if block[key] is not None]
+        out[key] = float(np.mean(values)) if values else None
+    out["relations"] = len(blocks)
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# data
+
+
+def _labelled_rows(path: Path, negatives_only: bool) -> pl.DataFrame:
+    frame = read_table(path, None, header=False, widths=(6,), comment_prefixes=())
+    if frame.height == 0:
+        return pl.DataFrame(schema={"h": pl.String, "r": pl.String, "t": pl.String, "value": pl.String,
+                                    "source": pl.String})
+    c = frame.columns
+    frame = frame.select(pl.col(c[0]).alias("h"), pl.col(c[1]).alias("r"), pl.col(c[2]).alias("t"),
+                         pl.col(c[4]).fill_null("").alias("value"), pl.col(c[5]).fill_null("").alias("source"))
+    bad = frame.with_row_index().filter(~pl.col("value").is_in(["0", "1"]) | (negatives_only & (pl.col("value") != "0")))
+    if bad.height:
+        from openbench._io.inputs import line_of_row
+
+        expected = "0 (a negative file)" if negatives_only else "0 or 1"
+        raise InputError(f"column 5 (value) is {bad['value'][0]!r}; expected {expected}", path,
+                         line_of_row(path, int(bad["index"][0])))
+    return frame
+
+
+def read_labelled_split(dataset, split: str, fold: Optional[int] = None) -> LabelledTriples:
+    """The positives and negatives of ``split`` ("valid" or "test") of a sample-layout dataset,
+    mapped with the dataset's label maps (rows with unknown labels dropped and counted)."""
+    layout, folder = resolve_layout(Path(dataset.path), fold)
+    if layout != "samples":
+        raise UsageError("classification needs negatives: an OpenBioLink split folder (its *_sample.csv and "
+                         "negative_*_sample.csv files); the integer-id layout has none")
+    parts = []
+    for path, negatives_only in ((folder / SAMPLE_FILES[split], False), (folder / NEGATIVE_FILES[split], True)):
+        if path.is_file():
+            parts.append(_labelled_rows(path, negatives_only))
+    if not parts:
+        raise InputError(f"no {split} file: {SAMPLE_FILES[split]}", folder)
+    frame = pl.concat(parts).unique(["h", "r", "t", "value"], keep="first", maintain_order=True)
+    entities, relations = pl.Enum(dataset.entity_labels), pl.Enum(dataset.relation_labels)
+    ids = frame.select(*(pl.col(c).cast(enum, strict=False).to_physical().cast(pl.Int64).fill_null(-1)
+                         for c, enum in (("h", entities), ("r", relations), ("t", entities))))
+    known = ids.select(pl.all_horizontal(pl.all() >= 0)).to_series().to_numpy()
+    triples = torch.from_numpy(ids.to_numpy()[known].astype(np.int64).reshape(-1, 3).copy())
+    labels = (frame.get_column("value") == "1").to_numpy()[known]
+    generated = (frame.get_column("source") == "GENERATED").to_numpy()[known]
+    dropped = int((~known).sum())
+    if dropped:
+        logger.warning("%s: %d row(s) with labels missing from the label maps were left out", split, dropped)
+    return LabelledTriples(triples, labels, generated & ~labels, dropped)
+
+
+# ------------------------------------------------------------------------------------------
+# the record
+
+
+def _per_relation(scores, labels, relations, names, thresholds_of) -> Dict[str, dict]:
+    blocks = {}
+    for relation in np.unique(relations):
+        rows = relations == relation
+        blocks[names[relation]] = _block(scores[rows], labels[rows], thresholds_of[rows])
+    return dict(sorted(blocks.items()))
+
+
+def classification_record(evaluator, threshold_metric: str = "accuracy", batch_size: Optional[int] = None,
+                          fold: Optional[int] = None) -> dict:
+    """Score the validation and test positives and negatives with ``evaluator`` (its
+    :meth:`~openbench.evaluation.evaluator.Evaluator.score_triples`) and build the classification
+    result record (see the module docstring and README)."""
+    if threshold_metric not in THRESHOLD_METRICS:
+        raise UsageError(f"--threshold-metric {threshold_metric!r}: expected one of {', '.join(THRESHOLD_METRICS)}")
+    started = time.perf_counter()
+    dataset = evaluator.dataset
+    names = dataset.relation_labels
+    data = {split: read_labelled_split(dataset, split, fold) for split in CLASSIFICATION_SPLITS}
+    if data["valid"].labels.size == 0:
+        raise InputError("classification chooses thresholds on validation: the split has no validation rows "
+                         "(make it with --val)", Path(dataset.path))
+    scores = {split: evaluator.score_triples(part.triples, batch_size).double().cpu().numpy()
+              for split, part in data.items()}
+    for split, values in scores.items():
+        if not np.isfinite(values).all():
+            raise InputError(f"the model gave non-finite scores to {int((~np.isfinite(values)).sum())} {split} "
+                             "triple(s)", Path(dataset.path))
+    valid = data["valid"]
+    relations_valid = valid.triples[:, 1].numpy()
+    global_threshold = choose_threshold(scores["valid"], valid.labels, threshold_metric)
+    thresholds: Dict[str, dict] = {}
+    for relation in range(len(names)):
+        rows = relations_valid == relation
+        positives, negatives = _split(scores["valid"][rows], valid.labels[rows])
+        if positives and negatives:
+            value = choose_threshold(scores["valid"][rows], valid.labels[rows], threshold_metric)
+            thresholds[names[relation]] = {"threshold": _json_float(value), "chosen_on": "relation"}
+        elif (data["test"].triples[:, 1] == relation).any() or rows.any():
+            thresholds[names[relation]] = {"threshold": _json_float(global_threshold), "chosen_on": "global"}
+    threshold_of = np.array([_from_json(thresholds.get(n, {}).get("threshold", _json_float(global_threshold)))
+                             for n in names] or [0.0])
+    result = {}
+    for split, part in data.items():
+        relations = part.triples[:, 1].numpy()
+        per_triple = threshold_of[relations] if relations.size else np.zeros(0)
+        values, labels = scores[split], part.labels
+        per_relation = _per_relation(values, labels, relations, names, per_triple)
+        kinds = {}
+        for kind, mask in (("true_negatives", ~labels & ~part.generated), ("generated", part.generated)):
+            keep = labels | mask
+            kinds[kind] = {"auroc": auroc(values[keep], labels[keep]),
+                           "auprc": average_precision(values[keep], labels[keep]), "negatives": int(mask.sum())}
+        result[split] = {"overall": _block(values, labels, per_triple), "per_relation": per_relation,
+                         "macro_relation": _macro(per_relation), "by_negative_kind": kinds,
+                         "dropped_rows": part.dropped}
+    result["thresholds"] = thresholds
+    result["global_threshold"] = _json_float(global_threshold)
+    record = {"written_by": "openbench", "schema_version": 1, "task": "classification", "classification": result,
+              "protocol": {"threshold_metric": threshold_metric, "threshold_rule": "score >= threshold is true",
+                           "thresholds_chosen_on": "valid", "negatives": "value-0 rows of the split files and "
+                           "negative_*_sample.csv (true negatives and GENERATED corruptions)"},
+              "dataset": {"path": dataset.path, "fingerprint": dataset.fingerprint,
+                          "id_map_sha256": dataset.id_map_sha256, "counts": dataset.counts(),
+                          "registry": dataset.registry},
+              "model": evaluator.model_description(), "seed": evaluator.seed, "device": str(evaluator.device),
+              "version": __version__, "timing": {"seconds": round(time.perf_counter() - started, 6)},
+              "warnings": list(evaluator.warnings)}
+    return record
+
+
+def _json_float(value: float):
+    """JSON has no infinity: +inf (predict nothing true) is written as the string "inf"."""
+    return "inf" if value == np.inf else float(value)
+
+
+def _from_json(value) -> float:
+    return np.inf if value == "inf" else float(value)
+
+
+def summary_lines(record: dict) -> List[str]:
+    """A short text summary of a classification record (test overall and per negative kind)."""
+    test = record["classification"]["test"]
+    overall = test["overall"]
+
+    def show(value):
+        return "n/a" if value is None else f"{value:.4f}"
+
+    lines = [f"test: AUROC {show(overall['auroc'])}  AUPRC {show(overall['auprc'])}  accuracy "
+             f"{show(overall['accuracy'])}  F1 {show(overall['f1'])}  ({overall['positives']} positives, "
+             f"{overall['negatives']} negatives)"]
+    for kind, block in test["by_negative_kind"].items():
+        lines.append(f"  vs {kind.replace('_', ' ')} ({block['negatives']}): AUROC {show(block['auroc'])}  "
+                     f"AUPRC {show(block['auprc'])}")
+    return lines

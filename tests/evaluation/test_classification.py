@@ -1,0 +1,172 @@
+"""Triple classification: AUROC/AP against scikit-learn, thresholds against a plain loop, a
+planted separable case, constant scores, the command, the record and the leaderboard (issue 23)."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from openbench.cli import main
+from openbench.evaluation.classification import (auroc, average_precision, choose_threshold, classification_record,
+                                                 threshold_metrics)
+from openbench.evaluation.dataset import load_dataset
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.scorers import SCORERS
+from openbench.record import RecordError, validate_record
+
+scores_and_labels = st.integers(2, 60).flatmap(lambda n: st.tuples(
+    st.lists(st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0]) | st.floats(-5, 5), min_size=n, max_size=n),
+    st.lists(st.booleans(), min_size=n, max_size=n)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(scores_and_labels)
+def test_auroc_and_average_precision_equal_scikit_learn(data):
+    scores, labels = np.array(data[0]), np.array(data[1])
+    if labels.all() or not labels.any():
+        assert auroc(scores, labels) is None
+    else:
+        assert auroc(scores, labels) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
+    if labels.any():
+        assert average_precision(scores, labels) == pytest.approx(average_precision_score(labels, scores), abs=1e-12)
+    else:
+        assert average_precision(scores, labels) is None
+
+
+def _loop_threshold(scores, labels, metric):
+    """Every candidate threshold tried in turn: +inf, then the distinct scores high to low."""
+    best, best_value = None, -1.0
+    for threshold in [np.inf] + sorted(set(scores.tolist()), reverse=True):
+        predicted = [s >= threshold for s in scores]
+        tp = sum(p and y for p, y in zip(predicted, labels))
+        fp = sum(p and not y for p, y in zip(predicted, labels))
+        fn = sum(y and not p for p, y in zip(predicted, labels))
+        tn = len(labels) - tp - fp - fn
+        value = (tp + tn) / len(labels) if metric == "accuracy" else (2 * tp / (2 * tp + fp + fn) if tp else 0.0)
+        if value > best_value:
+            best, best_value = threshold, value
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(scores_and_labels, st.sampled_from(["accuracy", "f1"]))
+def test_threshold_choice_equals_a_plain_loop(data, metric):
+    scores, labels = np.array(data[0]), np.array(data[1])
+    assert choose_threshold(scores, labels, metric) == _loop_threshold(scores, labels, metric)
+    chosen = choose_threshold(scores, labels, metric)
+    values = threshold_metrics(scores, labels, np.full(scores.size, chosen))
+    predicted = scores >= chosen
+    assert values["accuracy"] == pytest.approx(float((predicted == labels).mean()))
+
+
+def test_separable_scores_give_auroc_one_and_constant_scores_one_half():
+    labels = np.array([True] * 5 + [False] * 7)
+    separable = np.where(labels, 2.0, -1.0) + np.linspace(0, 0.1, 12)
+    assert auroc(separable, labels) == 1.0 and average_precision(separable, labels) == 1.0
+    threshold = choose_threshold(separable, labels, "accuracy")
+    assert threshold_metrics(separable, labels, np.full(12, threshold))["accuracy"] == 1.0
+    constant = np.zeros(12)
+    assert auroc(constant, labels) == 0.5 and average_precision(constant, labels) == pytest.approx(5 / 12)
+
+
+@pytest.mark.parametrize("name", sorted(SCORERS))
+def test_pair_scores_equal_the_ranking_rows(name):
+    """score_triples reads the same number the ranking compares (up to summation order)."""
+    generator = torch.Generator().manual_seed(3)
+    scorer_class = SCORERS[name]
+    entities = torch.randn(9, 8, generator=generator)
+    relations = torch.randn(4, 8, 8, generator=generator) if name == "RESCAL" else torch.randn(4, 8, generator=generator)
+    if scorer_class.complex_valued:
+        entities = torch.complex(entities[:, :4], entities[:, 4:])
+        relations = torch.complex(relations[:, :4], relations[:, 4:])
+        if "RotatE" in name:
+            relations = relations / relations.abs()
+    scorer = scorer_class(entities, relations)
+    batch = torch.tensor([[0, 1, 2], [3, 0, 3], [8, 3, 5], [1, 2, 0]])
+    rows = scorer.score_all(batch, "tail")
+    assert torch.allclose(scorer.score_pairs(batch), rows[torch.arange(4), batch[:, 2]], atol=1e-5)
+
+
+def _sample_split(tmp_path):
+    """The embedded sample graph, split with a validation set (positives and negatives in each)."""
+    out = tmp_path / "graph"
+    assert CliRunner().invoke(main, ["generate", "--sample", "--output", str(out), "--no-progress"]).exit_code == 0
+    files = out / "graph_files"
+    split = tmp_path / "split"
+    result = CliRunner().invoke(main, ["split", "rand", "--edges", str(files / "edges.csv"), "--tn-edges",
+                                       str(files / "TN_edges.csv"), "--nodes", str(files / "ALL_nodes.csv"),
+                                       "--output", str(split), "--val", "0.15", "--test-frac", "0.15"])
+    assert result.exit_code == 0, result.output
+    return split
+
+
+def test_the_command_record_and_leaderboard_on_a_real_split(tmp_path):
+    split = _sample_split(tmp_path)
+    dataset = load_dataset(split)
+    positives = set()
+    for name in ("train_sample.csv", "val_sample.csv", "test_sample.csv"):
+        for line in (split / name).read_text().splitlines():
+            a, r, b, *_ = line.split("\t")
+            positives.add((a, r, b))
+    # RESCAL with one (E x E) identity-like matrix per relation can memorise any set of triples exactly
+    index = {label: i for i, label in enumerate(dataset.entity_labels)}
+    relation_index = {label: i for i, label in enumerate(dataset.relation_labels)}
+    entities = np.eye(dataset.num_entities, dtype=np.float32)
+    matrices = np.zeros((dataset.num_relations, dataset.num_entities, dataset.num_entities), dtype=np.float32)
+    for a, r, b in positives:
+        if a in index and b in index and r in relation_index:
+            matrices[relation_index[r], index[a], index[b]] = 1.0
+    np.save(tmp_path / "e.npy", entities)
+    np.save(tmp_path / "r.npy", matrices)
+    out = tmp_path / "classification.json"
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), "--entity-embeddings",
+                                       str(tmp_path / "e.npy"), "--relation-embeddings", str(tmp_path / "r.npy"),
+                                       "--model", "RESCAL", "--task", "classification", "--output", str(out),
+                                       "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert "test: AUROC 1.0000" in result.output
+    record = json.loads(out.read_text())
+    validate_record(record)
+    test = record["classification"]["test"]
+    assert record["task"] == "classification" and test["overall"]["auroc"] == 1.0
+    assert test["overall"]["accuracy"] == 1.0 and test["overall"]["negatives"] > 0
+    assert set(test["by_negative_kind"]) == {"true_negatives", "generated"}
+    assert record["protocol"]["threshold_metric"] == "accuracy"
+    assert set(record["classification"]["thresholds"]) <= set(dataset.relation_labels)
+    broken = json.loads(out.read_text())
+    broken["classification"]["test"]["overall"]["auroc"] = 1.5
+    with pytest.raises(RecordError, match="auroc = 1.5: expected a value in"):
+        validate_record(broken)
+    db = tmp_path / "board.sqlite"
+    result = CliRunner().invoke(main, ["leaderboard", "submit", str(out), "--name", "memorised", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--task", "classification",
+                                      "--format", "json"])
+    assert table.exit_code == 0, table.output
+    rows = json.loads(table.output)
+    assert [row["name"] for row in rows] == ["memorised"] and rows[0]["metrics"]["auroc"]["mean"] == 1.0
+    ranking = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--format", "json"])
+    assert "memorised" not in ranking.output  # never ranked with ranking records
+
+
+def test_constant_scores_classify_at_one_half(tmp_path):
+    split = _sample_split(tmp_path)
+    dataset = load_dataset(split)
+    scorer = SCORERS["DistMult"](torch.zeros(dataset.num_entities, 4), torch.zeros(dataset.num_relations, 4))
+    record = classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    assert record["classification"]["test"]["overall"]["auroc"] == 0.5
+    for block in record["classification"]["test"]["per_relation"].values():
+        assert block["auroc"] in (0.5, None)
+
+
+def test_top_k_lists_and_id_layouts_are_refused(tmp_path):
+    split = _sample_split(tmp_path)
+    predictions = tmp_path / "preds.txt"
+    predictions.write_text("")
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), "--predictions", str(predictions),
+                                       "--task", "classification"])
+    assert result.exit_code != 0
