@@ -197,6 +197,69 @@ def _quiet_pykeen() -> None:
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
+def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
+                      trust_pickle, options, output, task) -> None:
+    """Several models on one loaded dataset: one record per model in the --output folder, a summary
+    table on stdout; a failing model is reported, the others still run, and the status is 1."""
+    from openbench._io import check_output_folder, replace_folder
+    from openbench.evaluation.dataset import load_dataset
+    from openbench.evaluation.sources import ModelSpec, evaluate_sweep, read_sweep
+
+    if task != "ranking" or options.distributed:
+        raise click.UsageError("several models in one run: ranking on one process (no --task classification, "
+                               "no --distributed)")
+    models = [(Path(path).name, ModelSpec(model_dir=path, trust_pickle=trust_pickle)) for path in model_dirs]
+    if sweep_path:
+        models += read_sweep(sweep_path)
+    names = [name for name, _ in models]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise click.UsageError(f"model name(s) given twice: {', '.join(repeated)} (name them apart in the sweep "
+                               "file)")
+    if not output:
+        raise click.UsageError("several models: --output names the folder for their result records")
+    inputs = [path for _, spec in models for path in spec.files()] + _dataset_inputs(dataset_path, entity_map,
+                                                                                       relation_map)
+    check_output_folder(output, inputs)
+    if any(spec.model_dir and (Path(spec.model_dir) / "trained_model.pkl").exists() for _, spec in models):
+        _quiet_pykeen()
+    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                           drop_unknown=drop_unknown)
+    results, failures = evaluate_sweep(dataset, models, options)
+
+    def fill(staging: Path) -> None:
+        for name, record in results.items():
+            (staging / f"{_file_name(name)}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+    if results:
+        replace_folder(Path(output), fill, inputs=inputs, kind="evaluation results")
+    click.echo(_sweep_table(names, results, failures))
+    if failures:
+        click.echo(f"error: {len(failures)} of {len(models)} model(s) failed", err=True)
+        sys.exit(1)
+
+
+def _file_name(name: str) -> str:
+    """A model name as a file name: letters, digits, '.', '-', '_' kept, the rest '_'."""
+    cleaned = "".join(c if c.isalnum() or c in ".-_" else "_" for c in name).strip(".")
+    return cleaned or "model"
+
+
+def _sweep_table(names, results, failures) -> str:
+    def cell(value):
+        return "-" if value is None else f"{value:.4f}"
+
+    lines = [f"{'model':<28} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'AMRI':>7}"]
+    for name in names:
+        if name in failures:
+            lines.append(f"{name:<28} failed: {failures[name]}")
+            continue
+        block = results[name]["metrics"]["both"]["realistic"]
+        lines.append(f"{name:<28} {cell(block['mrr']):>7} {cell(block.get('hits@1')):>7} "
+                     f"{cell(block.get('hits@10')):>8} {cell(block.get('amri')):>7}")
+    return "\n".join(lines)
+
+
 @main.command()
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
@@ -225,9 +288,19 @@ def _quiet_pykeen() -> None:
               help="With --distributed: split the test queries, or the candidate entities, over the ranks.")
 @click.option("--candidates", type=click.Choice(catalog.CANDIDATE_MODES), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
-@click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
+@click.option("--model-dir", "model_dirs", type=click.Path(file_okay=False, exists=True), multiple=True,
               help="A model folder: " + "; ".join(catalog.MODEL_SOURCES[name] for name in ("pykeen", "dglke", "libkge"))
-                   + ".")
+                   + ". Repeat it to evaluate several models in one run (--output then names a folder).")
+@click.option("--sweep", "sweep_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A JSON list of models to evaluate in one run, each {\"name\": ..., \"model_dir\": ...} or "
+                   "{\"name\": ..., \"entity_embeddings\": ..., \"relation_embeddings\": ..., \"model\": ...}.")
+@click.option("--relations", "relations_text", default=None,
+              help="Evaluate only the test triples of these relations (comma-separated names).")
+@click.option("--sides", type=click.Choice(["both", "head", "tail"]), default="both", show_default=True,
+              help="Which queries to evaluate: (?, r, t) heads, (h, r, ?) tails, or both.")
+@click.option("--entities", "entities_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Rank only against these entities (one label per line); a triple whose answer is not among "
+                   "them is dropped and counted.")
 @click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
 @click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
               help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
@@ -256,8 +329,9 @@ def _quiet_pykeen() -> None:
 @_handle_errors
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
-             candidates, model_dir, trust_pickle, dglke_data, dglke_compat, libkge_data, predictions_path,
-             submission_path, drop_unknown, device, batch_size, seed, output, progress, task, threshold_metric):
+             candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
+             dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed,
+             output, progress, task, threshold_metric):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
     classification of its positives and negatives (--task classification)."""
     if no_filter and filter_text:
@@ -269,14 +343,27 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     from openbench._io import check_output_file, is_openbench_json
     from openbench.evaluation.dataset import load_dataset
     from openbench.evaluation.report import format_table
-    from openbench.evaluation.sources import EvaluationOptions, ModelSpec, evaluate_model, select_source
+    from openbench.evaluation.sources import (EvaluationOptions, ModelSpec, evaluate_model, read_entity_list,
+                                              select_source)
 
-    spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout, model_dir, trust_pickle,
-                     dglke_data, dglke_compat, libkge_data, predictions_path, submission_path)
     options = EvaluationOptions(filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
                                 exclude_query_entity=exclude_query_entity, candidates=candidates, device=device,
                                 batch_size=batch_size, seed=seed, progress=progress, distributed=distributed,
-                                shard=shard, filter_given=bool(filter_text or no_filter))
+                                shard=shard, filter_given=bool(filter_text or no_filter),
+                                sides=["head", "tail"] if sides == "both" else [sides],
+                                relations=[part.strip() for part in relations_text.split(",") if part.strip()]
+                                if relations_text is not None else None,
+                                entities=read_entity_list(entities_path) if entities_path else None)
+    if len(model_dirs) > 1 or sweep_path:
+        if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
+            raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
+                                   "prediction files listed in the sweep file")
+        _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
+                          trust_pickle, options, output, task)
+        return
+    spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
+                     model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
+                     predictions_path, submission_path)
     inputs = spec.files() + _dataset_inputs(dataset_path, entity_map, relation_map)
     if output:
         check_output_file(output, inputs, recognise=is_openbench_json)  # before any work
@@ -473,16 +560,18 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
 @click.option("--rank-type", type=click.Choice(RANK_TYPES), default="realistic", show_default=True)
 @click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
               help="Which records: tasks are never ranked together.")
+@click.option("--scoped", is_flag=True, help="Show the records of scoped protocols (--relations, --sides, "
+                                             "--entities), ranked within each scope, instead of the full ones.")
 @click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
 @_DB_OPTION
 @_handle_errors
-def leaderboard_show(dataset, sort, side, rank_type, task, fmt, db):
+def leaderboard_show(dataset, sort, side, rank_type, task, scoped, fmt, db):
     """One row per model and protocol, mean ± std over seeds; published results beside them."""
     from openbench.leaderboard.render import render
     from openbench.leaderboard.store import read_rows
 
-    click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort, task=task), fmt),
-               nl=False)
+    click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort, task=task,
+                                scoped=scoped), fmt), nl=False)
 
 
 @leaderboard.command("export")

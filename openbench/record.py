@@ -176,7 +176,8 @@ def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[
     return numbers
 
 
-def _check_sides(where: str, sides, hits_at, entities, averaged: bool, required: Sequence[str]) -> None:
+def _check_sides(where: str, sides, hits_at, entities, averaged: bool, required: Sequence[str],
+                 evaluated: Sequence[str] = ("head", "tail")) -> None:
     if not isinstance(sides, dict):
         raise RecordError(f"{where} must be an object")
     missing = [side for side in required if side not in sides]
@@ -185,6 +186,8 @@ def _check_sides(where: str, sides, hits_at, entities, averaged: bool, required:
     for side, block in sides.items():
         if side not in SIDES:
             raise RecordError(f"{where}.{side}: expected a side of {', '.join(SIDES)}")
+        if block is None and side != "both" and side not in evaluated:
+            continue  # a side the protocol did not evaluate
         if not isinstance(block, dict):
             raise RecordError(f"{where}.{side} must be an object")
         absent = [rank_type for rank_type in RANK_TYPES if rank_type not in block]
@@ -270,13 +273,15 @@ def validate_record(record) -> None:
         raise RecordError(f"seed = {seed!r}: expected an integer or null")
     counts: Dict[str, Any] = dataset["counts"] if isinstance(dataset.get("counts"), dict) else {}
     entities = counts.get("entities") if isinstance(counts.get("entities"), int) else None
-    _check_sides("metrics", record["metrics"], protocol.hits_at, entities, False, ("both",))
+    evaluated = protocol.sides
+    _check_sides("metrics", record["metrics"], protocol.hits_at, entities, False, ("both",), evaluated)
     per_relation = record.get("per_relation", {})
     if not isinstance(per_relation, dict):
         raise RecordError("per_relation must be an object")
     for relation, sides in per_relation.items():
-        _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, ())
-    _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, ())
+        _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, (), evaluated)
+    _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, (),
+                 evaluated)
 
 
 

@@ -128,6 +128,30 @@ def test_a_nonstandard_protocol_is_flagged(tmp_path, records):
     board.close()
 
 
+def test_scoped_records_are_never_ranked_with_full_ones(tmp_path, records):
+    """A tail-only run on chosen relations is its own protocol: absent from the default table,
+    shown with --scoped under its scope, flagged nonstandard."""
+    splits = random_labelled_graph(6, 30, 3, {"train": 150, "valid": 10, "test": 25})
+    dataset = load_dataset(write_samples(tmp_path / "graph", splits))
+    scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
+                          integer_embeddings(9, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
+    scoped = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, sides=["tail"],
+                                scope_relations=[dataset.relation_labels[0]]).evaluate()
+    scoped["model"]["source_sha256"] = "same-training-code"
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    board.submit(records[("DistMult", 0)], name="full")
+    board.submit(scoped, name="scoped")
+    assert [row["name"] for row in board.rows() if not row["published"]] == ["full"]
+    rows = board.rows(scoped=True)
+    assert [row["name"] for row in rows] == ["scoped"] and rows[0]["nonstandard_protocol"] is True
+    assert rows[0]["scope"] == f"relations {dataset.relation_labels[0]}; tail only"
+    assert rows[0]["metrics"]["mrr"]["mean"] == scoped["metrics"]["both"]["realistic"]["mrr"]
+    assert board.rows(scoped=True, side="head")[0]["metrics"] == {}  # the head side was not evaluated
+    board.close()
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(tmp_path / "lb.sqlite"), "--scoped"])
+    assert table.exit_code == 0 and "scoped* [relations REL_A; tail only]" in table.output
+
+
 def _submit_many(arguments):
     db, record, first_seed = arguments
     board = open_leaderboard(db)

@@ -18,6 +18,7 @@ row and a warning is recorded whenever it differs from ``pos_*``.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -71,6 +72,10 @@ class Evaluator:
     :param lower_is_better: scores are distances (smaller ranks first).
     :param exclude_query_entity: also remove the query's own entity from its candidates
         (as rule learners such as SAFRAN do), unless it is the true answer.
+    :param sides: the query sides to evaluate (``("head", "tail")``: both).
+    :param scope_relations: evaluate only the evaluation triples of these relations (labels).
+    :param scope_entities: rank only against these entities (labels); a triple whose evaluated
+        answer is not among them is dropped and counted (PyKEEN's ``restrict_entities_to``).
     """
 
     model_name = "custom"
@@ -79,7 +84,8 @@ class Evaluator:
     def __init__(self, dataset: Dataset, *, filter_sets: Sequence[str] = SPLITS,
                  hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
                  exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
-                 progress: bool = True, candidates: str = "all"):
+                 progress: bool = True, candidates: str = "all", sides: Sequence[str] = SIDES,
+                 scope_relations: Optional[Sequence[str]] = None, scope_entities: Optional[Sequence[str]] = None):
         unknown = [name for name in filter_sets if name not in SPLITS]
         if unknown:
             raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
@@ -108,10 +114,17 @@ class Evaluator:
         if candidates not in CANDIDATE_MODES:
             raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
         self.candidates = candidates
+        self.sides, self.relation_scope, self.entity_scope = _scope(dataset, sides, scope_relations, scope_entities)
+        self.scope_dropped = 0  # evaluation triples whose answer lies outside the entity scope
         self.typed: Optional[TypedCandidates] = None
-        if candidates == "typed":
-            self.typed = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device)
-            if self.typed.untyped_relations:
+        if candidates == "typed" or self.entity_scope is not None:
+            allowed = None
+            if self.entity_scope is not None:
+                allowed = torch.zeros(dataset.num_entities, dtype=torch.bool)
+                allowed[torch.tensor(self.entity_scope, dtype=torch.long)] = True
+            self.typed = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device,
+                                         typed=candidates == "typed", allowed_entities=allowed)
+            if candidates == "typed" and self.typed.untyped_relations:
                 self.warnings.append(f"typed candidates: {len(self.typed.untyped_relations)} relation(s) not in the "
                                      f"edge-type registry keep all candidates (first: {self.typed.untyped_relations[0]})")
 
@@ -178,7 +191,7 @@ class Evaluator:
             rows_by_side = {"head": output[1], "tail": output[3]}
             positives = {"head": output[0], "tail": output[2]}
         counts = {}
-        for side in SIDES:
+        for side in self.sides:
             scores = torch.as_tensor(rows_by_side[side], device=self.device)
             expected = (batch.shape[0], self.num_entities)
             if tuple(scores.shape) != expected:
@@ -211,13 +224,13 @@ class Evaluator:
                 logger.warning(message)
 
     def _count_batch(self, batch: torch.Tensor) -> Dict[str, RankCounts]:
-        filters = {side: self._filter_pairs(batch, side) for side in SIDES}
+        filters = {side: self._filter_pairs(batch, side) for side in self.sides}
         try:
             pairs = self.count_sides(batch, filters)
         except NonFiniteRows as error:
             raise _NaNQuery(error.row, str(error), getattr(error, "side", None)) from error
         counts = {}
-        for side in SIDES:
+        for side in self.sides:
             candidates = candidate_counts(self.num_entities, filters[side][0], batch.shape[0])
             if self.typed is not None:
                 candidates = candidates - self.typed.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
@@ -251,9 +264,29 @@ class Evaluator:
     def evaluate(self, batch_size: Optional[int] = None) -> dict:
         """Evaluate every triple of the evaluation split; returns the result record as JSON values."""
         started = time.perf_counter()
-        triples = self.evaluation_triples()
+        triples = self.scoped(self.evaluation_triples())
         counts = self.produce(triples, batch_size)
+        counts = {side: counts[side] for side in self.sides}
         return self.record(counts, triples[:, 1], time.perf_counter() - started).to_dict()
+
+    def scoped(self, triples: torch.Tensor) -> torch.Tensor:
+        """(T', 3): the triples of ``triples`` (T, 3) in the evaluation scope (the chosen relations,
+        and answers among the chosen entities; the latter dropped triples are counted)."""
+        if self.relation_scope is not None:
+            chosen = torch.tensor(self.relation_scope, dtype=triples.dtype, device=triples.device)
+            triples = triples[torch.isin(triples[:, 1], chosen)]
+        if self.entity_scope is not None:
+            allowed = torch.zeros(self.num_entities, dtype=torch.bool, device=triples.device)
+            allowed[torch.tensor(self.entity_scope, dtype=torch.long, device=triples.device)] = True
+            inside = torch.ones(triples.shape[0], dtype=torch.bool, device=triples.device)
+            for side in self.sides:
+                inside &= allowed[true_ids_of(triples, side)]
+            self.scope_dropped = int((~inside).sum())
+            triples = triples[inside]
+        if triples.shape[0] == 0:
+            raise InputError("no evaluation triple lies in the chosen scope (--relations, --entities)",
+                             self.dataset.path)
+        return triples
 
     def evaluation_triples(self) -> torch.Tensor:
         """(T, 3) the triples to rank, in the order :meth:`produce` walks them (any order: the
@@ -267,21 +300,31 @@ class Evaluator:
 
     def protocol(self) -> Protocol:
         """How the counts were obtained; subclasses add what their source changes."""
+        extra: Dict[str, object] = {}
+        if self.relation_scope is not None:
+            extra["relations"] = [self.dataset.relation_labels[i] for i in self.relation_scope]
+        if self.entity_scope is not None:
+            labels = "\n".join(self.dataset.entity_labels[i] for i in self.entity_scope)
+            extra["entities"] = {"count": len(self.entity_scope), "dropped_triples": self.scope_dropped,
+                                 "sha256": hashlib.sha256(labels.encode("utf-8")).hexdigest()}
+        sides = len(self.sides)
         return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=self.candidates,
-                        exclude_query_entity=self.exclude_query_entity, lower_is_better=self.lower_is_better,
-                        dropped_queries=2 * self.dataset.dropped.get(self.evaluation_split, 0),
-                        evaluation_split=self.evaluation_split)
+                        sides=list(self.sides), exclude_query_entity=self.exclude_query_entity,
+                        lower_is_better=self.lower_is_better,
+                        dropped_queries=sides * (self.dataset.dropped.get(self.evaluation_split, 0)
+                                                 + self.scope_dropped),
+                        evaluation_split=self.evaluation_split, extra=extra)
 
     def record(self, counts: Dict[str, RankCounts], relations: torch.Tensor, seconds: float) -> ResultRecord:
         """The one reduction (metrics per side, relation and macro) and the one record.
 
         :param counts: {"head", "tail"} counts, each (T,); ``relations`` (T,) the relation ids.
         """
-        head, tail = counts["head"], counts["tail"]
-        metrics, per_relation, macro = summarize(head, tail, relations, self.dataset.relation_labels, self.hits_at)
+        metrics, per_relation, macro = summarize(counts.get("head"), counts.get("tail"), relations,
+                                                 self.dataset.relation_labels, self.hits_at)
         # an exact integer count, divided once on the host: the same float on every device
-        queries = head.n_equal.numel() + tail.n_equal.numel()
-        tied = int((head.n_equal > 0).sum()) + int((tail.n_equal > 0).sum())
+        queries = sum(side.n_equal.numel() for side in counts.values())
+        tied = sum(int((side.n_equal > 0).sum()) for side in counts.values())
         dataset = {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
                    "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
                    "registry": self.dataset.registry}
@@ -297,7 +340,7 @@ class Evaluator:
         size = int(batch_size) if batch_size else self.default_batch_size()
         if size < 1:
             raise InputError(f"batch size must be positive, got {size}")
-        parts: Dict[str, List[RankCounts]] = {side: [] for side in SIDES}
+        parts: Dict[str, List[RankCounts]] = {side: [] for side in self.sides}
         position = 0
         with progress(total=total, desc="evaluating", unit="triple", enabled=self.progress) as bar:
             while position < total:
@@ -312,14 +355,14 @@ class Evaluator:
                     self._record_fallback(size)
                     size = max(1, size // 2)
                     continue
-                for side in SIDES:
+                for side in self.sides:
                     parts[side].append(counts[side])
                 position += batch.shape[0]
                 bar.update(batch.shape[0])
         if not total:
             empty = torch.zeros(0, dtype=torch.long, device=self.device)
-            return {side: RankCounts(empty, empty, empty) for side in SIDES}
-        return {side: RankCounts.cat(parts[side]) for side in SIDES}
+            return {side: RankCounts(empty, empty, empty) for side in self.sides}
+        return {side: RankCounts.cat(parts[side]) for side in self.sides}
 
     def _record_fallback(self, size: int) -> None:
         if self.device.type == "cuda":
@@ -336,6 +379,34 @@ class Evaluator:
         side = f"{error.side} " if error.side else ""
         return ScoreError(f"{error.detail} in the scores of {side}query #{index} of the {self.evaluation_split} "
                           f"split {triple}; NaN cannot be ranked: fix the model or its inputs")
+
+def _scope(dataset: Dataset, sides: Sequence[str], relations: Optional[Sequence[str]],
+           entities: Optional[Sequence[str]]):
+    """(sides in order, relation ids or None, entity ids or None); unknown names are an InputError
+    listing them (and, for relations, the dataset's)."""
+    chosen_sides = [side for side in SIDES if side in sides]
+    if not chosen_sides or any(side not in SIDES for side in sides):
+        raise InputError(f"sides {list(sides)!r}: expected head, tail or both")
+    relation_ids = None
+    if relations is not None:
+        index = {label: i for i, label in enumerate(dataset.relation_labels)}
+        unknown = [name for name in relations if name not in index]
+        if unknown or not relations:
+            raise InputError(f"unknown relation(s) {', '.join(unknown) or '(none given)'}; the dataset has "
+                             f"{', '.join(dataset.relation_labels)}")
+        relation_ids = sorted({index[name] for name in relations})
+    entity_ids = None
+    if entities is not None:
+        index = {label: i for i, label in enumerate(dataset.entity_labels)}
+        unknown = [label for label in entities if label not in index]
+        if unknown:
+            raise InputError(f"{len(unknown)} entity label(s) not in the dataset (first: "
+                             f"{', '.join(unknown[:5])})")
+        entity_ids = sorted({index[label] for label in entities})
+        if not entity_ids:
+            raise InputError("the entity list is empty: nothing to rank against")
+    return chosen_sides, relation_ids, entity_ids
+
 
 class _NaNQuery(Exception):
     def __init__(self, row: int, detail: str, side: Optional[str]):
@@ -414,7 +485,7 @@ class EmbeddingEvaluator(Evaluator):
         """{side: (n_greater (B,), n_equal (B,))} for ``batch`` (B, 3), scored in entity chunks."""
         width = self._chunk_width(batch.shape[0])
         counts = {}
-        for side in SIDES:
+        for side in self.sides:
             try:
                 counts[side] = self.count_side(batch, side, filters[side], width)
             except NonFiniteRows as error:

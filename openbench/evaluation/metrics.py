@@ -89,23 +89,31 @@ def metric_block(means: Dict[str, float], hits_at: Sequence[int]) -> Dict[str, D
     return block
 
 
-def summarize(head: RankCounts, tail: RankCounts, relations: torch.Tensor, relation_labels: List[str],
-              hits_at: Sequence[int]):
+def summarize(head: Optional[RankCounts], tail: Optional[RankCounts], relations: torch.Tensor,
+              relation_labels: List[str], hits_at: Sequence[int]):
     """Metrics for head, tail and both sides, per relation, and macro-averaged over relations.
 
-    :param head: counts of the head-side queries (T,); ``tail`` those of the tail side (T,).
+    :param head: counts of the head-side queries (T,); ``tail`` those of the tail side (T,). A side
+        not evaluated is None: its blocks are null and ``both`` is the other side alone.
     :param relations: (T,) relation id of each evaluation triple.
     :returns: (metrics, per_relation, macro_relation) shaped as in the result JSON.
     """
     n_relations = len(relation_labels)
     relations = relations.to(torch.long).cpu()
-    sides = {"head": task_values(head.to("cpu"), hits_at), "tail": task_values(tail.to("cpu"), hits_at)}
-    sides["both"] = {key: torch.cat([sides["head"][key], sides["tail"][key]]) for key in sides["head"]}
-    side_relations = {"head": relations, "tail": relations, "both": torch.cat([relations, relations])}
+    evaluated = {side: counts for side, counts in (("head", head), ("tail", tail)) if counts is not None}
+    if not evaluated:
+        raise ValueError("summarize needs the counts of at least one side")
+    sides = {side: task_values(counts.to("cpu"), hits_at) for side, counts in evaluated.items()}
+    first = next(iter(sides.values()))
+    sides["both"] = {key: torch.cat([values[key] for values in sides.values()]) for key in first}
+    side_relations = {"head": relations, "tail": relations, "both": torch.cat([relations] * len(evaluated))}
 
-    metrics: Dict[str, dict] = {}
+    metrics: Dict[str, Optional[dict]] = {}
     per_relation: Dict[str, dict] = {}
     for side in SIDE_NAMES:
+        if side not in sides:
+            metrics[side] = None
+            continue
         values = sides[side]
         overall, _ = group_means(values, torch.zeros_like(side_relations[side]), 1)
         metrics[side] = metric_block({key: float(v[0]) for key, v in overall.items()}, hits_at)
@@ -114,6 +122,8 @@ def summarize(head: RankCounts, tail: RankCounts, relations: torch.Tensor, relat
             label = relation_labels[relation]
             per_relation.setdefault(label, {})[side] = metric_block(
                 {key: float(v[relation]) for key, v in by_relation.items()}, hits_at)
+    for blocks in per_relation.values():
+        blocks.update({side: None for side in SIDE_NAMES if side not in sides})
     return metrics, per_relation, macro_average(per_relation)
 
 
@@ -124,6 +134,9 @@ def macro_average(per_relation: Dict[str, dict]) -> dict:
     template = next(iter(per_relation.values()))
     macro: dict = {}
     for side, block in template.items():
+        if block is None:  # a side not evaluated
+            macro[side] = None
+            continue
         macro[side] = {}
         for rank_type, metrics in block.items():
             macro[side][rank_type] = {}

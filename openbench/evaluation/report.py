@@ -27,10 +27,22 @@ def format_table(result: dict) -> str:
     filters = ",".join(result["protocol"]["filter_sets"]) or "none"
     lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
                  f"{result['timing']['seconds']:.2f} s on {result['device']}")
+    protocol = result["protocol"]
+    scope = [f"relations {', '.join(protocol['relations'])}"] if protocol.get("relations") else []
+    if protocol.get("entities"):
+        scope.append(f"{protocol['entities']['count']} candidate entities "
+                     f"({protocol['entities']['dropped_triples']} triple(s) with an answer outside dropped)")
+    if protocol.get("sides", ["head", "tail"]) != ["head", "tail"]:
+        scope.append(f"{'/'.join(protocol['sides'])} queries only")
+    if scope:
+        lines.append("scope: " + "; ".join(scope))
     header = f"{'side':<6}{'rank':<13}" + "".join(name.rjust(10) for name in columns)
     lines.append(header)
     lines.append("-" * len(header))
     for side in ("both", "head", "tail"):
+        if result["metrics"].get(side) is None:
+            lines.append(f"{side:<6}(not evaluated)")
+            continue
         for rank_type in ("realistic", "optimistic", "pessimistic", "expected"):
             block = result["metrics"][side][rank_type]
             cells = "".join(_cell(block.get(name), 10) if name in block else " " * 10 for name in columns)

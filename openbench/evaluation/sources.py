@@ -22,7 +22,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from openbench.errors import InputError, UsageError
 from openbench.evaluation import catalog
@@ -30,7 +30,7 @@ from openbench.evaluation.dataset import Dataset
 from openbench.evaluation.evaluator import DEFAULT_HITS_AT, EmbeddingEvaluator, Evaluator
 from openbench.layouts import SPLITS
 
-__all__ = ["classify_model", "ModelSpec", "EvaluationOptions", "ModelSource", "SOURCES", "select_source", "evaluate_model", "embedding_evaluator",
+__all__ = ["classify_model", "read_entity_list", "read_sweep", "SWEEP_KEYS", "evaluate_sweep", "ModelSpec", "EvaluationOptions", "ModelSource", "SOURCES", "select_source", "evaluate_model", "embedding_evaluator",
            "build_evaluator"]
 
 logger = logging.getLogger(__name__)
@@ -75,12 +75,16 @@ class EvaluationOptions:
     distributed: bool = False
     shard: str = "queries"
     filter_given: bool = field(default=False, repr=False)  # the user chose the filter sets explicitly
+    sides: Sequence[str] = ("head", "tail")
+    relations: Optional[Sequence[str]] = None  # None: every relation
+    entities: Optional[Sequence[str]] = None  # None: every entity is a candidate
 
     def evaluator_options(self) -> dict:
         return dict(filter_sets=list(SPLITS if self.filter_sets is None else self.filter_sets),
                     hits_at=list(self.hits_at), lower_is_better=self.lower_is_better,
                     exclude_query_entity=self.exclude_query_entity, seed=self.seed, progress=self.progress,
-                    candidates=self.candidates)
+                    candidates=self.candidates, sides=list(self.sides), scope_relations=self.relations,
+                    scope_entities=self.entities)
 
 
 Builder = Callable[[Dataset, ModelSpec, EvaluationOptions], Evaluator]
@@ -189,6 +193,9 @@ def _build_libkge(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions)
 def _build_anyburl(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions) -> Evaluator:
     from openbench.evaluation.topk import TopKEvaluator, read_safran_predictions
 
+    if options.entities is not None:
+        raise UsageError("--entities restricts the candidates a model scores; top-k prediction files rank only "
+                         "what they list: use --relations or --sides to scope them")
     settings = options.evaluator_options()
     settings.update(progress=False)
     settings.pop("candidates")
@@ -203,6 +210,9 @@ def _build_obl2021(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions
 
     if options.filter_given:
         raise UsageError("OBL2021 submissions are filtered by the submitter; --filter does not apply")
+    if options.relations is not None or options.entities is not None or list(options.sides) != ["head", "tail"]:
+        raise UsageError("an OBL2021 submission is scored on the whole test split: --relations, --sides and "
+                         "--entities do not apply")
     path = Path(spec.submission or "")
     return OBL2021Evaluator(dataset, read_obl2021_submission(path), path, hits_at=list(options.hits_at),
                             seed=options.seed, progress=False)
@@ -289,3 +299,71 @@ def classify_model(dataset: Dataset, spec: ModelSpec, options: Optional[Evaluati
     options = options or EvaluationOptions()
     evaluator = build_evaluator(dataset, spec, options)
     return classification_record(evaluator, threshold_metric, options.batch_size, fold)
+
+
+def read_entity_list(path) -> List[str]:
+    """The entity labels of an ``--entities`` file: one per line (blank lines and a BOM ignored)."""
+    from openbench._io import read_text
+
+    labels = [line.strip() for line in read_text(path).splitlines() if line.strip()]
+    if not labels:
+        raise InputError("the entity list is empty; expected one entity label per line", path)
+    return labels
+
+
+# what a sweep file entry may hold: ModelSpec fields, spelled as the command's options
+SWEEP_KEYS: Dict[str, str] = {"name": "name", "entity_embeddings": "entity_embeddings", "relation_embeddings": "relation_embeddings",
+              "model": "model", "complex_layout": "complex_layout", "model_dir": "model_dir",
+              "dglke_data": "dglke_data", "dglke_compat": "dglke_compat", "libkge_data": "libkge_data",
+              "predictions": "predictions"}
+
+
+def read_sweep(path) -> List[Tuple[str, ModelSpec]]:
+    """A sweep file: a JSON list of objects, each a model (``name`` plus ``model_dir``, or
+    ``entity_embeddings``, ``relation_embeddings`` and ``model``, …); relative paths are taken
+    from the file's folder. Returns (name, spec) pairs."""
+    from openbench._io import read_json
+
+    entries = read_json(path, "sweep file")
+    if not isinstance(entries, list) or not entries:
+        raise InputError("expected a non-empty JSON list of models, e.g. [{\"name\": \"a\", \"model_dir\": \"runs/a\"}]",
+                         path)
+    base = Path(path).parent
+    models = []
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            raise InputError(f"model {number}: expected an object with a \"name\"", path)
+        unknown = sorted(set(entry) - set(SWEEP_KEYS))
+        if unknown:
+            raise InputError(f"model {number} ({entry['name']}): unknown key(s) {', '.join(unknown)}; expected "
+                             f"{', '.join(SWEEP_KEYS)}", path)
+        fields: Dict[str, object] = {}
+        for key, value in entry.items():
+            if key == "name":
+                continue
+            if key in ("entity_embeddings", "relation_embeddings", "model_dir", "dglke_data", "libkge_data",
+                       "predictions") and isinstance(value, str):
+                value = str(base / value)
+            fields[SWEEP_KEYS[key]] = value
+        models.append((entry["name"].strip(), ModelSpec(**fields)))  # type: ignore[arg-type]
+    return models
+
+
+def evaluate_sweep(dataset: Dataset, models: List[Tuple[str, ModelSpec]], options: EvaluationOptions,
+                   ) -> Tuple[Dict[str, dict], Dict[str, str]]:
+    """Evaluate several models on one loaded dataset (its filter indexes built once and shared):
+    ({name: record} of those that worked, {name: error message} of those that failed)."""
+    from openbench.errors import OpenbenchError
+
+    results, failures = {}, {}
+    for name, spec in models:
+        logger.info("model %s", name)
+        try:
+            record = evaluate_model(dataset, spec, options)
+        except OpenbenchError as error:
+            failures[name] = str(error)
+            logger.error("%s: %s", name, error)
+            continue
+        if record is not None:
+            results[name] = record
+    return results, failures

@@ -122,7 +122,7 @@ class TopKEvaluator(Evaluator):
         """Counts from the listed candidates: ``n_greater`` (T,) float64, +inf where the answer is
         not listed (see :class:`RankCounts`); ``n_equal`` and ``n_candidates`` (T,) int64."""
         keys = [tuple(row) for row in triples.tolist()]
-        split_keys = set(keys)
+        split_keys = {tuple(row) for row in self.dataset.triples[self.evaluation_split].tolist()}  # scope aside
         extra = [key for key in self.listings if key not in split_keys]
         if extra:
             h, r, t = extra[0]

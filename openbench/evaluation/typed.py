@@ -13,7 +13,7 @@ counts drop the excluded entities that were not already filtered.
 """
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -27,19 +27,27 @@ _UNKNOWN_BIT = 1 << 7
 
 
 class TypedCandidates:
-    """Per entity a type bit (E,), per (side, relation) a mask of the admitted type bits (R,)."""
+    """Per entity a type bit (E,), per (side, relation) a mask of the admitted type bits (R,).
 
-    def __init__(self, entity_labels: List[str], relation_labels: List[str], device: torch.device):
+    :param typed: admit by node type (``False``: every type admitted).
+    :param allowed_entities: (E,) bool, the entity scope: an entity outside it gets no type bit,
+        so no query admits it (the same exact exclusion as for types).
+    """
+
+    def __init__(self, entity_labels: List[str], relation_labels: List[str], device: torch.device,
+                 typed: bool = True, allowed_entities: Optional[torch.Tensor] = None):
         bits = [_TYPE_BIT.get(PREFIX_TO_NODE_TYPE.get(label.split(":", 1)[0]), _UNKNOWN_BIT)
                 for label in entity_labels]
         self.entity_bits = torch.tensor(bits, dtype=torch.int16, device=device)
+        if allowed_entities is not None:
+            self.entity_bits[~allowed_entities.to(device)] = 0
         self.untyped_relations = [label for label in relation_labels if label not in EDGE_TYPES]
         self.relation_bits = {}
         for side, position in (("head", 0), ("tail", 1)):
             masks = []
             for label in relation_labels:
                 edge = EDGE_TYPES.get(label)
-                masks.append(ALL_TYPES if edge is None else
+                masks.append(ALL_TYPES if edge is None or not typed else
                              sum({_TYPE_BIT[signature[position]] for signature in edge.signatures}))
             self.relation_bits[side] = torch.tensor(masks, dtype=torch.int16, device=device)
         # entities per type bit, so that each relation's number of admitted entities is a sum of 8

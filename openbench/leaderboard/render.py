@@ -36,7 +36,8 @@ def _value(row: dict, metric: str, plain: bool = False) -> str:
 def _name(row: dict) -> str:
     flags = FLAGS["published"] if row["published"] else ""
     flags += FLAGS["nonstandard"] if row.get("nonstandard_protocol") else ""
-    return row["name"] + flags
+    scope = f" [{row['scope']}]" if row.get("scope") else ""
+    return row["name"] + flags + scope
 
 
 def _dataset(row: dict) -> str:

@@ -28,7 +28,7 @@ from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validat
 
 __all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
-           "submit_file", "read_rows", "open_leaderboard"]
+           "submit_file", "read_rows", "open_leaderboard", "scope_of"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
@@ -148,10 +148,13 @@ class Leaderboard:
             return int(cursor.lastrowid)
 
     def rows(self, dataset: Optional[str] = None, side: str = "both", rank_type: str = "realistic",
-             sort: Optional[str] = None, include_published: bool = True, task: str = "ranking") -> List[dict]:
+             sort: Optional[str] = None, include_published: bool = True, task: str = "ranking",
+             scoped: bool = False) -> List[dict]:
         """One row per group of runs (same dataset, protocol and model) of one ``task``, best first
         by ``sort`` (default: mrr for ranking, auroc for classification). Classification rows carry
-        the test split's overall metrics; tasks are never ranked together."""
+        the test split's overall metrics; tasks are never ranked together. Records of a scoped
+        protocol (chosen relations, one side, an entity subset) are shown only with ``scoped``,
+        ranked within their scope (``row["scope"]``), never with full-protocol rows."""
         if task not in TASKS:
             raise LeaderboardError(f"task {task!r}: expected one of {', '.join(TASKS)}")
         sort = sort or ("mrr" if task == "ranking" else "auroc")
@@ -163,11 +166,12 @@ class Leaderboard:
         for row in self.connection.execute("SELECT * FROM submissions ORDER BY id"):
             if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
                 continue
-            if json.loads(row["result_json"]).get("task", "ranking") != task:
+            stored = json.loads(row["result_json"])
+            if stored.get("task", "ranking") != task or (scope_of(stored["protocol"]) is not None) != scoped:
                 continue
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
         out = [_group_row(runs, side, rank_type, task) for runs in groups.values()]
-        if include_published and side == "both" and task == "ranking":
+        if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
         return _sorted(out, sort)
@@ -211,7 +215,7 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
                    for run in runs]
         side, rank_type = "test", "overall"
     else:
-        per_run = [json.loads(run["metrics_json"]).get(side, {}).get(rank_type, {}) for run in runs]
+        per_run = [(json.loads(run["metrics_json"]).get(side) or {}).get(rank_type, {}) for run in runs]
     names = sorted({key for values in per_run for key in values})
     metrics = {}
     for key in names:
@@ -228,12 +232,29 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
             "protocol": record["protocol"], "published": False,
             "nonstandard_protocol": _nonstandard(registry.get("name"), record["protocol"]),
+            "scope": scope_of(record["protocol"]) if task == "ranking" else None,
             "seeds": [json.loads(run["seed_key"]) for run in runs],
             "paper": first["paper"], "code": first["code"], "notes": first["notes"]}
 
 
+def scope_of(protocol: dict) -> Optional[str]:
+    """A scoped protocol's description (relations, sides, entity subset); None for the full one."""
+    parts = []
+    if protocol.get("relations"):
+        parts.append("relations " + ",".join(protocol["relations"]))
+    if list(protocol.get("sides", ["head", "tail"])) != ["head", "tail"]:
+        parts.append("/".join(protocol["sides"]) + " only")
+    if protocol.get("entities"):
+        entities = protocol["entities"]
+        parts.append(f"{entities.get('count')} entities ({str(entities.get('sha256', ''))[:8]})")
+    return "; ".join(parts) or None
+
+
 def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
-    """True where the protocol differs from the registry's standard one; None without a registry entry."""
+    """True where the protocol differs from the registry's standard one (a scoped protocol always
+    does); None without a registry entry."""
+    if scope_of(protocol) is not None:
+        return True
     if not dataset_name:
         return None
     from openbench.registry import REGISTRY
@@ -248,10 +269,11 @@ def _sorted(rows: List[dict], sort: str) -> List[dict]:
     lower_first = sort == "mr"
 
     def key(row):
+        scope = row.get("scope") or ""  # ranked within one scope
         value = row["metrics"].get(sort, {}).get("mean")
         if value is None:
-            return (1, 0.0, row["name"])
-        return (0, value if lower_first else -value, row["name"])
+            return (scope, 1, 0.0, row["name"])
+        return (scope, 0, value if lower_first else -value, row["name"])
 
     return sorted(rows, key=key)
 

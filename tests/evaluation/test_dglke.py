@@ -248,3 +248,55 @@ def test_cli_evaluates_transr_and_compat(tmp_path, dataset):
                                      "--dglke-compat", "--no-progress"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["model"]["params"]["dglke_compat"] is True
+
+
+def _without_timing(record):
+    return {key: value for key, value in record.items() if key != "timing"}
+
+
+def test_several_models_in_one_run_equal_separate_runs(tmp_path, dataset):
+    """Two DGL-KE folders (--model-dir twice) and a sweep file with embeddings and a broken entry:
+    each record equals its separate run apart from timing; the broken one is reported, the others
+    are written, and the status is 1."""
+    data = tmp_path / "data"
+    write_samples(data, {s: [tuple(dataset.entity_labels[h] if i != 1 else dataset.relation_labels[h]
+                                   for i, h in enumerate(row)) for row in dataset.triples[s].tolist()]
+                         for s in ("train", "valid", "test")}, negatives=False)
+    first, _, _ = _checkpoint(tmp_path, dataset, "DistMult", seed=1)
+    second, _, _ = _checkpoint(tmp_path, dataset, "TransE_l2", seed=2)
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "e.npy", rng.normal(size=(dataset.num_entities, 4)).astype(np.float32))
+    np.save(tmp_path / "r.npy", rng.normal(size=(dataset.num_relations, 4)).astype(np.float32))
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps([{"name": "plain DistMult", "entity_embeddings": "e.npy",
+                                  "relation_embeddings": "r.npy", "model": "DistMult"},
+                                 {"name": "broken", "entity_embeddings": "missing.npy",
+                                  "relation_embeddings": "r.npy", "model": "DistMult"}]))
+    runner = CliRunner()
+    result = runner.invoke(main, ["evaluate", "--dataset", str(data), "--model-dir", str(first), "--model-dir",
+                                  str(second), "--sweep", str(sweep), "--output", str(tmp_path / "out"),
+                                  "--no-progress", "--sides", "tail"])
+    assert result.exit_code == 1, result.output
+    assert "broken" in result.output and "missing.npy" in result.output and "1 of 4 model(s) failed" in result.output
+    written = sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith("."))
+    assert written == ["DistMult_ckpt.json", "TransE_l2_ckpt.json", "plain_DistMult.json"]
+    separate = {
+        "DistMult_ckpt.json": ["--model-dir", str(first)], "TransE_l2_ckpt.json": ["--model-dir", str(second)],
+        "plain_DistMult.json": ["--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
+                                str(tmp_path / "r.npy"), "--model", "DistMult"]}
+    for name, model_options in separate.items():
+        alone = runner.invoke(main, ["evaluate", "--dataset", str(data), *model_options, "--no-progress",
+                                     "--sides", "tail"])
+        assert alone.exit_code == 0, alone.output
+        together = json.loads((tmp_path / "out" / name).read_text())
+        assert _without_timing(together) == _without_timing(json.loads(alone.stdout)), name
+    bad = runner.invoke(main, ["evaluate", "--dataset", str(data), "--model-dir", str(first), "--model-dir",
+                               str(first), "--output", str(tmp_path / "twice")])
+    assert bad.exit_code == 2 and "given twice: DistMult_ckpt" in bad.output
+    bad = runner.invoke(main, ["evaluate", "--dataset", str(data), "--model-dir", str(first), "--model-dir",
+                               str(second)])
+    assert bad.exit_code == 2 and "--output names the folder" in bad.output
+    sweep.write_text(json.dumps([{"name": "x", "modeldir": "a"}]))
+    bad = runner.invoke(main, ["evaluate", "--dataset", str(data), "--sweep", str(sweep), "--output",
+                               str(tmp_path / "o2")])
+    assert bad.exit_code == 1 and "sweep.json: model 1 (x): unknown key(s) modeldir" in bad.output

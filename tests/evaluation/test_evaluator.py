@@ -24,24 +24,33 @@ def _scorer(dataset, name="DistMult", seed=0, dim=3):
     return build_scorer(name, ent, rel, dataset.num_entities, dataset.num_relations)
 
 
-def _slow_metrics(dataset, scorer, filter_sets, lower_is_better=False, exclude_query_entity=False, hits=(1, 3, 10)):
-    """Reference metrics by plain loops: full rows, dict filters, per-task ranks."""
+def _slow_metrics(dataset, scorer, filter_sets, lower_is_better=False, exclude_query_entity=False, hits=(1, 3, 10),
+                  relations=None, entities=None, sides=("head", "tail")):
+    """Reference metrics by plain loops: full rows, dict filters, per-task ranks; optionally only
+    the test triples of ``relations`` (ids), only ``sides``, and only ``entities`` (ids) as
+    candidates (a triple whose answer is outside them skipped)."""
     known = [tuple(row) for split in filter_sets for row in dataset.triples[split].tolist()]
     heads, tails = known_answers(known)
-    ranks = {"head": [], "tail": []}
+    ranks = {side: [] for side in sides}
+    outside = set(range(dataset.num_entities)) - set(entities) if entities is not None else set()
     for h, r, t in dataset.triples["test"].tolist():
+        if relations is not None and r not in relations:
+            continue
+        if any((h if side == "head" else t) in outside for side in sides):
+            continue
         batch = torch.tensor([[h, r, t]])
-        for side in ("head", "tail"):
+        for side in sides:
             row = scorer.score_all(batch, side)[0].tolist()
             true, query_entity = (h, t) if side == "head" else (t, h)
-            removed = set(heads.get((r, t), set()) if side == "head" else tails.get((h, r), set()))
+            removed = set(heads.get((r, t), set()) if side == "head" else tails.get((h, r), set())) | outside
             if exclude_query_entity:
                 removed.add(query_entity)
             removed.discard(true)
             g, e, c = slow_counts([-v for v in row] if lower_is_better else row, true, removed)
             ranks[side].append((g, e, c))
     out = {}
-    for side, tasks in (("head", ranks["head"]), ("tail", ranks["tail"]), ("both", ranks["head"] + ranks["tail"])):
+    both = [task for evaluated in sides for task in ranks[evaluated]]
+    for side, tasks in [*ranks.items(), ("both", both)]:
         realistic = [g + (e + 2) / 2 for g, e, _ in tasks]
         optimistic = [g + 1 for g, _, _ in tasks]
         pessimistic = [g + e + 1 for g, e, _ in tasks]
@@ -241,3 +250,51 @@ def test_device_names(dataset):
             resolve_device("cuda:0")
     with pytest.raises(InputError, match="unknown device 'gpu'"):
         resolve_device("gpu")
+
+
+@pytest.mark.parametrize("sides", [("head", "tail"), ("tail",), ("head",)])
+@pytest.mark.parametrize("scope", ["relations", "entities", "both"])
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L1"])
+def test_scoped_evaluation_matches_a_hand_filtered_reference(dataset, sides, scope, name):
+    """Chosen relations, one side, an entity subset: equal to the plain loop that filters the test
+    triples and candidates by hand; an unevaluated side is null and ``both`` is the other alone."""
+    scorer = _scorer(dataset, name, seed=2)
+    relation_ids = [0, 2] if scope in ("relations", "both") else None
+    entity_ids = list(range(0, dataset.num_entities, 3)) + list(range(1, 12)) if scope in ("entities", "both") \
+        else None
+    options = dict(scope_relations=[dataset.relation_labels[i] for i in relation_ids] if relation_ids else None,
+                   scope_entities=[dataset.entity_labels[i] for i in entity_ids] if entity_ids else None,
+                   sides=sides)
+    result = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, **options).evaluate(batch_size=5)
+    reference = _slow_metrics(dataset, scorer, ("train", "valid", "test"), relations=relation_ids,
+                              entities=entity_ids, sides=sides)
+    _assert_metrics_equal(result, reference)
+    for side in ("head", "tail"):
+        assert (result["metrics"][side] is None) == (side not in sides)
+    if len(sides) == 1:
+        assert result["metrics"]["both"] == result["metrics"][sides[0]]
+    protocol = result["protocol"]
+    assert protocol["sides"] == list(sides)
+    if relation_ids:
+        assert protocol["relations"] == [dataset.relation_labels[i] for i in relation_ids]
+        assert set(result["per_relation"]) <= set(protocol["relations"])
+    if entity_ids:
+        kept = sum(1 for h, r, t in dataset.triples["test"].tolist() if relation_ids is None or r in relation_ids)
+        queries = result["diagnostics"]["queries"] // len(sides)
+        assert protocol["entities"]["count"] == len(set(entity_ids))
+        assert protocol["entities"]["dropped_triples"] == kept - queries > 0
+    from openbench.record import validate_record
+
+    validate_record(result)
+
+
+def test_bad_scopes_are_one_line_errors(dataset):
+    from openbench.errors import InputError
+
+    scorer = _scorer(dataset)
+    with pytest.raises(InputError, match=r"unknown relation\(s\) NOPE; the dataset has REL_A"):
+        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_relations=["REL_A", "NOPE"])
+    with pytest.raises(InputError, match=r"1 entity label\(s\) not in the dataset \(first: X:1\)"):
+        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_entities=["X:1"])
+    with pytest.raises(InputError, match="sides"):
+        EmbeddingEvaluator(dataset, scorer, device="cpu", sides=["middle"])
