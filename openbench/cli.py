@@ -571,7 +571,7 @@ def leaderboard_show(dataset, sort, side, rank_type, task, scoped, fmt, db):
     from openbench.leaderboard.store import read_rows
 
     click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort, task=task,
-                                scoped=scoped), fmt), nl=False)
+                                scoped=scoped), fmt, sort), nl=False)
 
 
 @leaderboard.command("export")

@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
+import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -231,18 +232,130 @@ def test_show_formats(tmp_path, records):
     assert float(next(r for r in parsed if r["published"] == "False")["mrr_mean"]) == pytest.approx(
         ours["metrics"]["mrr"]["mean"])
     markdown = CliRunner().invoke(main, ["leaderboard", "show", "--format", "md", "--sort", "hits@10", "--db", db])
-    assert markdown.output.startswith("| # | model |") and "TransE" in markdown.output
+    assert markdown.output.startswith("### HQ_DIR (ranking)\n\n| # | model |") and "TransE" in markdown.output
+
+
+def test_each_dataset_and_task_is_ranked_on_its_own(tmp_path, records):
+    """The demo's rows never share a ranking with the published HQ_DIR rows: one table per dataset
+    (named by registry or folder, with the fingerprint prefix), numbered from 1."""
+    db = str(tmp_path / "lb.sqlite")
+    board = open_leaderboard(db)
+    board.submit(records[("DistMult", 0)], name="DistMult")
+    board.submit(records[("TransE-L2", 0)], name="TransE-L2")
+    fingerprint = records[("DistMult", 0)]["dataset"]["fingerprint"]
+    board.close()
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", db]).output
+    sections = table.split("\n\n")
+    ours = next(part for part in sections if fingerprint[:8] in part)
+    assert ours.splitlines()[0].startswith("dataset graph") and f"({fingerprint[:8]}) (ranking)" in ours
+    numbers = [line.split()[0] for line in ours.splitlines()[2:]]
+    assert numbers == ["1", "2"] and "RESCAL" not in ours
+    published = next(part for part in sections if part.startswith("dataset HQ_DIR"))
+    assert published.splitlines()[2].split()[0] == "1" and "DistMult " not in published.replace("DistMult†", "")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--sort", "foo"], "--sort 'foo': expected one of amri, hits@1, hits@10, hits@3, mr, mrr"),
+    (["--dataset", "b76"], "a fingerprint prefix needs 6 or more characters; the board holds"),
+    (["--dataset", "NO_SUCH_SET"], "no dataset of that name or fingerprint on this board; it holds"),
+])
+def test_bad_show_options_are_errors_naming_the_choices(tmp_path, records, arguments, message):
+    db = str(tmp_path / "lb.sqlite")
+    board = open_leaderboard(db)
+    board.submit(records[("DistMult", 0)], name="DistMult")
+    board.close()
+    result = CliRunner().invoke(main, ["leaderboard", "show", "--db", db, *arguments])
+    assert result.exit_code == 1 and message in result.output, result.output
+
+
+def test_sorting_by_mr_shows_the_mr_column(tmp_path, records):
+    db = str(tmp_path / "lb.sqlite")
+    board = open_leaderboard(db)
+    for model in ("DistMult", "TransE-L2"):
+        board.submit(records[(model, 0)], name=model)
+    rows = [row for row in board.rows(sort="mr") if not row["published"]]
+    board.close()
+    assert [row["metrics"]["mr"]["mean"] for row in rows] == sorted(row["metrics"]["mr"]["mean"] for row in rows)
+    header = next(line for line in render(rows, "table", "mr").splitlines() if line.startswith("#"))
+    assert header.split()[-2] == "mr"
+
+
+def test_names_identify_a_row(tmp_path, records):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    board.submit(records[("DistMult", 0)], name="mine")
+    with pytest.raises(LeaderboardError, match="the name 'mine' already names another model on this dataset"):
+        board.submit(records[("TransE-L2", 0)], name="mine")
+    with pytest.raises(LeaderboardError, match="this run joins the group of #1 'mine'.*submit it under that name"):
+        board.submit(records[("DistMult", 1)], name="other")
+    board.submit(records[("DistMult", 1)], name="mine")
+    assert [row["runs"] for row in board.rows() if not row["published"]] == [2]
+    board.close()
+
+
+def test_killed_writer_page_corruption_and_hand_edited_cells(tmp_path, records):
+    """A hot journal left by kill -9 is rolled back on the next open; a page-corrupted file is
+    refused before any write; a hand-edited JSON cell is reported by row."""
+    db = tmp_path / "lb.sqlite"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(records[("DistMult", 0)]))
+    assert CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "a", "--db", str(db)]).exit_code == 0
+    script = ("import sqlite3, os\n"
+              f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+              "c.execute('PRAGMA cache_size = 1')\n"
+              "c.execute('BEGIN IMMEDIATE')\n"
+              "c.execute(\"UPDATE submissions SET name = 'half-written', result_json = result_json || zeroblob(0)\")\n"
+              "c.execute(\"INSERT INTO published (dataset_name, model_type, name, protocol, source) \"\n"
+              "          \"SELECT 'X', 'other', hex(randomblob(2000)), 'p', 's' FROM published, published\")\n"
+              "os.kill(os.getpid(), 9)\n")
+    subprocess.run([sys.executable, "-c", script], check=False, timeout=60)
+    assert (tmp_path / "lb.sqlite-journal").exists()  # the hot journal the killed writer left
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--format", "json"])
+    assert shown.exit_code == 0, shown.output
+    assert [row["name"] for row in json.loads(shown.output) if not row["published"]] == ["a"]
+    # a hand-edited cell
+    with sqlite3.connect(db) as connection:
+        connection.execute("UPDATE submissions SET metrics_json = '{broken'")
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)])
+    assert shown.exit_code == 1 and "row #1: the metrics_json cell is not valid JSON" in shown.output
+    # page corruption: overwrite a page of the table's data
+    data = bytearray(db.read_bytes())
+    page_size = int.from_bytes(data[16:18], "big")
+    for offset in range(page_size, len(data), page_size):
+        data[offset:offset + 8] = b"\xff" * 8
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    submitted = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "b", "--db", str(db)])
+    assert submitted.exit_code == 1 and "a damaged or unusable SQLite database" in submitted.output
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["<!--<script>", "</script><script>alert(1)</script>", "=HYPERLINK(\"http://x\")",
+                                  "a|b<b>bold</b>"])
+def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    board.submit(records[("DistMult", 0)], name=name)
+    rows = [row for row in board.rows() if not row["published"]]
+    board.close()
+    page = render(rows, "html")
+    data = page.split('<script id="rows" type="application/json">')[1].split("</script>")[0]
+    assert "<" not in data and json.loads(data)[0]["name"] == name  # the rows survive, nothing closes the script
+    markdown = render(rows, "md")
+    assert "<script>" not in markdown and "<b>" not in markdown and "<!--" not in markdown
+    table_row = next(line for line in markdown.splitlines() if line.startswith("| 1 |"))
+    assert table_row.count(" | ") == markdown.splitlines()[2].count(" | ")  # a pipe in a name adds no column
+    parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
+    assert not parsed[0]["name"].startswith(("=", "+", "-", "@"))
 
 
 class _TableReader(HTMLParser):
-    """The cells of <table id="leaderboard"> as rendered."""
+    """The cells of the <table class="leaderboard"> elements (one per dataset) as rendered."""
 
     def __init__(self):
         super().__init__()
         self.inside, self.rows, self.cell = False, [], None
 
     def handle_starttag(self, tag, attrs):
-        if tag == "table" and ("id", "leaderboard") in attrs:
+        if tag == "table" and ("class", "leaderboard") in attrs:
             self.inside = True
         elif self.inside and tag == "tr":
             self.rows.append({})

@@ -11,7 +11,7 @@ import html
 import io
 import json
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from openbench.record import CLASSIFICATION_METRICS
 
@@ -45,13 +45,18 @@ def _dataset(row: dict) -> str:
     return dataset.get("name") or (dataset.get("fingerprint") or "")[:12]
 
 
-def _columns(rows: List[dict]) -> List[str]:
+def _columns(rows: List[dict], sort: Optional[str] = None) -> List[str]:
+    """The metric columns shown: the standard ones present, plus the sort key when it is another."""
     present = {key for row in rows for key in row["metrics"]}
+    shown = list(METRICS)
     for names in (METRICS, CLASSIFICATION_METRICS):
-        shown = [m for m in names if m in present]
-        if shown:
-            return shown
-    return list(METRICS)
+        chosen = [m for m in names if m in present]
+        if chosen:
+            shown = chosen
+            break
+    if sort and sort in present and sort not in shown:
+        shown.append(sort)
+    return shown
 
 
 TABLE_FORMATS = ("table", "md", "csv", "json", "html")
@@ -71,31 +76,61 @@ def export_page(db, output_dir, dataset=None) -> Path:
     return Path(output_dir) / "index.html"
 
 
-def render(rows: List[dict], fmt: str) -> str:
+def _groups(rows: List[dict]) -> List[tuple]:
+    """(group label, its rows) in the order the rows come (the store sorts by group first)."""
+    groups: dict = {}
+    for row in rows:
+        groups.setdefault(row.get("group") or _dataset(row), []).append(row)
+    return list(groups.items())
+
+
+def _markdown_cell(text: str) -> str:
+    """A Markdown table cell that shows the text: HTML escaped (no raw markup passes), pipes escaped."""
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_text(text: str) -> str:
+    """A text cell a spreadsheet will not run as a formula (OWASP's CSV-injection rule: a leading ')."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
+    """The rows in ``fmt``: a table (one per dataset and task, ranked within it), Markdown, CSV,
+    JSON or the HTML page; ``sort`` adds its column where the standard ones lack it."""
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "csv":
         return _csv(rows)
     if fmt == "html":
         return page(rows)
-    columns = _columns(rows)
-    header = ["#", "model", "type", "dataset", *columns, "runs"]
-    body = [[str(i), _name(row), row.get("model_type") or "", _dataset(row), *(_value(row, m) for m in columns),
-             str(row["runs"]) if row["runs"] is not None else "-"] for i, row in enumerate(rows, start=1)]
-    if fmt == "md":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in body]
-        return "\n".join(lines) + f"\n\n{LEGEND}\n"
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in [header, *body]]
-    return "\n".join(lines) + f"\n{LEGEND}\n"
+    if not rows:
+        return "(no rows)\n"
+    parts = []
+    for group, members in _groups(rows):
+        columns = _columns(members, sort)
+        header = ["#", "model", "type", *columns, "runs"]
+        body = [[str(i), _name(row), row.get("model_type") or "", *(_value(row, m) for m in columns),
+                 str(row["runs"]) if row["runs"] is not None else "-"] for i, row in enumerate(members, start=1)]
+        if fmt == "md":
+            lines = [f"### {_markdown_cell(group)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines += ["| " + " | ".join(_markdown_cell(cell) for cell in line) + " |" for line in body]
+        else:
+            widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+            lines = [f"dataset {group}"]
+            lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
+                      for line in [header, *body]]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + f"\n\n{LEGEND}\n"
 
 
 def _csv(rows: List[dict]) -> str:
     columns = _columns(rows)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["name", "model_type", "dataset", "fingerprint", "side", "rank_type",
+    writer.writerow(["group", "name", "model_type", "dataset", "fingerprint", "side", "rank_type",
                      *(f"{m}_{part}" for m in columns for part in ("mean", "std")), "runs", "published",
                      "nonstandard_protocol"])
     for row in rows:
@@ -104,7 +139,8 @@ def _csv(rows: List[dict]) -> str:
             cell = row["metrics"].get(metric) or {}
             cells += ["" if cell.get("mean") is None else repr(cell["mean"]),
                       "" if cell.get("std") is None else repr(cell["std"])]
-        writer.writerow([row["name"], row.get("model_type") or "", row["dataset"].get("name") or "",
+        writer.writerow([_csv_text(row.get("group") or ""), _csv_text(row["name"]),
+                         _csv_text(row.get("model_type") or ""), _csv_text(row["dataset"].get("name") or ""),
                          row["dataset"].get("fingerprint") or "", row["side"], row["rank_type"], *cells,
                          "" if row["runs"] is None else row["runs"], row["published"],
                          "" if row.get("nonstandard_protocol") is None else row["nonstandard_protocol"]])
@@ -140,53 +176,74 @@ def plot_svg(rows: List[dict], width: int = 720, bar_height: int = 9) -> str:
 
 _SCRIPT = """
 const rows = JSON.parse(document.getElementById("rows").textContent);
-const columns = COLUMNS;
-const table = document.getElementById("leaderboard");
-let order = {key: "mrr", descending: true};
+const columnsByGroup = COLUMNS;
 function metric(row, key) { const cell = row.metrics[key]; return cell ? cell.mean : null; }
 function text(row, key) {
-  if (key === "name") return row.name + (row.published ? "\\u2020" : "") + (row.nonstandard_protocol ? "*" : "");
-  if (key === "dataset") return row.dataset.name || (row.dataset.fingerprint || "").slice(0, 12);
+  if (key === "name") return row.name + (row.published ? "\\u2020" : "") + (row.nonstandard_protocol ? "*" : "")
+    + (row.scope ? " [" + row.scope + "]" : "");
   if (key === "runs") return row.runs === null ? "-" : String(row.runs);
   if (key === "model_type") return row.model_type || "";
   const cell = row.metrics[key];
   if (!cell || cell.mean === null) return "-";
   return cell.mean.toFixed(3) + (cell.std === null ? "" : " \\u00b1 " + cell.std.toFixed(3));
 }
+function escaped(value) {
+  return value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
 function value(row, key) {
-  if (["name", "dataset", "model_type"].includes(key)) return text(row, key);
+  if (["name", "model_type"].includes(key)) return text(row, key);
   if (key === "runs") return row.runs;
   return metric(row, key);
 }
-function render() {
-  const sorted = rows.slice().sort((a, b) => {
+function build(table, order) {
+  const group = table.dataset.group, columns = columnsByGroup[group];
+  const sorted = rows.filter(r => r.page_group === group).sort((a, b) => {
     const x = value(a, order.key), y = value(b, order.key);
     if (x === y) return 0;
     if (x === null) return 1;
     if (y === null) return -1;
     return (x < y ? -1 : 1) * (order.descending ? -1 : 1);
   });
-  const head = "<thead><tr>" + columns.map(c => `<th data-key="${c.key}">${c.label}</th>`).join("") + "</tr></thead>";
-  const body = sorted.map(r => "<tr>" + columns.map(c => `<td data-key="${c.key}">${text(r, c.key)
-    .replace(/&/g, "&amp;").replace(/</g, "&lt;")}</td>`).join("") + "</tr>").join("");
+  const head = "<thead><tr>" + columns.map(c => `<th data-key="${escaped(c.key)}">${escaped(c.label)}</th>`).join("")
+    + "</tr></thead>";
+  const body = sorted.map(r => "<tr>" + columns.map(c => `<td data-key="${escaped(c.key)}">${escaped(text(r, c.key))}</td>`)
+    .join("") + "</tr>").join("");
   table.innerHTML = head + "<tbody>" + body + "</tbody>";
   table.querySelectorAll("th").forEach(th => th.addEventListener("click", () => {
     const key = th.dataset.key;
-    order = {key: key, descending: order.key === key ? !order.descending : !["name", "dataset"].includes(key)};
-    render();
+    build(table, {key: key, descending: order.key === key ? !order.descending : !["name", "model_type"].includes(key)});
   }));
 }
-render();
+document.querySelectorAll("table.leaderboard").forEach(table => {
+  const first = columnsByGroup[table.dataset.group][2];
+  build(table, {key: first ? first.key : "name", descending: true});
+});
 """
 
 
+def _json_for_html(value) -> str:
+    """JSON safe inside a <script> element: no character that can close it or open a comment."""
+    text = json.dumps(value)
+    for character, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
+                               ("\u2029", "\\u2029")):
+        text = text.replace(character, escaped)
+    return text
+
+
 def page(rows: List[dict]) -> str:
-    columns = [{"key": "name", "label": "model"}, {"key": "model_type", "label": "type"},
-               {"key": "dataset", "label": "dataset"}]
-    columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(rows)]
-    columns.append({"key": "runs", "label": "runs"})
-    data = json.dumps(rows).replace("</", "<\\/")
-    script = _SCRIPT.replace("COLUMNS", json.dumps(columns))
+    """The self-contained HTML page: per dataset and task a sortable table and a plot."""
+    sections, columns_by_group = [], {}
+    for number, (group, members) in enumerate(_groups(rows)):
+        columns = [{"key": "name", "label": "model"}, {"key": "model_type", "label": "type"}]
+        columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(members)]
+        columns.append({"key": "runs", "label": "runs"})
+        columns_by_group[str(number)] = columns
+        sections.append(f'<section><h2>{html.escape(group)}</h2>\n<table class="leaderboard" id="leaderboard-{number}" '
+                        f'data-group="{number}"></table>\n{plot_svg(members)}</section>')
+    grouped = [dict(row, page_group=str(number)) for number, (_, members) in enumerate(_groups(rows))
+               for row in members]
+    script = _SCRIPT.replace("COLUMNS", _json_for_html(columns_by_group))
+    body = "\n".join(sections) or "<p>No results yet.</p>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>openbench leaderboard</title>
 <style>
@@ -196,12 +253,11 @@ th {{ cursor: pointer; text-align: left; background: #f4f4f4; }} td {{ font-vari
 </style></head>
 <body>
 <h1>openbench leaderboard</h1>
-<p>One row per model and protocol; mean ± standard deviation over seeds. Click a column to sort.</p>
-<table id="leaderboard"></table>
+<p>One table per dataset and task (models are comparable only within one); one row per model and protocol;
+mean ± standard deviation over seeds. Click a column to sort.</p>
+{body}
 <p class="legend">{html.escape(LEGEND)}</p>
-<h2>MRR and hits@10</h2>
-{plot_svg(rows)}
-<script id="rows" type="application/json">{data}</script>
+<script id="rows" type="application/json">{_json_for_html(grouped)}</script>
 <script>{script}</script>
 </body></html>
 """

@@ -28,7 +28,7 @@ from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validat
 
 __all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
-           "submit_file", "read_rows", "open_leaderboard", "scope_of"]
+           "submit_file", "read_rows", "open_leaderboard", "scope_of", "dataset_label"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
@@ -141,11 +141,27 @@ class Leaderboard:
             if duplicate:
                 raise LeaderboardError(f"a run with the same dataset, protocol, model and seed is already on the "
                                        f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
+            self._check_name(connection, name.strip(), keys, record.get("task", "ranking"))
             cursor = connection.execute(
                 "INSERT INTO submissions (name, model_type, paper, code, notes, dataset_name, dataset_version, "
                 "dataset_fingerprint, protocol_key, model_key, seed_key, metrics_json, result_json, submitted_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             return int(cursor.lastrowid)
+
+    def _check_name(self, connection: sqlite3.Connection, name: str, keys: tuple, task: str) -> None:
+        """A name identifies one row: a run joining a group keeps the group's name, and a name is
+        not given to a second model on the same dataset and task."""
+        fingerprint, protocol_key, model_key, _ = keys
+        for row in connection.execute("SELECT id, name, protocol_key, model_key, result_json FROM submissions "
+                                      "WHERE dataset_fingerprint = ?", (fingerprint,)):
+            same_group = row["protocol_key"] == protocol_key and row["model_key"] == model_key
+            if same_group and row["name"] != name:
+                raise LeaderboardError(f"this run joins the group of #{row['id']} {row['name']!r} (same dataset, "
+                                       f"protocol and model: another seed); submit it under that name")
+            if (not same_group and row["name"] == name and row["model_key"] != model_key
+                    and _loads(row["result_json"], self.path, row["id"], "result_json").get("task", "ranking") == task):
+                raise LeaderboardError(f"the name {name!r} already names another model on this dataset (#{row['id']}); "
+                                       "choose a name that tells them apart")
 
     def rows(self, dataset: Optional[str] = None, side: str = "both", rank_type: str = "realistic",
              sort: Optional[str] = None, include_published: bool = True, task: str = "ranking",
@@ -162,19 +178,49 @@ class Leaderboard:
             raise LeaderboardError(f"side {side!r}: expected one of {', '.join(SIDES)}")
         if rank_type not in RANK_TYPES:
             raise LeaderboardError(f"rank type {rank_type!r}: expected one of {', '.join(RANK_TYPES)}")
+        if dataset is not None:
+            self._check_dataset_query(dataset)
         groups: Dict[tuple, List[sqlite3.Row]] = {}
         for row in self.connection.execute("SELECT * FROM submissions ORDER BY id"):
             if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
                 continue
-            stored = json.loads(row["result_json"])
+            stored = _loads(row["result_json"], self.path, row["id"], "result_json")
             if stored.get("task", "ranking") != task or (scope_of(stored["protocol"]) is not None) != scoped:
                 continue
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
-        out = [_group_row(runs, side, rank_type, task) for runs in groups.values()]
+        out = [_group_row(runs, side, rank_type, task, self.path) for runs in groups.values()]
         if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
+        known = sorted({key for row in out for key in row["metrics"]} | {"mrr" if task == "ranking" else "auroc"})
+        if sort not in known:
+            raise LeaderboardError(f"--sort {sort!r}: expected one of {', '.join(known)}")
         return _sorted(out, sort)
+
+    def datasets(self) -> List[str]:
+        """The datasets on the board, as :func:`dataset_label` shows them."""
+        labels = {dataset_label(row["dataset_name"], row["dataset_fingerprint"], _loads(
+            row["result_json"], self.path, row["id"], "result_json").get("dataset", {}).get("path"))
+            for row in self.connection.execute("SELECT id, dataset_name, dataset_fingerprint, result_json "
+                                               "FROM submissions")}
+        labels |= {row["dataset_name"] for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published")}
+        return sorted(labels)
+
+    def _check_dataset_query(self, query: str) -> None:
+        """A --dataset value must name a dataset on the board: a registry name or a fingerprint
+        prefix of 6+ characters."""
+        names = {row[0].lower() for row in self.connection.execute(
+            "SELECT dataset_name FROM submissions WHERE dataset_name IS NOT NULL UNION "
+            "SELECT dataset_name FROM published")}
+        if query.strip().lower() in names:
+            return
+        if len(query.strip()) < 6:
+            raise LeaderboardError(f"--dataset {query!r}: not a dataset name on this board, and a fingerprint prefix "
+                                   f"needs 6 or more characters; the board holds {', '.join(self.datasets()) or 'none'}")
+        if not self.connection.execute("SELECT 1 FROM submissions WHERE lower(dataset_fingerprint) LIKE ? LIMIT 1",
+                                        (query.strip().lower() + "%",)).fetchone():
+            raise LeaderboardError(f"--dataset {query!r}: no dataset of that name or fingerprint on this board; it "
+                                   f"holds {', '.join(self.datasets()) or 'none'}")
 
     def published(self) -> List[dict]:
         rows = []
@@ -183,6 +229,7 @@ class Leaderboard:
                        "hits@10": row["hits_at_10"]}
             rows.append({"name": row["name"], "model_type": row["model_type"],
                          "dataset": {"name": row["dataset_name"], "version": None, "fingerprint": None},
+                         "group": f"{row['dataset_name']} (ranking)",
                          "side": "both", "rank_type": "unknown",
                          "metrics": {key: {"mean": value, "std": None} for key, value in metrics.items()},
                          "runs": None, "protocol": row["protocol"], "published": True,
@@ -207,15 +254,36 @@ def _headline_metrics(record: dict) -> dict:
     return record["metrics"]
 
 
-def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str = "ranking") -> dict:
+def _loads(text, path, row_id, column: str):
+    """A JSON cell of the store; a hand-edited, broken cell is reported by row, never a traceback."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError) as error:
+        raise LeaderboardError(f"{path}: row #{row_id}: the {column} cell is not valid JSON ({error}); the store "
+                               "was edited outside openbench") from None
+    if not isinstance(value, dict):
+        raise LeaderboardError(f"{path}: row #{row_id}: the {column} cell is not a JSON object; the store was "
+                               "edited outside openbench")
+    return value
+
+
+def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None) -> str:
+    """How a dataset is shown: its registry name, else the folder name recorded at evaluation, with
+    the fingerprint's first 8 characters."""
+    shown = name or (Path(path).name if path else None) or "dataset"
+    return f"{shown} ({fingerprint[:8]})" if fingerprint else shown
+
+
+def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str = "ranking",
+               path: Optional[Path] = None) -> dict:
     first = runs[0]
-    record = json.loads(first["result_json"])
+    record = _loads(first["result_json"], path, first["id"], "result_json")
+    cells = [_loads(run["metrics_json"], path, run["id"], "metrics_json") for run in runs]
     if task == "classification":
-        per_run = [{k: v for k, v in json.loads(run["metrics_json"]).items() if k in CLASSIFICATION_METRICS}
-                   for run in runs]
+        per_run = [{k: v for k, v in cell.items() if k in CLASSIFICATION_METRICS} for cell in cells]
         side, rank_type = "test", "overall"
     else:
-        per_run = [(json.loads(run["metrics_json"]).get(side) or {}).get(rank_type, {}) for run in runs]
+        per_run = [(cell.get(side) or {}).get(rank_type, {}) for cell in cells]
     names = sorted({key for values in per_run for key in values})
     metrics = {}
     for key in names:
@@ -229,6 +297,7 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
     return {"name": first["name"], "model_type": first["model_type"],
             "dataset": {"name": registry.get("name"), "version": registry.get("version"),
                         "fingerprint": dataset["fingerprint"]},
+            "group": f"{dataset_label(registry.get('name'), dataset['fingerprint'], dataset.get('path'))} ({task})",
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
             "protocol": record["protocol"], "published": False,
             "nonstandard_protocol": _nonstandard(registry.get("name"), record["protocol"]),
@@ -269,11 +338,11 @@ def _sorted(rows: List[dict], sort: str) -> List[dict]:
     lower_first = sort == "mr"
 
     def key(row):
-        scope = row.get("scope") or ""  # ranked within one scope
-        value = row["metrics"].get(sort, {}).get("mean")
+        group, scope = row.get("group") or "", row.get("scope") or ""  # ranked within one dataset and scope
+        value = (row["metrics"].get(sort) or {}).get("mean")
         if value is None:
-            return (scope, 1, 0.0, row["name"])
-        return (scope, 0, value if lower_first else -value, row["name"])
+            return (group, scope, 1, 0.0, row["name"])
+        return (group, scope, 0, value if lower_first else -value, row["name"])
 
     return sorted(rows, key=key)
 
@@ -326,31 +395,45 @@ def open_leaderboard(path=None) -> Leaderboard:
     connection.row_factory = sqlite3.Row
     try:
         connection.execute("PRAGMA busy_timeout = 60000")
+        # opened read-write: a hot journal left by a killed writer is rolled back here
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            connection.close()
+            raise LeaderboardError(f"{path}: a damaged SQLite database ({problems[0]}); it was left untouched "
+                                   "(restore it from a copy, or give another --db)")
         _migrate(connection, path)
     except sqlite3.DatabaseError as error:
         connection.close()
-        raise LeaderboardError(f"{path}: the database cannot be used ({error}); it was left untouched") from None
+        raise LeaderboardError(f"{path}: a damaged or unusable SQLite database ({error}); it was left untouched "
+                               "(restore it from a copy, or give another --db)") from None
     return Leaderboard(path, connection)
 
 
 def _check_foreign(path: Path) -> None:
+    """Refuse, untouched, a file that is not an SQLite database or is another program's: read from
+    the file header itself (application id at offset 68), so that no SQLite connection, and no
+    rollback of a foreign hot journal, happens before the file is known to be ours."""
     with open(path, "rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
+        header = handle.read(100)
     if path.stat().st_size == 0:
         return
-    if header != SQLITE_HEADER:
+    if header[:len(SQLITE_HEADER)] != SQLITE_HEADER:
         raise LeaderboardError(f"{path}: not an SQLite database (the file was left untouched); give another --db")
-    try:
+    if len(header) < 100:
+        raise LeaderboardError(f"{path}: a truncated SQLite database (the file was left untouched)")
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id == APPLICATION_ID:
+        return
+    try:  # a fresh openbench store has no application id until its first migration: empty is ours
         probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0)
         try:
-            application_id = probe.execute("PRAGMA application_id").fetchone()[0]
             tables = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            probe.execute("PRAGMA quick_check").fetchone()
         finally:
             probe.close()
     except sqlite3.DatabaseError as error:
-        raise LeaderboardError(f"{path}: a damaged SQLite database ({error}); the file was left untouched") from None
-    if application_id != APPLICATION_ID and tables:
+        raise LeaderboardError(f"{path}: an SQLite database openbench cannot read ({error}); the file was left "
+                               "untouched") from None
+    if tables:
         raise LeaderboardError(f"{path}: an SQLite database of another program, not an openbench leaderboard; "
                                "the file was left untouched")
 
