@@ -25,6 +25,8 @@ setup(
         "filelock>=3.12",
         "platformdirs>=3.0",
         "scipy>=1.10",  # linear_sum_assignment: the optimal matching of BRAT/ChEMU scoring
+        "starlette>=0.37",  # leaderboard serve: the ASGI toolkit (routes, requests, responses)
+        "uvicorn>=0.29",  # leaderboard serve: the ASGI server
     ],
     extras_require={
         "pykeen": ["pykeen>=1.10", "setuptools>=77.0.3,<81"],

@@ -542,14 +542,113 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
 @click.option("--paper", default=None, help="URL of the paper.")
 @click.option("--code", default=None, help="URL of the code.")
 @click.option("--notes", default=None, help="Free text.")
+@click.option("--server", default=None, help="A served board's URL (openbench leaderboard serve) instead of --db.")
+@click.option("--token", default=None, envvar="OPENBENCH_TOKEN", help="Your team's token for --server "
+                                                                      "[env: OPENBENCH_TOKEN].")
 @_DB_OPTION
 @_handle_errors
-def leaderboard_submit(result_path, name, model_type, paper, code, notes, db):
-    """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard."""
+def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, db):
+    """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard (local, or --server)."""
+    if server:
+        from openbench._io.inputs import read_bytes
+        from openbench.leaderboard.client import post
+
+        answer = post(server, "/api/submissions", read_bytes(result_path), "application/json", token,
+                      dict(name=name, model_type=model_type, paper=paper, code=code, notes=notes))
+        click.echo(f"added #{answer['id']} {name!r} to {server} (team {answer['team']}, self-reported)")
+        return
     from openbench.leaderboard.store import submit_file
 
     path, row_id = submit_file(result_path, db, name=name, model_type=model_type, paper=paper, code=code, notes=notes)
     click.echo(f"added #{row_id} {name!r} to {path}")
+
+
+@leaderboard.command("submit-predictions")
+@click.argument("predictions_path", type=click.Path(dir_okay=False, exists=True))
+@click.option("--server", required=True, help="The served board's URL.")
+@click.option("--benchmark", required=True, help="The hosted benchmark's name (GET /api/benchmarks lists them).")
+@click.option("--name", required=True, help="The name shown on the leaderboard.")
+@click.option("--model-type", type=click.Choice(MODEL_TYPES), default="other", show_default=True)
+@click.option("--paper", default=None, help="URL of the paper.")
+@click.option("--code", default=None, help="URL of the code.")
+@click.option("--token", default=None, envvar="OPENBENCH_TOKEN", help="Your team's token [env: OPENBENCH_TOKEN].")
+@_handle_errors
+def leaderboard_submit_predictions(predictions_path, server, benchmark, name, model_type, paper, code, token):
+    """Send top-k predictions (an .npz, rows in the order of GET /api/benchmarks/NAME/queries) to be
+    scored by the server against its hidden test answers."""
+    from openbench._io.inputs import read_bytes
+    from openbench.leaderboard.client import post
+
+    answer = post(server, f"/api/benchmarks/{benchmark}/predictions", read_bytes(predictions_path),
+                  "application/octet-stream", token, dict(name=name, model_type=model_type, paper=paper, code=code))
+    metrics = answer["metrics"]
+    click.echo(f"added #{answer['id']} {name!r} to {server} (team {answer['team']}, scored by the server): "
+               f"MRR {metrics['mrr']:.4f}, hits@10 {metrics.get('hits@10', 0):.4f}")
+
+
+@leaderboard.command("serve")
+@_DB_OPTION
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option("--benchmark", "benchmarks", multiple=True,
+              help="NAME=SPLIT_DIR: host a benchmark scored against that split's hidden test answers (repeatable).")
+@click.option("--max-body-mb", type=click.FloatRange(min=0.001), default=16.0, show_default=True)
+@click.option("--rate", type=click.FloatRange(min=0.01), default=20.0, show_default=True,
+              help="Requests per second per token, on average.")
+@click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True,
+              help="Requests per token at once.")
+@_handle_errors
+def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst):
+    """Serve the board over HTTP: the page, the rows as JSON, token-authenticated submissions and
+    server-side scoring of hosted benchmarks."""
+    from openbench.leaderboard.server import serve
+    from openbench.leaderboard.store import default_path
+
+    hosted = {}
+    for text in benchmarks:
+        name, _, folder = text.partition("=")
+        if not name or not folder:
+            raise click.BadParameter(f"expected NAME=SPLIT_DIR, got {text!r}", param_hint="--benchmark")
+        hosted[name] = folder
+    database = db or str(default_path())
+    click.echo(f"serving {database} on http://{host}:{port}", err=True)
+    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst)
+
+
+@leaderboard.group("token")
+def leaderboard_token():
+    """Team tokens of a served board (only salted hashes are stored)."""
+
+
+@leaderboard_token.command("create")
+@_DB_OPTION
+@click.option("--name", "team", required=True, help="The team the token submits for.")
+@_handle_errors
+def leaderboard_token_create(db, team):
+    """Print a new token for TEAM once; keep it secret."""
+    from openbench.leaderboard.store import open_leaderboard
+
+    board = open_leaderboard(db)
+    try:
+        click.echo(board.create_token(team))
+    finally:
+        board.close()
+
+
+@leaderboard_token.command("revoke")
+@_DB_OPTION
+@click.option("--name", "team", required=True, help="The team whose tokens stop working.")
+@_handle_errors
+def leaderboard_token_revoke(db, team):
+    """Revoke every token of TEAM."""
+    from openbench.leaderboard.store import open_leaderboard
+
+    board = open_leaderboard(db)
+    try:
+        count = board.revoke_tokens(team)
+    finally:
+        board.close()
+    click.echo(f"revoked {count} token(s) of {team!r}")
 
 
 @leaderboard.command("show")

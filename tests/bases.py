@@ -2,6 +2,7 @@
 import other test modules; what they share lives here or in :mod:`tests.helpers`)."""
 import json
 import random
+from html.parser import HTMLParser
 
 import torch.distributed as dist
 
@@ -62,3 +63,39 @@ def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_
                 json.dump(result, handle)
     finally:
         dist.destroy_process_group()
+
+
+class TableReader(HTMLParser):
+    """The cells of the <table class="leaderboard"> elements (one per dataset) as rendered."""
+
+    def __init__(self):
+        super().__init__()
+        self.inside, self.rows, self.cell = False, [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table" and ("class", "leaderboard") in attrs:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append({})
+        elif self.inside and tag in ("td", "th"):
+            self.cell = [dict(attrs).get("data-key"), tag, ""]
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell[2] += data
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+        elif tag in ("td", "th") and self.cell is not None:
+            key, kind, text = self.cell
+            if kind == "td":
+                self.rows[-1][key] = text
+            self.cell = None
+
+
+def chromium():
+    """A headless-capable Chromium on PATH, or None."""
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

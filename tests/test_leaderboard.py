@@ -5,12 +5,10 @@ import io
 import json
 import math
 import multiprocessing
-import shutil
 import sqlite3
 import statistics
 import subprocess
 import sys
-from html.parser import HTMLParser
 
 import pytest
 from click.testing import CliRunner
@@ -20,7 +18,9 @@ from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import build_scorer
 from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardError, open_leaderboard, validate
+from openbench.leaderboard.store import MIGRATIONS
 from openbench.leaderboard.render import render
+from tests.bases import TableReader, chromium
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
 
@@ -207,7 +207,7 @@ def test_damaged_or_foreign_files_are_refused_and_left_untouched(tmp_path):
 
 def test_schema_is_versioned(tmp_path):
     board = open_leaderboard(tmp_path / "lb.sqlite")
-    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
     assert board.connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     board.close()
     assert len(open_leaderboard(tmp_path / "lb.sqlite").published()) == len(PUBLISHED_HQ_DIR)  # seeded once
@@ -347,41 +347,8 @@ def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
     assert not parsed[0]["name"].startswith(("=", "+", "-", "@"))
 
 
-class _TableReader(HTMLParser):
-    """The cells of the <table class="leaderboard"> elements (one per dataset) as rendered."""
-
-    def __init__(self):
-        super().__init__()
-        self.inside, self.rows, self.cell = False, [], None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table" and ("class", "leaderboard") in attrs:
-            self.inside = True
-        elif self.inside and tag == "tr":
-            self.rows.append({})
-        elif self.inside and tag in ("td", "th"):
-            self.cell = [dict(attrs).get("data-key"), tag, ""]
-
-    def handle_data(self, data):
-        if self.cell is not None:
-            self.cell[2] += data
-
-    def handle_endtag(self, tag):
-        if tag == "table":
-            self.inside = False
-        elif tag in ("td", "th") and self.cell is not None:
-            key, kind, text = self.cell
-            if kind == "td":
-                self.rows[-1][key] = text
-            self.cell = None
-
-
-def _chromium():
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
+@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
     db = str(tmp_path / "lb.sqlite")
     board = open_leaderboard(db)
@@ -393,9 +360,9 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
                                      "--db", db])
     assert done.exit_code == 0, done.output
     page = tmp_path / "site" / "index.html"
-    dom = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120, check=True).stdout
-    reader = _TableReader()
+    reader = TableReader()
     reader.feed(dom)
     rendered = [row for row in reader.rows if row]
     assert len(rendered) == len(expected)  # the script built one row per group and published result
@@ -426,3 +393,31 @@ def test_a_result_file_that_is_not_json_is_refused(tmp_path):
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(path), "--name", "x", "--db",
                                      str(tmp_path / "lb.sqlite")])
     assert done.exit_code == 1 and "result.json, line 1: not valid result record" in done.output
+
+
+def test_a_version_1_store_migrates_with_its_rows(tmp_path, records):
+    """A store written before teams and tokens (schema 1) opens as version 2: its rows keep their
+    data, and task, scope and dataset label are filled in from the stored records."""
+    from openbench.leaderboard.store import _canonical, _statements
+
+    db = tmp_path / "old.sqlite"
+    record = records[("DistMult", 0)]
+    with sqlite3.connect(db, isolation_level=None) as connection:
+        for statement in _statements(MIGRATIONS[0]):
+            connection.execute(statement)
+        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        connection.execute("PRAGMA user_version = 1")
+        model = record["model"]
+        connection.execute(
+            "INSERT INTO submissions (name, model_type, dataset_fingerprint, protocol_key, model_key, seed_key, "
+            "metrics_json, result_json, submitted_at) VALUES (?, 'latent', ?, ?, ?, ?, ?, ?, 'then')",
+            ("old run", record["dataset"]["fingerprint"], _canonical(record["protocol"]),
+             _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
+             _canonical(record["seed"]), _canonical(record["metrics"]), json.dumps(record)))
+    board = open_leaderboard(db)
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    rows = [row for row in board.rows() if not row["published"]]
+    assert [(row["name"], row["verified"], row["runs"]) for row in rows] == [("old run", "self", 1)]
+    assert rows[0]["group"].startswith("graph")
+    assert board.create_token("lab").startswith("obt_")
+    board.close()

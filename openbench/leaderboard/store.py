@@ -16,7 +16,10 @@ separate, read-only table, shown beside the submitted rows and marked as not rep
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import json
+import secrets
 import sqlite3
 import statistics
 from contextlib import contextmanager
@@ -28,7 +31,7 @@ from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validat
 
 __all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
-           "submit_file", "read_rows", "open_leaderboard", "scope_of", "dataset_label"]
+           "submit_file", "read_rows", "open_leaderboard", "scope_of", "dataset_label", "TOKEN_PREFIX", "VERIFIED"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
@@ -66,7 +69,22 @@ MIGRATIONS = [
     CREATE TRIGGER published_read_only_delete BEFORE DELETE ON published
         BEGIN SELECT RAISE(ABORT, 'published results are read-only'); END;
     """,
+    # version 2: a served board: teams and their tokens (salted hashes only), and how a row was scored
+    """
+    ALTER TABLE submissions ADD COLUMN team TEXT;
+    ALTER TABLE submissions ADD COLUMN verified TEXT NOT NULL DEFAULT 'self';
+    ALTER TABLE submissions ADD COLUMN task TEXT NOT NULL DEFAULT 'ranking';
+    ALTER TABLE submissions ADD COLUMN scope TEXT;
+    ALTER TABLE submissions ADD COLUMN dataset_label TEXT;
+    CREATE INDEX submissions_by_dataset ON submissions (dataset_fingerprint, task);
+    CREATE TABLE tokens (
+        id INTEGER PRIMARY KEY, team TEXT NOT NULL, salt TEXT NOT NULL, digest TEXT NOT NULL,
+        created_at TEXT NOT NULL, revoked_at TEXT
+    );
+    """,
 ]
+TOKEN_PREFIX = "obt"
+VERIFIED = ("self", "server")
 
 
 class LeaderboardError(OpenbenchError):
@@ -120,9 +138,18 @@ class Leaderboard:
         self.connection.execute("COMMIT")
 
     def submit(self, record: dict, name: str, model_type: str = "other", paper: Optional[str] = None,
-               code: Optional[str] = None, notes: Optional[str] = None) -> int:
-        """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records."""
+               code: Optional[str] = None, notes: Optional[str] = None, team: Optional[str] = None,
+               verified: str = "self") -> int:
+        """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records.
+
+        :param team: the submitting team (a served board's token); its rows' names and groups are
+            its own: another team's cannot be joined or reused.
+        :param verified: ``"self"`` (a result JSON the submitter computed) or ``"server"`` (scored
+            by the server against hidden test answers).
+        """
         validate(record)
+        if verified not in VERIFIED:
+            raise LeaderboardError(f"verified {verified!r}: expected one of {', '.join(VERIFIED)}")
         if model_type not in MODEL_TYPES:
             raise LeaderboardError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
         if not name.strip():
@@ -132,8 +159,11 @@ class Leaderboard:
         keys = (dataset["fingerprint"], _canonical(record["protocol"]),
                 _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
                 _canonical(record.get("seed")))
+        task = record.get("task", "ranking")
         row = (name.strip(), model_type, paper, code, notes, registry.get("name"), registry.get("version"), *keys,
-               _canonical(_headline_metrics(record)), json.dumps(record), _now())
+               _canonical(_headline_metrics(record)), json.dumps(record), _now(), team, verified, task,
+               scope_of(record["protocol"]) if task == "ranking" else None,
+               dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path")))
         with self._transaction() as connection:
             duplicate = connection.execute(
                 "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
@@ -141,25 +171,32 @@ class Leaderboard:
             if duplicate:
                 raise LeaderboardError(f"a run with the same dataset, protocol, model and seed is already on the "
                                        f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
-            self._check_name(connection, name.strip(), keys, record.get("task", "ranking"))
+            self._check_name(connection, name.strip(), keys, record.get("task", "ranking"), team)
             cursor = connection.execute(
                 "INSERT INTO submissions (name, model_type, paper, code, notes, dataset_name, dataset_version, "
-                "dataset_fingerprint, protocol_key, model_key, seed_key, metrics_json, result_json, submitted_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                "dataset_fingerprint, protocol_key, model_key, seed_key, metrics_json, result_json, submitted_at, "
+                "team, verified, task, scope, dataset_label) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
             return int(cursor.lastrowid)
 
-    def _check_name(self, connection: sqlite3.Connection, name: str, keys: tuple, task: str) -> None:
+    def _check_name(self, connection: sqlite3.Connection, name: str, keys: tuple, task: str,
+                    team: Optional[str] = None) -> None:
         """A name identifies one row: a run joining a group keeps the group's name, and a name is
-        not given to a second model on the same dataset and task."""
+        not given to a second model on the same dataset and task; on a served board a team joins
+        and names only its own rows."""
         fingerprint, protocol_key, model_key, _ = keys
-        for row in connection.execute("SELECT id, name, protocol_key, model_key, result_json FROM submissions "
-                                      "WHERE dataset_fingerprint = ?", (fingerprint,)):
+        for row in connection.execute(
+                "SELECT id, name, protocol_key, model_key, task, team FROM submissions WHERE dataset_fingerprint = ? "
+                "AND (name = ? OR (protocol_key = ? AND model_key = ?)) ORDER BY id",
+                (fingerprint, name, protocol_key, model_key)):
             same_group = row["protocol_key"] == protocol_key and row["model_key"] == model_key
+            if (same_group or row["name"] == name) and row["team"] != team and (team or row["team"]):
+                raise LeaderboardError(f"#{row['id']} {row['name']!r} belongs to another team; a team adds rows "
+                                       "only under its own names")
             if same_group and row["name"] != name:
                 raise LeaderboardError(f"this run joins the group of #{row['id']} {row['name']!r} (same dataset, "
                                        f"protocol and model: another seed); submit it under that name")
-            if (not same_group and row["name"] == name and row["model_key"] != model_key
-                    and _loads(row["result_json"], self.path, row["id"], "result_json").get("task", "ranking") == task):
+            if not same_group and row["name"] == name and row["model_key"] != model_key and row["task"] == task:
                 raise LeaderboardError(f"the name {name!r} already names another model on this dataset (#{row['id']}); "
                                        "choose a name that tells them apart")
 
@@ -181,14 +218,17 @@ class Leaderboard:
         if dataset is not None:
             self._check_dataset_query(dataset)
         groups: Dict[tuple, List[sqlite3.Row]] = {}
-        for row in self.connection.execute("SELECT * FROM submissions ORDER BY id"):
+        columns = ("id, name, model_type, paper, code, notes, dataset_name, dataset_version, dataset_fingerprint, "
+                   "protocol_key, model_key, seed_key, metrics_json, team, verified, task, scope, dataset_label")
+        for row in self.connection.execute(f"SELECT {columns} FROM submissions WHERE task = ? AND "
+                                           f"(scope IS NOT NULL) = ? ORDER BY id", (task, scoped)):
             if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
-                continue
-            stored = _loads(row["result_json"], self.path, row["id"], "result_json")
-            if stored.get("task", "ranking") != task or (scope_of(stored["protocol"]) is not None) != scoped:
                 continue
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
         out = [_group_row(runs, side, rank_type, task, self.path) for runs in groups.values()]
+        labels: Dict[str, str] = {}  # one label per dataset and protocol family, whatever the folder was called
+        for row in out:
+            row["group"] = labels.setdefault(row["group_key"], row["group"])
         if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
@@ -197,12 +237,38 @@ class Leaderboard:
             raise LeaderboardError(f"--sort {sort!r}: expected one of {', '.join(known)}")
         return _sorted(out, sort)
 
+    def create_token(self, team: str) -> str:
+        """A new token for ``team``, returned once: the store keeps a salted SHA-256 of its secret."""
+        if not team.strip():
+            raise LeaderboardError("a token needs a team name")
+        salt, secret = secrets.token_hex(16), secrets.token_urlsafe(32)
+        with self._transaction() as connection:
+            cursor = connection.execute("INSERT INTO tokens (team, salt, digest, created_at) VALUES (?, ?, ?, ?)",
+                                        (team.strip(), salt, _digest(salt, secret), _now()))
+            return f"{TOKEN_PREFIX}_{cursor.lastrowid}_{secret}"
+
+    def revoke_tokens(self, team: str) -> int:
+        """Revoke every live token of ``team``; returns how many."""
+        with self._transaction() as connection:
+            return connection.execute("UPDATE tokens SET revoked_at = ? WHERE team = ? AND revoked_at IS NULL",
+                                      (_now(), team)).rowcount
+
+    def team_of(self, token: str) -> Optional[str]:
+        """The team of a live token, else None (constant-time comparison of the digests)."""
+        parts = token.split("_", 2)
+        if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1].isdigit():
+            return None
+        row = self.connection.execute("SELECT team, salt, digest, revoked_at FROM tokens WHERE id = ?",
+                                      (int(parts[1]),)).fetchone()
+        if row is None or row["revoked_at"] is not None:
+            hmac.compare_digest("0" * 64, _digest("", parts[2]))  # the same work whether or not the id exists
+            return None
+        return row["team"] if hmac.compare_digest(row["digest"], _digest(row["salt"], parts[2])) else None
+
     def datasets(self) -> List[str]:
         """The datasets on the board, as :func:`dataset_label` shows them."""
-        labels = {dataset_label(row["dataset_name"], row["dataset_fingerprint"], _loads(
-            row["result_json"], self.path, row["id"], "result_json").get("dataset", {}).get("path"))
-            for row in self.connection.execute("SELECT id, dataset_name, dataset_fingerprint, result_json "
-                                               "FROM submissions")}
+        labels = {row[0] for row in self.connection.execute("SELECT DISTINCT dataset_label FROM submissions")
+                  if row[0]}
         labels |= {row["dataset_name"] for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published")}
         return sorted(labels)
 
@@ -235,6 +301,10 @@ class Leaderboard:
                          "runs": None, "protocol": row["protocol"], "published": True,
                          "nonstandard_protocol": None, "source": row["source"]})
         return rows
+
+
+def _digest(salt: str, secret: str) -> str:
+    return hashlib.sha256((salt + secret).encode("utf-8")).hexdigest()
 
 
 def _now() -> str:
@@ -274,10 +344,17 @@ def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optiona
     return f"{shown} ({fingerprint[:8]})" if fingerprint else shown
 
 
+def _candidates_note(protocol: dict) -> str:
+    """Ranks against listed candidates (top-k files, OBL2021) are not comparable with full
+    rankings: such rows get a table of their own."""
+    candidates = protocol.get("candidates", "all") if isinstance(protocol, dict) else "all"
+    return "" if candidates in ("all", "typed") else f"; {candidates}"
+
+
 def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str = "ranking",
                path: Optional[Path] = None) -> dict:
     first = runs[0]
-    record = _loads(first["result_json"], path, first["id"], "result_json")
+    protocol = _loads(first["protocol_key"], path, first["id"], "protocol_key")
     cells = [_loads(run["metrics_json"], path, run["id"], "metrics_json") for run in runs]
     if task == "classification":
         per_run = [{k: v for k, v in cell.items() if k in CLASSIFICATION_METRICS} for cell in cells]
@@ -292,17 +369,18 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
         mean = statistics.fmean(present) if len(present) == len(values) and present else None
         std = statistics.stdev(present) if mean is not None and len(present) > 1 else None
         metrics[key] = {"mean": mean, "std": std}
-    dataset = record["dataset"]
-    registry = dataset.get("registry") or {}
+    fingerprint = first["dataset_fingerprint"]
     return {"name": first["name"], "model_type": first["model_type"],
-            "dataset": {"name": registry.get("name"), "version": registry.get("version"),
-                        "fingerprint": dataset["fingerprint"]},
-            "group": f"{dataset_label(registry.get('name'), dataset['fingerprint'], dataset.get('path'))} ({task})",
+            "dataset": {"name": first["dataset_name"], "version": first["dataset_version"], "fingerprint": fingerprint},
+            "group": f"{first['dataset_label'] or dataset_label(first['dataset_name'], fingerprint)} "
+                     f"({task}{_candidates_note(protocol)})",
+            "group_key": f"{fingerprint} {task}{_candidates_note(protocol)}",
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
-            "protocol": record["protocol"], "published": False,
-            "nonstandard_protocol": _nonstandard(registry.get("name"), record["protocol"]),
-            "scope": scope_of(record["protocol"]) if task == "ranking" else None,
+            "protocol": protocol, "published": False,
+            "nonstandard_protocol": _nonstandard(first["dataset_name"], protocol),
+            "scope": first["scope"],
             "seeds": [json.loads(run["seed_key"]) for run in runs],
+            "team": first["team"], "verified": "server" if all(run["verified"] == "server" for run in runs) else "self",
             "paper": first["paper"], "code": first["code"], "notes": first["notes"]}
 
 
@@ -450,12 +528,27 @@ def _migrate(connection: sqlite3.Connection, path: Path) -> None:
                 connection.execute(statement)
             if number == 0:
                 _seed_published(connection)
+            if number == 1:
+                _backfill_derived_columns(connection, path)
         connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
     except BaseException:
         connection.execute("ROLLBACK")
         raise
     connection.execute("COMMIT")
+
+
+def _backfill_derived_columns(connection: sqlite3.Connection, path: Path) -> None:
+    """Version 2 keeps task, scope and the dataset's label beside each record (so that listing never
+    parses whole records): computed once here for the rows a version-1 store holds."""
+    for row in connection.execute("SELECT id, result_json FROM submissions").fetchall():
+        record = _loads(row[1], path, row[0], "result_json")
+        dataset, task = record.get("dataset", {}), record.get("task", "ranking")
+        registry = dataset.get("registry") or {}
+        connection.execute("UPDATE submissions SET task = ?, scope = ?, dataset_label = ? WHERE id = ?",
+                           (task, scope_of(record.get("protocol", {})) if task == "ranking" else None,
+                            dataset_label(registry.get("name"), dataset.get("fingerprint"), dataset.get("path")),
+                            row[0]))
 
 
 def _statements(script: str) -> List[str]:
