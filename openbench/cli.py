@@ -626,13 +626,7 @@ def leaderboard_token():
 @_handle_errors
 def leaderboard_token_create(db, team):
     """Print a new token for TEAM once; keep it secret."""
-    from openbench.leaderboard.store import open_leaderboard
-
-    board = open_leaderboard(db)
-    try:
-        click.echo(board.create_token(team))
-    finally:
-        board.close()
+    click.echo(_on_board(db, "create_token", team))
 
 
 @leaderboard_token.command("revoke")
@@ -641,14 +635,18 @@ def leaderboard_token_create(db, team):
 @_handle_errors
 def leaderboard_token_revoke(db, team):
     """Revoke every token of TEAM."""
+    click.echo(f"revoked {_on_board(db, 'revoke_tokens', team)} token(s) of {team!r}")
+
+
+def _on_board(db, method: str, *args):
+    """``open_leaderboard(db).<method>(*args)``, the store closed afterwards."""
     from openbench.leaderboard.store import open_leaderboard
 
     board = open_leaderboard(db)
     try:
-        count = board.revoke_tokens(team)
+        return getattr(board, method)(*args)
     finally:
         board.close()
-    click.echo(f"revoked {count} token(s) of {team!r}")
 
 
 @leaderboard.command("show")
