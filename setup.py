@@ -36,7 +36,7 @@ setup(
         "hpo": ["pyhpo>=3.0"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81",
-                 "matplotlib>=3.7", "mypy>=1.10", "scikit-learn>=1.3"],  # sklearn: AUROC/AP cross-checks
+                 "matplotlib>=3.7", "mypy>=1.10", "scikit-learn>=1.3", "ogb>=1.3.6"],  # cross-checks: AUROC/AP, OGB's evaluator
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting), polars (row writing) and numpy/polars (edge order) implementations of the same contracts are used

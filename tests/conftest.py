@@ -9,6 +9,7 @@ import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ.setdefault("OUTDATED_IGNORE", "1")  # ogb's import would ask PyPI for its latest version
 
 
 def pytest_configure(config):

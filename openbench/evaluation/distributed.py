@@ -98,6 +98,8 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
             # this rank keeps only its entity rows; query anchors come from their owners
             scorer = type(scorer)(scorer.entities[start:stop].clone(), scorer.relations)
             options["entity_range"] = (start, stop)
+        if options.get("sampled_negatives") is not None:
+            raise InputError("the sampled protocol runs on one process: its candidates are few per query")
         super().__init__(dataset, scorer, **options)
 
     def protocol(self) -> Protocol:

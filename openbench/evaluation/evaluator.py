@@ -38,6 +38,7 @@ from openbench.evaluation.kernels import kernel_name
 from openbench.evaluation.metrics import summarize
 from openbench.evaluation.ranking import (NonFiniteRows, RankCounts, candidate_counts, count_block, other_known,
                                           true_ids_of)
+from openbench.evaluation.sampled import SampledNegatives, sampled_counts
 from openbench.evaluation.scorers import EmbeddingScorer
 from openbench.evaluation.typed import TypedCandidates
 
@@ -85,7 +86,8 @@ class Evaluator:
                  hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
                  exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
                  progress: bool = True, candidates: str = "all", sides: Sequence[str] = SIDES,
-                 scope_relations: Optional[Sequence[str]] = None, scope_entities: Optional[Sequence[str]] = None):
+                 scope_relations: Optional[Sequence[str]] = None, scope_entities: Optional[Sequence[str]] = None,
+                 sampled_negatives: Optional[SampledNegatives] = None):
         unknown = [name for name in filter_sets if name not in SPLITS]
         if unknown:
             raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
@@ -115,6 +117,15 @@ class Evaluator:
             raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
         self.candidates = candidates
         self.sides, self.relation_scope, self.entity_scope = _scope(dataset, sides, scope_relations, scope_entities)
+        self.sampled_negatives = sampled_negatives
+        if sampled_negatives is not None:
+            if self.filter_sets:
+                raise InputError("the sampled protocol ranks against the given negatives without filtering (OGB's "
+                                 "definition): give no filter sets")
+            if self.relation_scope is not None or self.entity_scope is not None:
+                raise InputError("the sampled protocol ranks the whole evaluation split: --relations and --entities "
+                                 "do not apply")
+            sampled_negatives.check(dataset.triples[evaluation_split], dataset.num_entities)
         self.scope_dropped = 0  # evaluation triples whose answer lies outside the entity scope
         self.typed: Optional[TypedCandidates] = None
         if candidates == "typed" or self.entity_scope is not None:
@@ -295,7 +306,10 @@ class Evaluator:
 
     def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """The producer: {"head", "tail"} counts, each (T,) per query of ``triples`` (T, 3),
-        batch by batch (halving the batch on out-of-memory)."""
+        batch by batch (halving the batch on out-of-memory); under the sampled protocol each
+        query against its own negatives (:func:`~openbench.evaluation.sampled.sampled_counts`)."""
+        if self.sampled_negatives is not None:
+            return sampled_counts(self, triples, self.sampled_negatives, batch_size)
         return self._evaluate_triples(triples, batch_size)
 
     def protocol(self) -> Protocol:
@@ -308,7 +322,11 @@ class Evaluator:
             extra["entities"] = {"count": len(self.entity_scope), "dropped_triples": self.scope_dropped,
                                  "sha256": hashlib.sha256(labels.encode("utf-8")).hexdigest()}
         sides = len(self.sides)
-        return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=self.candidates,
+        candidates = self.candidates
+        if self.sampled_negatives is not None:
+            candidates = "sampled"
+            extra["negatives_per_query"] = self.sampled_negatives.description()
+        return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=candidates,
                         sides=list(self.sides), exclude_query_entity=self.exclude_query_entity,
                         lower_is_better=self.lower_is_better,
                         dropped_queries=sides * (self.dataset.dropped.get(self.evaluation_split, 0)
@@ -452,12 +470,14 @@ class EmbeddingEvaluator(Evaluator):
 
     @torch.no_grad()
     def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
-        """(n,) scores of (n, 3) triples, each against its own tail only: O(n · d)."""
+        """(n,) scores of (n, 3) triples, each against its own tail only: O(n · d); higher is more
+        plausible (negated when ``lower_is_better``)."""
         start, _ = self.entity_range
         size = batch_size or 65536
         out = [self.scorer.score_pairs(triples[i:i + size].to(self.device), start).double().cpu()
                for i in range(0, triples.shape[0], size)]
-        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        result = torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        return -result if self.lower_is_better else result
 
     def default_batch_size(self) -> int:
         """Queries per batch: as many full (E,) score rows as the block budget holds, at most 4096."""

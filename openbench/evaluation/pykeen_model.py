@@ -111,7 +111,8 @@ class PyKEENModelEvaluator(Evaluator):
             hrt = torch.stack([self.entity_ids[batch[:, 0]], self.relation_ids[batch[:, 1]],
                                self.entity_ids[batch[:, 2]]], dim=1)
             out.append(self.model.score_hrt(hrt).reshape(-1).double().cpu())
-        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        result = torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        return -result if self.lower_is_better else result
 
 
 def pykeen_evaluator(folder, dataset: Dataset, trust_pickle: bool, **options) -> PyKEENModelEvaluator:

@@ -107,6 +107,8 @@ class TopKEvaluator(Evaluator):
     def __init__(self, dataset: Dataset, listings: Dict[Tuple[int, int, int], Dict[str, Listing]],
                  source: Optional[Path] = None, **options):
         options.setdefault("exclude_query_entity", True)
+        if options.get("sampled_negatives") is not None:
+            raise UsageError("top-k prediction files rank what they list: the sampled protocol does not apply")
         super().__init__(dataset, device="cpu", **options)
         self.listings = listings
         self.source = Path(source) if source else None
