@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from openbench.text.disease_ranking.knowledge_base import METHODS, KnowledgeBase  # noqa: E402
 from openbench.text.disease_ranking.case_sets import load_test_set  # noqa: E402
 
-DEFAULT_TEST_SET = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "phenotype" / "phenobrain" / \
+DEFAULT_TEST_SET = Path(__file__).resolve().parents[1] / "tests" / "data" / "phenotype" / "phenobrain" / \
     "Public_Test_set.json"
 TARGET_SECONDS = 120.0
 

@@ -32,8 +32,9 @@ import torch
 from scipy.stats import rankdata
 
 from openbench import __version__
-from openbench._io.inputs import read_table
+from openbench._io.inputs import line_of_row
 from openbench.errors import InputError, UsageError
+from openbench.evaluation.dataset import map_labels, read_sample_rows
 from openbench.layouts import SAMPLE_FILES, resolve_layout
 
 __all__ = ["THRESHOLD_METRICS", "LabelledTriples", "auroc", "average_precision", "choose_threshold",
@@ -61,14 +62,14 @@ class LabelledTriples:
 # threshold-free metrics
 
 
-def _split(scores: np.ndarray, labels: np.ndarray) -> Tuple[int, int]:
+def _class_counts(labels: np.ndarray) -> Tuple[int, int]:
     positives = int(labels.sum())
     return positives, int(labels.size - positives)
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> Optional[float]:
     """Mann–Whitney AUROC of (n,) scores and (n,) bool labels; ties count ½; None without both classes."""
-    positives, negatives = _split(scores, labels)
+    positives, negatives = _class_counts(labels)
     if positives == 0 or negatives == 0:
         return None
     ranks = rankdata(scores, method="average")
@@ -88,7 +89,7 @@ def _descending_groups(scores: np.ndarray, labels: np.ndarray):
 
 def average_precision(scores: np.ndarray, labels: np.ndarray) -> Optional[float]:
     """Average precision (scikit-learn's ``average_precision_score``); None without positives."""
-    positives, _ = _split(scores, labels)
+    positives, _ = _class_counts(labels)
     if positives == 0 or scores.size == 0:
         return None
     _, tp, fp = _descending_groups(scores, labels)
@@ -103,7 +104,7 @@ def average_precision(scores: np.ndarray, labels: np.ndarray) -> Optional[float]
 def choose_threshold(scores: np.ndarray, labels: np.ndarray, metric: str) -> float:
     """The threshold (predict true when score >= it) maximising ``metric`` over the distinct
     scores and +inf; the highest threshold among equals."""
-    positives, negatives = _split(scores, labels)
+    positives, negatives = _class_counts(labels)
     distinct, tp, fp = _descending_groups(scores, labels)
     candidates = np.r_[np.inf, distinct]
     tp, fp = np.r_[0, tp], np.r_[0, fp]
@@ -130,7 +131,7 @@ def threshold_metrics(scores: np.ndarray, labels: np.ndarray, thresholds: np.nda
 
 
 def _block(scores: np.ndarray, labels: np.ndarray, thresholds: np.ndarray) -> Dict[str, Optional[float]]:
-    positives, negatives = _split(scores, labels)
+    positives, negatives = _class_counts(labels)
     return {"auroc": auroc(scores, labels), "auprc": average_precision(scores, labels),
             **threshold_metrics(scores, labels, thresholds), "positives": positives, "negatives": negatives}
 
@@ -149,20 +150,14 @@ def _macro(blocks: Dict[str, dict]) -> Dict[str, Optional[float]]:
 
 
 def _labelled_rows(path: Path, negatives_only: bool) -> pl.DataFrame:
-    frame = read_table(path, None, header=False, widths=(6,), comment_prefixes=())
-    if frame.height == 0:
-        return pl.DataFrame(schema={"h": pl.String, "r": pl.String, "t": pl.String, "value": pl.String,
-                                    "source": pl.String})
-    c = frame.columns
-    frame = frame.select(pl.col(c[0]).alias("h"), pl.col(c[1]).alias("r"), pl.col(c[2]).alias("t"),
-                         pl.col(c[4]).fill_null("").alias("value"), pl.col(c[5]).fill_null("").alias("source"))
-    bad = frame.with_row_index().filter(~pl.col("value").is_in(["0", "1"]) | (negatives_only & (pl.col("value") != "0")))
-    if bad.height:
-        from openbench._io.inputs import line_of_row
-
-        expected = "0 (a negative file)" if negatives_only else "0 or 1"
-        raise InputError(f"column 5 (value) is {bad['value'][0]!r}; expected {expected}", path,
-                         line_of_row(path, int(bad["index"][0])))
+    """h, r, t, value, source of one split file (:func:`~openbench.evaluation.dataset.read_sample_rows`);
+    a negative file holds value-0 rows only."""
+    frame = read_sample_rows(path)
+    if negatives_only:
+        bad = frame.with_row_index().filter(pl.col("value") != "0")
+        if bad.height:
+            raise InputError(f"column 5 (value) is {bad['value'][0]!r}; expected 0 (a negative file)", path,
+                             line_of_row(path, int(bad["index"][0])))
     return frame
 
 
@@ -180,11 +175,9 @@ def read_labelled_split(dataset, split: str, fold: Optional[int] = None) -> Labe
     if not parts:
         raise InputError(f"no {split} file: {SAMPLE_FILES[split]}", folder)
     frame = pl.concat(parts).unique(["h", "r", "t", "value"], keep="first", maintain_order=True)
-    entities, relations = pl.Enum(dataset.entity_labels), pl.Enum(dataset.relation_labels)
-    ids = frame.select(*(pl.col(c).cast(enum, strict=False).to_physical().cast(pl.Int64).fill_null(-1)
-                         for c, enum in (("h", entities), ("r", relations), ("t", entities))))
-    known = ids.select(pl.all_horizontal(pl.all() >= 0)).to_series().to_numpy()
-    triples = torch.from_numpy(ids.to_numpy()[known].astype(np.int64).reshape(-1, 3).copy())
+    ids, unknown = map_labels(frame, dataset.entity_labels, dataset.relation_labels)
+    known = ~unknown.to_numpy() if frame.height else np.zeros(0, dtype=bool)
+    triples = ids[torch.from_numpy(known)]
     labels = (frame.get_column("value") == "1").to_numpy()[known]
     generated = (frame.get_column("source") == "GENERATED").to_numpy()[known]
     dropped = int((~known).sum())
@@ -225,20 +218,8 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
         if not np.isfinite(values).all():
             raise InputError(f"the model gave non-finite scores to {int((~np.isfinite(values)).sum())} {split} "
                              "triple(s)", Path(dataset.path))
-    valid = data["valid"]
-    relations_valid = valid.triples[:, 1].numpy()
-    global_threshold = choose_threshold(scores["valid"], valid.labels, threshold_metric)
-    thresholds: Dict[str, dict] = {}
-    for relation in range(len(names)):
-        rows = relations_valid == relation
-        positives, negatives = _split(scores["valid"][rows], valid.labels[rows])
-        if positives and negatives:
-            value = choose_threshold(scores["valid"][rows], valid.labels[rows], threshold_metric)
-            thresholds[names[relation]] = {"threshold": _json_float(value), "chosen_on": "relation"}
-        elif (data["test"].triples[:, 1] == relation).any() or rows.any():
-            thresholds[names[relation]] = {"threshold": _json_float(global_threshold), "chosen_on": "global"}
-    threshold_of = np.array([_from_json(thresholds.get(n, {}).get("threshold", _json_float(global_threshold)))
-                             for n in names] or [0.0])
+    threshold_of, thresholds, global_threshold = _choose_thresholds(
+        scores["valid"], data["valid"], data["test"], names, threshold_metric)
     result = {}
     for split, part in data.items():
         relations = part.triples[:, 1].numpy()
@@ -259,22 +240,36 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
               "protocol": {"threshold_metric": threshold_metric, "threshold_rule": "score >= threshold is true",
                            "thresholds_chosen_on": "valid", "negatives": "value-0 rows of the split files and "
                            "negative_*_sample.csv (true negatives and GENERATED corruptions)"},
-              "dataset": {"path": dataset.path, "fingerprint": dataset.fingerprint,
-                          "id_map_sha256": dataset.id_map_sha256, "counts": dataset.counts(),
-                          "registry": dataset.registry},
+              "dataset": evaluator.dataset_description(),
               "model": evaluator.model_description(), "seed": evaluator.seed, "device": str(evaluator.device),
               "version": __version__, "timing": {"seconds": round(time.perf_counter() - started, 6)},
               "warnings": list(evaluator.warnings)}
     return record
 
 
+def _choose_thresholds(scores: np.ndarray, valid: LabelledTriples, test: LabelledTriples, names: List[str],
+                       metric: str) -> Tuple[np.ndarray, Dict[str, dict], float]:
+    """(threshold per relation id (R,), the record's ``thresholds`` block, the global threshold):
+    each relation's own where validation holds both classes for it, else the global one
+    (recorded for the relations that occur in validation or test)."""
+    relations = valid.triples[:, 1].numpy()
+    global_threshold = choose_threshold(scores, valid.labels, metric)
+    threshold_of = np.full(max(1, len(names)), global_threshold)
+    present = set(relations.tolist()) | set(test.triples[:, 1].tolist())
+    block: Dict[str, dict] = {}
+    for relation in sorted(present):
+        rows = relations == relation
+        positives, negatives = _class_counts(valid.labels[rows])
+        if positives and negatives:
+            threshold_of[relation] = choose_threshold(scores[rows], valid.labels[rows], metric)
+        block[names[relation]] = {"threshold": _json_float(threshold_of[relation]),
+                                  "chosen_on": "relation" if positives and negatives else "global"}
+    return threshold_of, block, global_threshold
+
+
 def _json_float(value: float):
     """JSON has no infinity: +inf (predict nothing true) is written as the string "inf"."""
     return "inf" if value == np.inf else float(value)
-
-
-def _from_json(value) -> float:
-    return np.inf if value == "inf" else float(value)
 
 
 def summary_lines(record: dict) -> List[str]:

@@ -30,7 +30,7 @@ from openbench.evaluation.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
 
-__all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_triples", "read_id_map", "read_id_triples",
+__all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_rows", "read_sample_triples", "map_labels", "read_id_map", "read_id_triples",
            "triples_fingerprint", "id_map_fingerprint", "load_dataset", "read_dataset", "write_id_layout",
            "export_id_layout"]
 
@@ -83,15 +83,16 @@ def _first_bad_row(frame: pl.DataFrame, problems: pl.Expr) -> Optional[int]:
     return int(rows[0]) if len(rows) else None
 
 
-def read_sample_triples(path: Path) -> pl.DataFrame:
-    """Positive triples of one OpenBioLink sample file as a frame with string columns h, r, t.
+def read_sample_rows(path: Path) -> pl.DataFrame:
+    """Every row of one OpenBioLink sample file as string columns h, r, t, value, source.
 
     Accepts the 6-column layout (``id1, relation, id2, qscore, value, source``; value 1 marks a
-    triple, value 0 a negative) and the 3-column layout; every line has the first line's width.
+    triple, value 0 a negative) and the 3-column layout (every row a triple: value "1", source "");
+    every line has the first line's width.
     """
     frame = read_table(path, None, header=False, widths=(3, 6), comment_prefixes=())
     if frame.height == 0:
-        return pl.DataFrame(schema={n: pl.String for n in TRIPLE_COLUMNS})
+        return pl.DataFrame(schema={n: pl.String for n in (*TRIPLE_COLUMNS, "value", "source")})
     columns = frame.columns
     for index, column in enumerate(columns[:3]):
         row = _first_bad_row(frame, pl.col(column).is_null() | (pl.col(column).str.strip_chars() == ""))
@@ -103,8 +104,17 @@ def read_sample_triples(path: Path) -> pl.DataFrame:
         if row is not None:
             raise InputError(f"column 5 (value) is {frame[flag][row] or ''!r}; expected 0 or 1", path,
                              line_of_row(path, row))
-        frame = frame.filter(pl.col(flag) == "1")
-    return frame.select([pl.col(c).alias(n) for c, n in zip(columns[:3], TRIPLE_COLUMNS)])
+        value, source = pl.col(flag), pl.col(columns[5]).fill_null("")
+    else:
+        value, source = pl.lit("1"), pl.lit("")
+    return frame.select(*(pl.col(c).alias(n) for c, n in zip(columns[:3], TRIPLE_COLUMNS)), value.alias("value"),
+                        source.alias("source"))
+
+
+def read_sample_triples(path: Path) -> pl.DataFrame:
+    """Positive triples (value 1) of one OpenBioLink sample file as string columns h, r, t
+    (:func:`read_sample_rows`)."""
+    return read_sample_rows(path).filter(pl.col("value") == "1").select(TRIPLE_COLUMNS)
 
 
 def read_id_map(path: Path, kind: str) -> List[str]:
@@ -142,7 +152,7 @@ def _sorted_labels(values: pl.Series) -> List[str]:
     return values.unique().sort().to_list()
 
 
-def _map_labels(frame: pl.DataFrame, entities: List[str], relations: List[str]) -> Tuple[torch.Tensor, pl.Series]:
+def map_labels(frame: pl.DataFrame, entities: List[str], relations: List[str]) -> Tuple[torch.Tensor, pl.Series]:
     """Map string triples to ids. Returns ids (N, 3) with -1 for unknown labels, and a mask of unknown rows."""
     # an Enum's physical code is the label's position in the (unique, id-ordered) list: its id;
     # a label outside the list becomes null. About 5x faster than replace_strict on 184k labels.
@@ -259,7 +269,7 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
     triples, dropped = {}, {}
     for split in SPLITS:
         frame = labelled[split]
-        ids, unknown = _map_labels(frame, entities, relations)
+        ids, unknown = map_labels(frame, entities, relations)
         n_unknown = int(unknown.sum()) if len(unknown) else 0
         if n_unknown and split == evaluation_split and not drop_unknown:
             raise InputError(

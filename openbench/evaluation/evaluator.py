@@ -333,6 +333,12 @@ class Evaluator:
                                                  + self.scope_dropped),
                         evaluation_split=self.evaluation_split, extra=extra)
 
+    def dataset_description(self) -> dict:
+        """What a record says of the dataset: path, fingerprint, id-map hash, counts, registry entry."""
+        return {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
+                "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
+                "registry": self.dataset.registry}
+
     def record(self, counts: Dict[str, RankCounts], relations: torch.Tensor, seconds: float) -> ResultRecord:
         """The one reduction (metrics per side, relation and macro) and the one record.
 
@@ -343,9 +349,7 @@ class Evaluator:
         # an exact integer count, divided once on the host: the same float on every device
         queries = sum(side.n_equal.numel() for side in counts.values())
         tied = sum(int((side.n_equal > 0).sum()) for side in counts.values())
-        dataset = {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
-                   "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
-                   "registry": self.dataset.registry}
+        dataset = self.dataset_description()
         return ResultRecord(metrics=metrics, per_relation=per_relation, macro_relation=macro,
                             protocol=self.protocol(), dataset=dataset, model=self.model_description(),
                             diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},

@@ -163,10 +163,39 @@ def test_constant_scores_classify_at_one_half(tmp_path):
         assert block["auroc"] in (0.5, None)
 
 
-def test_top_k_lists_and_id_layouts_are_refused(tmp_path):
+def test_top_k_lists_are_refused_with_the_reason(tmp_path):
+    from openbench.errors import UsageError
+    from openbench.evaluation.topk import TopKEvaluator
+
+    dataset = load_dataset(_sample_split(tmp_path))
+    with pytest.raises(UsageError, match="top-k prediction lists give no score to triples outside the lists"):
+        classification_record(TopKEvaluator(dataset, {}, progress=False))
+
+
+def test_error_paths_name_what_is_wrong(tmp_path):
+    from openbench.errors import InputError, UsageError
+    from openbench.evaluation.classification import read_labelled_split
+
     split = _sample_split(tmp_path)
-    predictions = tmp_path / "preds.txt"
-    predictions.write_text("")
-    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), "--predictions", str(predictions),
-                                       "--task", "classification"])
-    assert result.exit_code != 0
+    dataset = load_dataset(split)
+    negatives = split / "negative_test_sample.csv"
+    lines = negatives.read_text().splitlines()
+    negatives.write_text("\n".join([lines[0].replace("\t0\t", "\t1\t")] + lines[1:]) + "\n")
+    with pytest.raises(InputError, match=r"negative_test_sample\.csv, line 1: column 5 \(value\) is '1'; expected 0"):
+        read_labelled_split(dataset, "test")
+    negatives.write_text("\n".join(lines) + "\n")
+    nan = SCORERS["DistMult"](torch.full((dataset.num_entities, 2), float("nan")), torch.ones(dataset.num_relations, 2))
+    with pytest.raises(InputError, match="non-finite scores"):
+        classification_record(EmbeddingEvaluator(dataset, nan, device="cpu", progress=False))
+    for name in ("val_sample.csv", "negative_val_sample.csv"):
+        (split / name).unlink()
+    scorer = SCORERS["DistMult"](torch.ones(dataset.num_entities, 2), torch.ones(dataset.num_relations, 2))
+    with pytest.raises(InputError, match="no valid file: val_sample.csv"):
+        classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    (split / "val_sample.csv").write_text("")
+    with pytest.raises(InputError, match="thresholds on validation: the split has no validation rows"):
+        classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    ids = tmp_path / "ids"
+    assert CliRunner().invoke(main, ["export-kgid", "--dataset", str(split), "--output", str(ids)]).exit_code == 0
+    with pytest.raises(UsageError, match="the integer-id layout has none"):
+        read_labelled_split(load_dataset(ids), "test")
