@@ -178,6 +178,12 @@ def test_predictions_are_scored_against_the_hidden_answers(world):
         status, refused = request(url + "/api/benchmarks/bench/predictions?name=x", bad, token,
                                   "application/octet-stream")
         assert status == 400 and message in refused["error"]
+    status, refused = request(url + "/api/benchmarks/nope/queries")
+    assert status == 404 and "hosted: bench" in refused["error"]
+    assert request(url + "/api/benchmarks/bench/predictions?name=x", buffer.getvalue(), token, "text/csv")[0] == 415
+    status, refused = request(url + "/api/benchmarks/bench/predictions?name=red%20top10", buffer.getvalue(), token,
+                              "application/octet-stream")
+    assert status == 409 and "already on the leaderboard" in refused["error"]
     rows = request(url + "/api/leaderboard")[1]
     served = [row for row in rows if row["name"] == "red top10"]
     assert served[0]["verified"] == "server" and "listed (OBL2021" in served[0]["group"]

@@ -127,17 +127,17 @@ class Evaluator:
                                  "do not apply")
             sampled_negatives.check(dataset.triples[evaluation_split], dataset.num_entities)
         self.scope_dropped = 0  # evaluation triples whose answer lies outside the entity scope
-        self.typed: Optional[TypedCandidates] = None
-        if candidates == "typed" or self.entity_scope is not None:
-            allowed = None
-            if self.entity_scope is not None:
-                allowed = torch.zeros(dataset.num_entities, dtype=torch.bool)
-                allowed[torch.tensor(self.entity_scope, dtype=torch.long)] = True
-            self.typed = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device,
-                                         typed=candidates == "typed", allowed_entities=allowed)
-            if candidates == "typed" and self.typed.untyped_relations:
-                self.warnings.append(f"typed candidates: {len(self.typed.untyped_relations)} relation(s) not in the "
-                                     f"edge-type registry keep all candidates (first: {self.typed.untyped_relations[0]})")
+        self.admitted: Optional[TypedCandidates] = None  # typed candidates and/or the entity scope
+        self.entity_mask: Optional[torch.Tensor] = None  # (E,) bool: the entity scope
+        if self.entity_scope is not None:
+            self.entity_mask = torch.zeros(dataset.num_entities, dtype=torch.bool)
+            self.entity_mask[torch.tensor(self.entity_scope, dtype=torch.long)] = True
+        if candidates == "typed" or self.entity_mask is not None:
+            self.admitted = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device,
+                                            typed=candidates == "typed", allowed_entities=self.entity_mask)
+            if candidates == "typed" and self.admitted.untyped_relations:
+                self.warnings.append(f"typed candidates: {len(self.admitted.untyped_relations)} relation(s) not in the "
+                                     f"edge-type registry keep all candidates (first: {self.admitted.untyped_relations[0]})")
 
     # -- the model contract ---------------------------------------------------------------
     def score_batch(self, batch: torch.Tensor):
@@ -243,8 +243,8 @@ class Evaluator:
         counts = {}
         for side in self.sides:
             candidates = candidate_counts(self.num_entities, filters[side][0], batch.shape[0])
-            if self.typed is not None:
-                candidates = candidates - self.typed.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
+            if self.admitted is not None:
+                candidates = candidates - self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
                                                                          filters[side], self.num_entities)
             counts[side] = RankCounts(pairs[side][0], pairs[side][1], candidates)
         return counts
@@ -253,21 +253,21 @@ class Evaluator:
                         true_ids: torch.Tensor) -> None:
         """With typed candidates: overwrite the non-admitted entries of ``block`` (B, w), candidates
         ``start .. start + w - 1`` of the ``batch`` (B, 3) queries, with the worst value."""
-        if self.typed is not None:
-            self.typed.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
+        if self.admitted is not None:
+            self.admitted.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
 
     def untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
                      filter_pairs: Filter) -> torch.Tensor:
         """``eq`` (B,) less the ties a true score equal to the fill value had with every excluded
         entry (``true_scores`` (B,)); excluded entries that are also filtered were already taken
         back by the filter correction."""
-        if self.typed is None:
+        if self.admitted is None:
             return eq
         worst = float("inf") if self.lower_is_better else float("-inf")
         at_worst = true_scores == worst
         if not bool(at_worst.any()):
             return eq
-        unfiltered = self.typed.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side), filter_pairs,
+        unfiltered = self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side), filter_pairs,
                                                     self.num_entities)
         return eq - torch.where(at_worst, unfiltered, torch.zeros_like(unfiltered))
 
@@ -286,9 +286,8 @@ class Evaluator:
         if self.relation_scope is not None:
             chosen = torch.tensor(self.relation_scope, dtype=triples.dtype, device=triples.device)
             triples = triples[torch.isin(triples[:, 1], chosen)]
-        if self.entity_scope is not None:
-            allowed = torch.zeros(self.num_entities, dtype=torch.bool, device=triples.device)
-            allowed[torch.tensor(self.entity_scope, dtype=torch.long, device=triples.device)] = True
+        if self.entity_mask is not None:
+            allowed = self.entity_mask.to(triples.device)
             inside = torch.ones(triples.shape[0], dtype=torch.bool, device=triples.device)
             for side in self.sides:
                 inside &= allowed[true_ids_of(triples, side)]

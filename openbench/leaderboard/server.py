@@ -36,7 +36,7 @@ import numpy as np
 
 from openbench.errors import OpenbenchError
 from openbench.leaderboard.render import render
-from openbench.leaderboard.store import Leaderboard, LeaderboardError, open_leaderboard
+from openbench.leaderboard.store import DuplicateRun, Leaderboard, LeaderboardError, connect, open_leaderboard
 
 __all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "serve", "MAX_BODY_BYTES"]
 
@@ -124,12 +124,7 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
     def board() -> Leaderboard:
         """One connection per worker thread (sqlite3 connections stay in their thread)."""
         if getattr(local, "board", None) is None:
-            import sqlite3
-
-            connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
-            connection.row_factory = sqlite3.Row
-            connection.execute("PRAGMA busy_timeout = 60000")
-            local.board = Leaderboard(path, connection)
+            local.board = connect(path)
         return local.board
 
     write_lock = threading.Lock()
@@ -197,22 +192,28 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
             return error(400, str(problem))
         return JSONResponse(rows)
 
+    async def receive(request: Request, content_types: tuple, what: str):
+        """(team, the submission's fields, the body) of an authorised POST, or _Refused."""
+        team = await team_of(request)
+        if request.headers.get("content-type", "").split(";")[0].strip() not in content_types:
+            raise _Refused(415, f"{what} is sent as {' or '.join(content_types)}")
+        return team, fields_of(request), await body_of(request)
+
+    def refusal(problem: Exception) -> JSONResponse:
+        if isinstance(problem, _Refused):
+            return error(problem.status, problem.message, problem.headers)
+        return error(409 if isinstance(problem, DuplicateRun) else 400, str(problem))
+
     async def submit(request: Request):
         try:
-            team = await team_of(request)
-            if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-                raise _Refused(415, "a result record is sent as application/json")
-            fields = fields_of(request)
-            raw = await body_of(request)
+            team, fields, raw = await receive(request, ("application/json",), "a result record")
             try:
                 record = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError) as problem:
                 raise _Refused(400, f"the body is not JSON ({problem})") from None
             row_id = await on_board("submit", record, team=team, verified="self", **fields)
-        except _Refused as refused:
-            return error(refused.status, refused.message, refused.headers)
-        except LeaderboardError as problem:
-            return error(409 if "already on the leaderboard" in str(problem) else 400, str(problem))
+        except (_Refused, OpenbenchError) as problem:
+            return refusal(problem)
         return JSONResponse({"id": row_id, "team": team, "verified": "self"}, status_code=201)
 
     async def benchmark_list(request: Request):
@@ -229,20 +230,12 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
         if hosted is None:
             return error(404, f"no benchmark {request.path_params['name']!r}; hosted: {', '.join(sorted(benchmarks))}")
         try:
-            team = await team_of(request)
-            if request.headers.get("content-type", "").split(";")[0].strip() not in (
-                    "application/octet-stream", "application/x-npz"):
-                raise _Refused(415, "predictions are sent as application/octet-stream (an .npz file)")
-            fields = fields_of(request)
-            raw = await body_of(request)
+            team, fields, raw = await receive(request, ("application/octet-stream", "application/x-npz"),
+                                              "predictions (an .npz file)")
             record = await run_in_threadpool(_score, hosted, raw)
             row_id = await on_board("submit", record, team=team, verified="server", **fields)
-        except _Refused as refused:
-            return error(refused.status, refused.message, refused.headers)
-        except LeaderboardError as problem:
-            return error(409 if "already on the leaderboard" in str(problem) else 400, str(problem))
-        except OpenbenchError as problem:
-            return error(400, str(problem))
+        except (_Refused, OpenbenchError) as problem:
+            return refusal(problem)
         return JSONResponse({"id": row_id, "team": team, "verified": "server",
                              "metrics": record["metrics"]["both"]["realistic"]}, status_code=201)
 

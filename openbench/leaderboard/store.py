@@ -29,9 +29,9 @@ from typing import Dict, Iterator, List, Optional, Sequence
 from openbench.errors import OpenbenchError
 from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validate_record
 
-__all__ = ["APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
+__all__ = ["DuplicateRun", "APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
-           "submit_file", "read_rows", "open_leaderboard", "scope_of", "dataset_label", "TOKEN_PREFIX", "VERIFIED"]
+           "submit_file", "read_rows", "open_leaderboard", "connect", "scope_of", "dataset_label", "TOKEN_PREFIX", "VERIFIED"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
@@ -89,6 +89,10 @@ VERIFIED = ("self", "server")
 
 class LeaderboardError(OpenbenchError):
     """A refused submission, or a database that is not an openbench leaderboard."""
+
+
+class DuplicateRun(LeaderboardError):
+    """The same dataset, protocol, model and seed is already on the board."""
 
 
 def default_path() -> Path:
@@ -169,7 +173,7 @@ class Leaderboard:
                 "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
                 "model_key = ? AND seed_key = ?", keys).fetchone()
             if duplicate:
-                raise LeaderboardError(f"a run with the same dataset, protocol, model and seed is already on the "
+                raise DuplicateRun(f"a run with the same dataset, protocol, model and seed is already on the "
                                        f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
             self._check_name(connection, name.strip(), keys, record.get("task", "ranking"), team)
             cursor = connection.execute(
@@ -466,13 +470,12 @@ def open_leaderboard(path=None) -> Leaderboard:
         _check_foreign(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+        board = connect(path)
     except (OSError, sqlite3.Error) as error:
         raise LeaderboardError(f"{path}: the leaderboard cannot be opened or created there ({error}); give --db "
                                "a writable place") from None
-    connection.row_factory = sqlite3.Row
+    connection = board.connection
     try:
-        connection.execute("PRAGMA busy_timeout = 60000")
         # opened read-write: a hot journal left by a killed writer is rolled back here
         problems = [row[0] for row in connection.execute("PRAGMA quick_check").fetchall()]
         if problems != ["ok"]:
@@ -484,7 +487,15 @@ def open_leaderboard(path=None) -> Leaderboard:
         connection.close()
         raise LeaderboardError(f"{path}: a damaged or unusable SQLite database ({error}); it was left untouched "
                                "(restore it from a copy, or give another --db)") from None
-    return Leaderboard(path, connection)
+    return board
+
+
+def connect(path: Path) -> Leaderboard:
+    """A connection to a store :func:`open_leaderboard` has already checked and migrated (one per
+    thread: sqlite3 connections stay in theirs); writers wait for each other up to a minute."""
+    connection = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+    connection.row_factory = sqlite3.Row
+    return Leaderboard(Path(path), connection)
 
 
 def _check_foreign(path: Path) -> None:
