@@ -201,7 +201,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
                       trust_pickle, options, output, task) -> None:
     """Several models on one loaded dataset: one record per model in the --output folder, a summary
     table on stdout; a failing model is reported, the others still run, and the status is 1."""
-    from openbench._io import check_output_folder, replace_folder
+    from openbench._io import check_output_folder, json_text, replace_folder
     from openbench.evaluation.dataset import load_dataset
     from openbench.evaluation.sources import ModelSpec, evaluate_sweep, read_sweep
 
@@ -229,7 +229,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 
     def fill(staging: Path) -> None:
         for name, record in results.items():
-            (staging / f"{_file_name(name)}.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            (staging / f"{_file_name(name)}.json").write_text(json_text(record), encoding="utf-8")
 
     if results:
         replace_folder(Path(output), fill, inputs=inputs, kind="evaluation results")

@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MARKER", "OutputRefused", "replace_folder", "check_output_folder", "check_output_file", "atomic_path",
-           "write_text_atomic", "write_json", "write_marker", "is_openbench_folder", "clean_leftovers",
+           "write_text_atomic", "json_text", "write_json", "write_marker", "is_openbench_folder", "clean_leftovers",
            "file_mode", "folder_mode", "SequentialWriter", "JSON_SIGNATURE", "is_openbench_json",
            "is_openbench_png"]
 
@@ -448,10 +448,15 @@ def write_text_atomic(path: PathLike, text: str, inputs: Iterable[Optional[PathL
         tmp.write_text(text, encoding="utf-8")
 
 
+def json_text(document: dict) -> str:
+    """How openbench writes a JSON document (a result record): indented by 2, one final newline."""
+    return json.dumps(document, indent=2) + "\n"
+
+
 def write_json(path: PathLike, document: dict, inputs: Iterable[Optional[PathLike]] = ()) -> None:
     """Write a JSON document openbench produced (it carries :data:`JSON_SIGNATURE`) atomically; an
     existing file is replaced only if openbench wrote it."""
-    write_text_atomic(path, json.dumps(document, indent=2) + "\n", inputs, recognise=is_openbench_json)
+    write_text_atomic(path, json_text(document), inputs, recognise=is_openbench_json)
 
 
 def write_array_atomic(path: PathLike, array: np.ndarray) -> None:

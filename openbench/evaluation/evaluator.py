@@ -23,6 +23,7 @@ import logging
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
+import polars as pl
 import torch
 from openbench.progress import progress
 
@@ -418,12 +419,14 @@ def _scope(dataset: Dataset, sides: Sequence[str], relations: Optional[Sequence[
         relation_ids = sorted({index[name] for name in relations})
     entity_ids = None
     if entities is not None:
-        index = {label: i for i, label in enumerate(dataset.entity_labels)}
-        unknown = [label for label in entities if label not in index]
-        if unknown:
-            raise InputError(f"{len(unknown)} entity label(s) not in the dataset (first: "
-                             f"{', '.join(unknown[:5])})")
-        entity_ids = sorted({index[label] for label in entities})
+        # an Enum's physical code is the label's position in the id-ordered list (as map_labels does)
+        labels = pl.Series("label", list(entities), dtype=pl.String)
+        codes = labels.cast(pl.Enum(dataset.entity_labels), strict=False)
+        unknown = labels.filter(codes.is_null())
+        if unknown.len():
+            raise InputError(f"{unknown.len()} entity label(s) not in the dataset (first: "
+                             f"{', '.join(unknown.head(5).to_list())})")
+        entity_ids = codes.to_physical().unique().sort().to_list()
         if not entity_ids:
             raise InputError("the entity list is empty: nothing to rank against")
     return chosen_sides, relation_ids, entity_ids

@@ -232,16 +232,15 @@ def _json_for_html(value) -> str:
 
 def page(rows: List[dict]) -> str:
     """The self-contained HTML page: per dataset and task a sortable table and a plot."""
-    sections, columns_by_group = [], {}
-    for number, (group, members) in enumerate(_groups(rows)):
+    sections, columns_by_group, groups = [], {}, _groups(rows)
+    for number, (group, members) in enumerate(groups):
         columns = [{"key": "name", "label": "model"}, {"key": "model_type", "label": "type"}]
         columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(members)]
         columns.append({"key": "runs", "label": "runs"})
         columns_by_group[str(number)] = columns
         sections.append(f'<section><h2>{html.escape(group)}</h2>\n<table class="leaderboard" id="leaderboard-{number}" '
                         f'data-group="{number}"></table>\n{plot_svg(members)}</section>')
-    grouped = [dict(row, page_group=str(number)) for number, (_, members) in enumerate(_groups(rows))
-               for row in members]
+    grouped = [dict(row, page_group=str(number)) for number, (_, members) in enumerate(groups) for row in members]
     script = _SCRIPT.replace("COLUMNS", _json_for_html(columns_by_group))
     body = "\n".join(sections) or "<p>No results yet.</p>"
     return f"""<!DOCTYPE html>

@@ -298,3 +298,8 @@ def test_bad_scopes_are_one_line_errors(dataset):
         EmbeddingEvaluator(dataset, scorer, device="cpu", scope_entities=["X:1"])
     with pytest.raises(InputError, match="sides"):
         EmbeddingEvaluator(dataset, scorer, device="cpu", sides=["middle"])
+    with pytest.raises(InputError, match="the entity list is empty"):
+        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_entities=[])
+    far = [dataset.entity_labels[0]]  # one entity: no test triple has both answers among it
+    with pytest.raises(InputError, match="no evaluation triple lies in the chosen scope"):
+        EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, scope_entities=far).evaluate()
