@@ -34,11 +34,17 @@ class Mutation:
 
 
 MUTATIONS: List[Mutation] = [
+    Mutation("exact ranks: a window without the rounding-error bound", "openbench/evaluation/exact.py",
+             "        delta = delta * (1 + 2.0 ** -30) + true_bound", "        delta = 0 * delta + true_bound",
+             ("tests/evaluation/test_exact_ranks.py",)),
+    Mutation("sampled evaluation negatives may be known answers", "splits/eval_negatives.py",
+             "refused = np.isin(key, known_keys) | (chosen == true[:, None]) | _repeats(chosen)",
+             "refused = (chosen == true[:, None]) | _repeats(chosen)", ("tests/splits/test_eval_negatives.py",)),
     Mutation("realistic rank off by 1/2", "openbench/evaluation/metrics.py",
              '"realistic": g + (ties + 1.0) / 2.0', '"realistic": g + ties / 2.0',
              ("tests/evaluation/test_metrics.py", "tests/evaluation/test_ranking.py")),
     Mutation("filtered candidates that tie still counted as ties", "openbench/evaluation/ranking.py",
-             "        n_equal -= torch.bincount(rows, weights=same.to(torch.float64), minlength=batch_size).to(torch.long)",
+             "        n_equal -= torch.bincount(rows, weights=inside.to(torch.float64), minlength=batch_size).to(torch.long)",
              "        pass", ("tests/evaluation/test_ranking.py", "tests/evaluation/test_evaluator.py")),
     Mutation("AMRI random-rank term C/2 instead of (C+1)/2", "openbench/evaluation/metrics.py",
              'values["random.mr"] = (counts.n_candidates.to(torch.float64) + 1.0) / 2.0',

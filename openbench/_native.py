@@ -21,7 +21,11 @@ def load_library(folder: Path, stem: str, configure: Callable[[ctypes.CDLL], Non
         except OSError as error:  # pragma: no cover - a broken build
             logger.debug("cannot load %s: %s", candidate, error)
             continue
-        configure(library)
+        try:
+            configure(library)
+        except AttributeError as error:  # built from an older source: rebuild with pip install -e .
+            logger.warning("%s is stale (%s); using the pure-Python path until it is rebuilt", candidate, error)
+            continue
         return library
     logger.debug("%s is not built in %s", stem, folder)
     return None

@@ -198,7 +198,7 @@ def _quiet_pykeen() -> None:
 
 
 def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
-                      trust_pickle, options, output, task) -> None:
+                      trust_pickle, options, output, task, dataset_options=None) -> None:
     """Several models on one loaded dataset: one record per model in the --output folder, a summary
     table on stdout; a failing model is reported, the others still run, and the status is 1."""
     from openbench._io import check_output_folder, json_text, replace_folder
@@ -224,7 +224,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
     if any(spec.model_dir and (Path(spec.model_dir) / "trained_model.pkl").exists() for _, spec in models):
         _quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                           drop_unknown=drop_unknown)
+                           drop_unknown=drop_unknown, **(dataset_options or {}))
     results, failures = evaluate_sweep(dataset, models, options)
 
     def fill(staging: Path) -> None:
@@ -317,6 +317,17 @@ def _sweep_table(names, results, failures) -> str:
                                                    "(recorded as a warning) instead of failing.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Queries per batch [default: by memory].")
+@click.option("--protocol", type=click.Choice(["sampled", "full"]), default=None,
+              help="sampled: rank each test query against its own negatives, unfiltered (OGB's protocol; the "
+                   "default for OGB folders; needs an OGB folder or a split written with --eval-negatives); full: "
+                   "against every entity, filtered [default elsewhere].")
+@click.option("--ogb-split", default=None, help="OGB folders: the split type under split/ (random, time, …) "
+                                                "[default: the only one].")
+@click.option("--entity-offsets", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="ogbl-biokg: JSON {\"node type\": first global id} instead of OGB's KGE-example order.")
+@click.option("--fast", is_flag=True, help="Embeddings: compare the scores as computed in the embeddings' precision "
+                                           "(\"ranks\": \"float32\") instead of exact ranks (a near-tie may then "
+                                           "depend on batch size, device or sharding).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Recorded in the result (evaluation is "
                                                                      "deterministic).")
 @click.option("--output", type=click.Path(dir_okay=False), default=None, help="Result JSON file [default: stdout].")
@@ -330,8 +341,8 @@ def _sweep_table(names, results, failures) -> str:
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
-             dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, seed,
-             output, progress, task, threshold_metric):
+             dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
+             ogb_split, entity_offsets, fast, seed, output, progress, task, threshold_metric):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
     classification of its positives and negatives (--task classification)."""
     if no_filter and filter_text:
@@ -353,13 +364,15 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                                 sides=["head", "tail"] if sides == "both" else [sides],
                                 relations=[part.strip() for part in relations_text.split(",") if part.strip()]
                                 if relations_text is not None else None,
-                                entities=read_entity_list(entities_path) if entities_path else None)
+                                entities=read_entity_list(entities_path) if entities_path else None,
+                                ranks="fast" if fast else "exact", protocol=protocol)
+    dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
     if len(model_dirs) > 1 or sweep_path:
         if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
             raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
                                    "prediction files listed in the sweep file")
         _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
-                          trust_pickle, options, output, task)
+                          trust_pickle, options, output, task, dataset_options)
         return
     spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
                      model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
@@ -370,7 +383,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     if select_source(spec).name == "pykeen":
         _quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
-                           drop_unknown=drop_unknown)
+                           drop_unknown=drop_unknown, **dataset_options)
     if task == "classification":
         from openbench.evaluation.classification import summary_lines
         from openbench.evaluation.sources import classify_model
@@ -814,6 +827,16 @@ _SEEN_NODES = click.option(
          "and the evaluator's default maps know); any: a training negative counts too (OpenBioLink's rule).")
 
 
+def _eval_negatives(function):
+    """--eval-negatives K and --typed, shared by both split commands."""
+    function = click.option("--typed", "typed_negatives", is_flag=True,
+                            help="With --eval-negatives: draw each negative from the true answer's node type.")(function)
+    return click.option("--eval-negatives", type=click.IntRange(min=1), default=None,
+                        help="Also write K negative heads and tails per validation and test triple "
+                             "(valid_/test_negatives.npz: seeded, never a known answer) for "
+                             "evaluate --protocol sampled.")(function)
+
+
 @split.command("rand")
 @click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
               help="Positive edges (graph_files/edges.csv).")
@@ -836,16 +859,24 @@ _SEEN_NODES = click.option(
 @click.option("--no-neg-test", is_flag=True, help="No negatives for the test set.")
 @click.option("--undirected", is_flag=True, help="The graph is undirected: keep reverse edges.")
 @_SEEN_NODES
+@_eval_negatives
 @_handle_errors
 def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val, crossval, seed, neg_ratio,
-               no_neg_train_val, no_neg_test, undirected, seen_nodes):
+               no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
     """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
     from splits.pipeline import split_random
 
     info = split_random(edges_path, tn_path, nodes_path, output_dir, sep=sep, test_frac=test_frac, val=val,
                         crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
-                        neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes)
+                        neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
+                        **_negative_options(eval_negatives, typed_negatives))
     click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)")
+
+
+def _negative_options(eval_negatives, typed_negatives) -> dict:
+    if typed_negatives and not eval_negatives:
+        raise click.UsageError("--typed applies to --eval-negatives")
+    return {"eval_negatives": eval_negatives or 0, "typed_negatives": typed_negatives}
 
 
 @split.command("time")
@@ -867,15 +898,17 @@ def split_rand(edges_path, tn_path, nodes_path, sep, output_dir, test_frac, val,
 @click.option("--no-neg-test", is_flag=True)
 @click.option("--undirected", is_flag=True)
 @_SEEN_NODES
+@_eval_negatives
 @_handle_errors
 def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep, output_dir, val,
-               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected, seen_nodes):
+               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
     """Time-slice split: train on the t-1 graph, test on the edges new at t."""
     from splits.pipeline import split_time as run_time_split
 
     info = run_time_split(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output_dir,
                           sep=sep, val=val, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
-                          neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes)
+                          neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
+                          **_negative_options(eval_negatives, typed_negatives))
     click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)")
 
 

@@ -3,6 +3,8 @@
 * ``samples``: OpenBioLink's split files ``train_sample.csv``, ``test_sample.csv`` and optionally
   ``val_sample.csv`` (headerless TSV, ``id1, relation, id2, qscore, value, source`` or 3 columns),
   in the folder itself, in ``train_test_data/``, or in ``fold_<i>/`` below either.
+* sampled evaluation negatives beside a split's files: ``valid_negatives.npz`` and
+  ``test_negatives.npz`` (:func:`write_negatives`; read by :mod:`openbench.evaluation.negatives_file`).
 * ``ids``: the integer-id layout (OBL2021's KGID): ``entities.tsv``, ``relations.tsv``
   (``id<TAB>label``) and ``train.tsv``, ``valid.tsv``, ``test.tsv`` (id triples).
 
@@ -11,12 +13,16 @@ the registry, which checks that an archive unpacks into the layout it promises.
 """
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 from typing import Optional, Tuple
 
+import numpy as np
+
 from openbench.errors import InputError
 
-__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "resolve_layout"]
+__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "NEGATIVE_FILES", "resolve_layout", "write_negatives"]
 
 SPLITS = ("train", "valid", "test")
 SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
@@ -49,3 +55,22 @@ def resolve_layout(path: Path, fold: Optional[int] = None) -> Tuple[str, Path]:
         "no dataset found: expected train_sample.csv and test_sample.csv (optionally val_sample.csv), "
         "a train_test_data/ folder holding them, or entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv",
         path)
+
+
+NEGATIVE_FILES = {"valid": "valid_negatives.npz", "test": "test_negatives.npz"}
+_FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def write_negatives(path, triples: np.ndarray, head: np.ndarray, tail: np.ndarray) -> None:
+    """Write a negatives archive: string arrays ``triples`` (T, 3) of (head, relation, tail)
+    labels, ``head`` and ``tail`` (T, K) of negative entity labels per row, as ``.npy`` members
+    of a zip with fixed timestamps (the same content gives the same bytes); never pickled."""
+    arrays = {"triples": triples, "head": head, "tail": tail}
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, values in arrays.items():
+            buffer = io.BytesIO()
+            np.lib.format.write_array(buffer, np.asarray(values, dtype=np.str_), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, buffer.getvalue())

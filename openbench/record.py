@@ -18,6 +18,9 @@ record produced by openbench always has and a hand-edited one often lacks:
 
 Timings live under one key, ``timing``: everything else is a function of the inputs and the
 protocol, so two runs with the same inputs and seed give records equal apart from ``timing``.
+Besides ``seconds`` it holds what depends on the machine's order of arithmetic rather than on
+the inputs: with exact ranks, ``exact_ranks`` counts the (query, candidate) pairs the fast pass
+left undecided and how each was settled (:mod:`openbench.evaluation.exact`).
 """
 from __future__ import annotations
 
@@ -97,13 +100,14 @@ class ResultRecord:
     seconds: float
     warnings: List[str] = field(default_factory=list)
     task: str = "ranking"
+    timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
 
     def to_dict(self) -> Dict[str, Any]:
         return {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task,
                 "metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
                 "protocol": self.protocol.to_dict(), "dataset": self.dataset, "model": self.model,
                 "diagnostics": self.diagnostics, "seed": self.seed, "device": self.device, "version": self.version,
-                TIMING_KEY: {"seconds": round(self.seconds, 6)}, "warnings": list(self.warnings)}
+                TIMING_KEY: {"seconds": round(self.seconds, 6), **self.timing}, "warnings": list(self.warnings)}
 
 
 # ------------------------------------------------------------------------------------------

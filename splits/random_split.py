@@ -22,6 +22,8 @@ from openbench.errors import InputError
 from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import (categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes,
                             drop_unseen_relations)
+from openbench.layouts import NEGATIVE_FILES, write_negatives
+from splits.eval_negatives import draw_eval_negatives
 from splits.negatives import sample_negatives
 
 __all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split",
@@ -93,7 +95,8 @@ def distinct_edges(edges: pl.DataFrame, what: str) -> Tuple[pl.DataFrame, int]:
 def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame, output, *,
                  test_frac: float = 0.05, val: float = 0.05, crossval: bool = False, seed: int = 42,
                  directed: bool = True, neg_train_val: bool = True, neg_test: bool = True,
-                 neg_ratio: float = 1.0, inputs: Sequence = (), seen_nodes: str = "positives") -> dict:
+                 neg_ratio: float = 1.0, inputs: Sequence = (), seen_nodes: str = "positives",
+                 eval_negatives: int = 0, typed_negatives: bool = False) -> dict:
     """Split and write the files into ``output`` (replaced atomically); returns the split info.
 
     :param seen_nodes: ``"positives"`` (default): every node of a validation or test row occurs
@@ -126,7 +129,8 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     test = clean_evaluation(test, train_val, directed, seen_nodes)
     info = {"parameters": {"test_frac": test_frac, "val": val, "crossval": crossval, "seed": seed,
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
-                           "neg_ratio": neg_ratio, "seen_nodes": seen_nodes},
+                           "neg_ratio": neg_ratio, "seen_nodes": seen_nodes, "eval_negatives": eval_negatives,
+                           "typed_negatives": typed_negatives},
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
                       "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
                       "true_negatives_contradicting_a_positive": negative_stats.get("true_negatives_dropped", 0),
@@ -138,21 +142,22 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             chunks = np.array_split(order, n_folds)
             # as OpenBioLink: the whole train+validation set and the test set at the top, folds below
             info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes)
+                                       seen_nodes, eval_negatives, typed_negatives, seed)
             info["folds"] = []
             for i in range(n_folds):
                 held_out = (n_folds - 1 + i) % n_folds
                 val_rows = np.sort(chunks[held_out])
                 train_rows = np.sort(np.concatenate([c for j, c in enumerate(chunks) if j != held_out]))
                 info["folds"].append(write_fold(staging / f"fold_{i}", train_val[train_rows], train_val[val_rows],
-                                                test, directed, neg_train_val, neg_test, nodes, seen_nodes))
+                                                test, directed, neg_train_val, neg_test, nodes, seen_nodes,
+                                                eval_negatives, typed_negatives, seed))
         elif val > 0:
             train, validation = _carve(train_val, val, rng)
             info["split"] = write_fold(staging, train, validation, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes)
+                                       seen_nodes, eval_negatives, typed_negatives, seed)
         else:
             info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes)
+                                       seen_nodes, eval_negatives, typed_negatives, seed)
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     replace_folder(output, fill, inputs=inputs, kind="split")
@@ -161,12 +166,15 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
 
 def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFrame], test: SplitSet,
                directed: bool, neg_train_val: bool, neg_test: bool, nodes: pl.DataFrame,
-               seen_nodes: str = "positives") -> dict:
+               seen_nodes: str = "positives", eval_negatives: int = 0, typed_negatives: bool = False,
+               seed: int = 42) -> dict:
     """Clean the evaluation sets against this fold's training set and write the fold's files.
 
     ``test`` was cleaned once against all non-test rows; carving the validation set out of them
     can leave test nodes unseen, so it is cleaned again against ``train``. ``test_cleaning``
     reports what both passes removed, per step; ``val_cleaning`` the validation set's.
+    With ``eval_negatives`` K, each evaluation set also gets K sampled negative heads and tails
+    per triple (:mod:`splits.eval_negatives`) in ``valid_negatives.npz``/``test_negatives.npz``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     counts: Dict[str, object] = {}
@@ -195,6 +203,16 @@ def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFr
                         "negatives": frame.filter(pl.col("value") == "0").height}
     for name, cleaned in sets.items():
         (folder / f"removed_{name}_nodes.csv").write_text("\n".join(cleaned.removed_nodes.to_list()), encoding="utf-8")
+    if eval_negatives:
+        positives = {name: _sorted(frame.filter(pl.col("value") == "1")) for name, frame in groups.items()}
+        known = pl.concat([frame.select("id1", "relation", "id2") for frame in positives.values()])
+        for name in sets:
+            split = "valid" if name == "val" else "test"
+            triples, head, tail = draw_eval_negatives(positives[name], known, positives["train"], nodes, eval_negatives,
+                                                      typed_negatives, seed, split)
+            write_negatives(folder / NEGATIVE_FILES[split], triples, head, tail)
+            counts[f"{name}_negatives"] = {"per_side": eval_negatives, "typed": typed_negatives,
+                                           "queries": int(triples.shape[0])}
     per_relation: Dict[str, Dict[str, int]] = {}
     for name, frame in groups.items():
         for relation, count in frame.filter(pl.col("value") == "1").group_by("relation").len().iter_rows():

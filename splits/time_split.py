@@ -28,7 +28,7 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
                tmo_positives: pl.DataFrame, tmo_true_negatives: pl.DataFrame, tmo_nodes: pl.DataFrame, output, *,
                val: float = 0.0, seed: int = 42, directed: bool = True, neg_train_val: bool = True,
                neg_test: bool = True, neg_ratio: float = 1.0, inputs: Sequence = (),
-               seen_nodes: str = "positives") -> dict:
+               seen_nodes: str = "positives", eval_negatives: int = 0, typed_negatives: bool = False) -> dict:
     """Split and write into ``output`` (replaced atomically); returns the split info.
 
     :param inputs: the files the graphs were read from (see :func:`splits.random_split.random_split`).
@@ -76,11 +76,12 @@ def time_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.
     def fill(staging: Path) -> None:
         all_nodes = tmo_nodes.vstack(nodes.join(tmo_nodes, on="id", how="anti"))
         counts = write_fold(staging, train, validation, SplitSet(test, pl.Series("id", [], pl.String)), directed,
-                            neg_train_val, neg_test, all_nodes, seen_nodes)
+                            neg_train_val, neg_test, all_nodes, seen_nodes, eval_negatives, typed_negatives, seed)
         vanished.sort(KEY).select(SPLIT_COLUMNS[:4] + ["source"]).write_csv(
             staging / "vanished_edges.csv", include_header=False, separator="\t", quote_style="never", null_value="")
         info.update({"parameters": {"val": val, "seed": seed, "directed": directed, "neg_train_val": neg_train_val,
-                                    "neg_test": neg_test, "neg_ratio": neg_ratio, "seen_nodes": seen_nodes},
+                                    "neg_test": neg_test, "neg_ratio": neg_ratio, "seen_nodes": seen_nodes,
+                                    "eval_negatives": eval_negatives, "typed_negatives": typed_negatives},
                      "input": {"positives": positives.height, "tmo_positives": tmo_positives.height,
                                "new_positives": new_positives.height, "vanished": vanished.height,
                                "new_nodes": new_nodes.len(), "test_rows_with_new_nodes": removed_new_node_rows,

@@ -4,6 +4,7 @@ import json
 import random
 from html.parser import HTMLParser
 
+import numpy as np
 import torch.distributed as dist
 
 from openbench.evaluation.dataset import load_dataset
@@ -33,6 +34,18 @@ def typed_graph(seed):
     return splits
 
 
+def sample_graph(out):
+    """(positives, true negatives, nodes) of the graph generated from the embedded sample sources
+    (quality cutoff nq) under ``out``: what the split tests split."""
+    from graphgen.graph_files import read_edges, read_nodes
+    from graphgen.pipeline import SAMPLE_DIR, generate
+
+    generate(out, sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=False)
+    folder = out / "graph_files"
+    return read_edges(folder / "edges.csv", "1"), read_edges(folder / "TN_edges.csv", "0"), \
+        read_nodes(folder / "ALL_nodes.csv")
+
+
 def small_dataset(folder, test_size):
     """A 23-entity, 3-relation dataset written to ``folder`` and loaded (the distributed tests')."""
     splits = random_labelled_graph(5, 23, 3, {"train": 80, "valid": 6, "test": test_size})
@@ -47,6 +60,47 @@ def tie_heavy_scorer(dataset, model):
     return build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
 
 
+def near_tie_embeddings(seed: int, rows: int, dim: int) -> np.ndarray:
+    """Continuous float32 rows where a third are copies of earlier rows, most with one coordinate
+    moved by one ulp: scores within rounding of each other, which float32 arithmetic may order
+    either way (exact ranks must not)."""
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal((rows, dim)).astype(np.float32)
+    originals = max(1, rows * 2 // 3)
+    for row in range(originals, rows):
+        values[row] = values[rng.integers(0, originals)]
+        if rng.random() < 0.8:
+            column = rng.integers(0, dim)
+            values[row, column] = np.nextafter(values[row, column], np.float32(np.inf if rng.random() < 0.5
+                                                                              else -np.inf))
+    return values
+
+
+def near_tie_scorer(dataset, model, seed=0, dim=4, dtype=np.float32):
+    """``model`` over :func:`near_tie_embeddings` (complex models: real and imaginary halves; RotatE:
+    rotations cos θ + i sin θ rounded to float32, unit only to within rounding)."""
+    entities = near_tie_embeddings(seed, dataset.num_entities, 2 * dim if model in COMPLEX_MODELS else dim)
+    rng = np.random.default_rng(seed + 1)
+    if model in ("RotatE", "RotatE-DGLKE"):
+        angles = rng.uniform(-np.pi, np.pi, (dataset.num_relations, dim))
+        relations = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    else:
+        width = dim * dim if model == "RESCAL" else (2 * dim if model in COMPLEX_MODELS else dim)
+        relations = rng.standard_normal((dataset.num_relations, width)).astype(np.float32)
+    return build_scorer(model, entities.astype(dtype), relations.astype(dtype), dataset.num_entities,
+                        dataset.num_relations)
+
+
+COMPLEX_MODELS = ("ComplEx", "RotatE", "RotatE-DGLKE")
+
+
+def scorer_for(dataset, model):
+    """``near:<Model>``: :func:`near_tie_scorer`; otherwise :func:`tie_heavy_scorer`."""
+    if model.startswith("near:"):
+        return near_tie_scorer(dataset, model[5:])
+    return tie_heavy_scorer(dataset, model)
+
+
 def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_rank, backend="gloo"):
     """One rank: gloo on CPU, or NCCL with one GPU per rank (tests/evaluation/test_cuda.py)."""
     dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world,
@@ -55,7 +109,7 @@ def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_
         if rank == fail_rank:
             raise RuntimeError(f"rank {rank} dies on purpose")
         dataset = load_dataset(folder)  # written by the parent before the spawn
-        evaluator = DistributedEmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, model), shard=shard,
+        evaluator = DistributedEmbeddingEvaluator(dataset, scorer_for(dataset, model), shard=shard,
                                                   progress=False, device=f"cuda:{rank}" if backend == "nccl" else "cpu")
         result = evaluator.evaluate(batch_size=4)
         if rank == 0:

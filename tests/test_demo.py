@@ -78,7 +78,13 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
     board = open_leaderboard(out / "leaderboard.sqlite")
     submitted = [row for row in board.rows() if not row["published"]]
     board.close()
-    assert sorted(row["name"] for row in submitted) == ["DistMult (demo, seed 0)", "TransE-L2 (demo, seed 0)"]
+    # one row per model and protocol: the full filtered ranking and the sampled (OGB) protocol
+    assert sorted(row["name"] for row in submitted) == ["DistMult (demo, seed 0)"] * 2 + ["TransE-L2 (demo, seed 0)"] * 2
+    for model in ("DistMult", "TransE-L2"):
+        sampled = json.loads((out / "results" / f"{model}.sampled.json").read_text())
+        assert sampled["protocol"]["candidates"] == "sampled" and sampled["protocol"]["filter_sets"] == []
+        assert sampled["protocol"]["negatives_per_query"]["head"] == 20
+    assert "under OGB's sampled protocol" in run.stdout
     assert "DistMult (demo, seed 0)" in (out / "leaderboard" / "index.html").read_text()
 
 
@@ -111,7 +117,7 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
         if name.startswith("results/"):
             records = [json.loads(path.read_text()) for path in (a, b)]
             for record in records:
-                assert set(record.pop("timing")) == {"seconds"}
+                assert set(record.pop("timing")) <= {"seconds", "exact_ranks"}  # exact ranks: pairs re-scored
                 record["dataset"].pop("path")
             assert records[0] == records[1], name
         elif name == "leaderboard.sqlite":

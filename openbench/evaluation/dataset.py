@@ -12,6 +12,8 @@ Two on-disk layouts are understood:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import hashlib
 import io
 import logging
@@ -29,6 +31,9 @@ from openbench.evaluation.dataset_cache import cached_dataset, dataset_files
 from openbench.evaluation.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
+
+if TYPE_CHECKING:
+    from openbench.evaluation.sampled import SampledNegatives
 
 __all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_rows", "read_sample_triples", "map_labels", "read_id_map", "read_id_triples",
            "triples_fingerprint", "id_map_fingerprint", "load_dataset", "read_dataset", "write_id_layout",
@@ -59,6 +64,8 @@ class Dataset:
     warnings: List[str] = field(default_factory=list)
     registry: Optional[dict] = None  # {"name", "version", "archive_sha256"} of a verified registry copy
     cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
+    # sampled evaluation negatives that come with the dataset: OGB's, or *_negatives.npz of a split
+    sampled: Dict[str, "SampledNegatives"] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def num_entities(self) -> int:
@@ -207,15 +214,28 @@ def id_map_fingerprint(entities: Sequence[str], relations: Sequence[str]) -> str
 
 
 def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,
-                 drop_unknown: bool = False, evaluation_split: str = "test") -> Dataset:
+                 drop_unknown: bool = False, evaluation_split: str = "test", ogb_split: Optional[str] = None,
+                 entity_offsets=None) -> Dataset:
     """Load a dataset folder (see the module docstring), or a registry name, into a :class:`Dataset`.
 
     Label maps: ``entity_map`` / ``relation_map`` (``id<TAB>label`` files) when given, else the
     sorted labels of the training split. Evaluation triples with labels the maps lack raise an
     InputError listing the first ten, unless ``drop_unknown``; unknown triples in the other splits
     can never be candidates and are dropped from the filter with a recorded warning.
+
+    An OGB folder (``split/<type>/*.pt``, :mod:`openbench.evaluation.ogb_layout`) is read with
+    ``ogb_split`` and ``entity_offsets``; its negatives, and those of a split's
+    ``*_negatives.npz`` (:mod:`openbench.evaluation.negatives_file`), land in ``Dataset.sampled``.
     """
     folder = resolve(path)  # the registry look-up comes first: a name stands for its verified copy
+    from openbench.evaluation.ogb_layout import is_ogb_folder, load_ogb_dataset
+    if is_ogb_folder(folder):
+        if fold is not None or entity_map or relation_map:
+            raise InputError("--fold, --entity-map and --relation-map do not apply to an OGB folder", folder)
+        fields, negatives = load_ogb_dataset(folder, ogb_split, entity_offsets)
+        return Dataset(**fields, sampled=negatives)
+    if ogb_split is not None or entity_offsets is not None:
+        raise InputError("--ogb-split and --entity-offsets apply to OGB dataset folders (split/<type>/*.pt)", folder)
     layout, files_folder = resolve_layout(Path(folder), fold)
     options = {"fold": fold, "drop_unknown": drop_unknown, "evaluation_split": evaluation_split,
                "maps": [str(m) for m in (entity_map, relation_map)]}
@@ -224,6 +244,9 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
                                                                   drop_unknown, evaluation_split), str(folder),
                              Dataset)
     dataset.registry = registry_of(folder)
+    if layout == "samples":
+        from openbench.evaluation.negatives_file import find_negatives
+        dataset.sampled = find_negatives(files_folder, dataset)
     return dataset
 
 

@@ -26,7 +26,7 @@ import torch.distributed as dist
 from openbench.errors import InputError
 from openbench.evaluation import catalog
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter
-from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts, count_block, true_ids_of
+from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts, true_ids_of
 from openbench.record import Protocol
 
 __all__ = ["SHARDS", "DEFAULT_TIMEOUT_S", "init_from_environment", "entity_range", "REDUCTIONS", "gather_counts",
@@ -102,6 +102,21 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
             raise InputError("the sampled protocol runs on one process: its candidates are few per query")
         super().__init__(dataset, scorer, **options)
 
+    def reduce_max(self, values: torch.Tensor) -> torch.Tensor:
+        """Entity shards: every rank's largest candidate norms (exact ranks' windows bound them all)."""
+        if self.shard == "entities":
+            values = values.clone()
+            dist.all_reduce(values, op=dist.ReduceOp.MAX)
+        return values
+
+    def timing(self) -> dict:
+        """The exact-ranks counts summed over the ranks."""
+        if self.exact is not None:
+            totals = self.exact.stats.as_tensor().to(self.device)
+            dist.all_reduce(totals)
+            self.exact.stats.set_from(totals.cpu())
+        return super().timing()
+
     def protocol(self) -> Protocol:
         """The base protocol plus the world size, shard mode and backend."""
         protocol = super().protocol()
@@ -133,7 +148,8 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
         dist.all_reduce(rows)  # each anchor row comes from its one owner, zeros elsewhere
         local_batch = batch.clone()
         local_batch[:, anchor_column] = torch.arange(batch.shape[0], device=self.device)
-        queries = type(self.scorer)(rows, self.scorer.relations).query_vectors(local_batch, side)
+        query_scorer = type(self.scorer)(rows, self.scorer.relations)
+        queries = query_scorer.query_vectors(local_batch, side)
         true_ids = true_ids_of(batch, side)
         block = self.scorer.score_chunk(queries, side, 0, stop - start,
                                         out=self.scratch_block(batch.shape[0], stop - start))
@@ -142,6 +158,12 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
         true_scores[here] = block[here, true_ids[here] - start]
         dist.all_reduce(true_scores)  # from the true answer's owner, zeros elsewhere
         self.exclude_untyped(block, batch, side, start, true_ids)
-        gt, eq, _ = count_block(block, start, true_ids, true_scores, *filter_pairs, self.lower_is_better)
+        true_rows = None
+        if self.exact is not None:  # the true answers' stored rows, from their owners
+            true_rows = torch.zeros_like(rows)
+            true_rows[here] = self.scorer.entities[true_ids[here] - start]
+            dist.all_reduce(true_rows)
+        window = self.exact_window(query_scorer, local_batch, side, queries, true_scores, true_rows)
+        gt, eq, _ = self.count_chunk(block, start, batch, side, true_scores, filter_pairs, True, window, query_scorer)
         gt, eq = sum_counts(gt, eq)
         return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)

@@ -33,6 +33,7 @@ from openbench.record import Protocol, ResultRecord
 from openbench.evaluation import catalog
 from openbench.evaluation.dataset import SPLITS, Dataset
 from openbench.evaluation.dataset_cache import cached_filter_index
+from openbench.evaluation.exact import RANK_MODES, ExactRanks
 from openbench.evaluation.device import resolve_device
 from openbench.evaluation.filter_index import SIDES, FilterIndex
 from openbench.evaluation.kernels import kernel_name
@@ -53,6 +54,7 @@ DEFAULT_HITS_AT = (1, 3, 10)
 CPU_BLOCK_ELEMENTS = 2 ** 23
 GPU_BLOCK_FRACTION = 0.25
 MIN_FULL_ROWS = 8
+LIST_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × width) values gathered at once by score_candidates
 CANDIDATE_MODES = catalog.CANDIDATE_MODES
 
 Filter = Tuple[torch.Tensor, torch.Tensor]
@@ -333,6 +335,10 @@ class Evaluator:
                                                  + self.scope_dropped),
                         evaluation_split=self.evaluation_split, extra=extra)
 
+    def timing(self) -> dict:
+        """What the record keeps under ``timing`` besides the seconds (machine-dependent counts)."""
+        return {}
+
     def dataset_description(self) -> dict:
         """What a record says of the dataset: path, fingerprint, id-map hash, counts, registry entry."""
         return {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
@@ -354,7 +360,7 @@ class Evaluator:
                             protocol=self.protocol(), dataset=dataset, model=self.model_description(),
                             diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
                             seed=self.seed, device=str(self.device), version=__version__, seconds=seconds,
-                            warnings=list(self.warnings))
+                            warnings=list(self.warnings), timing=self.timing())
 
     def _evaluate_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """Counts per side for ``triples`` (T, 3), batch by batch (halving the batch on OOM)."""
@@ -451,10 +457,15 @@ class EmbeddingEvaluator(Evaluator):
 
     def __init__(self, dataset: Dataset, scorer: EmbeddingScorer, *, model_params: Optional[dict] = None,
                  source_sha256: Optional[str] = None, entity_chunk: Optional[int] = None,
-                 entity_range: Optional[Tuple[int, int]] = None, **kwargs):
+                 entity_range: Optional[Tuple[int, int]] = None, ranks: str = "exact", **kwargs):
         """:param entity_range: [start, stop): the candidate entities the scorer holds rows of (an
-        entity shard; None: all of them)."""
+        entity shard; None: all of them).
+        :param ranks: ``"exact"``: better and tied candidates as exact arithmetic on the stored
+            values decides (:mod:`openbench.evaluation.exact`); ``"fast"``: as the scores computed
+            in the embeddings' precision compare."""
         super().__init__(dataset, **kwargs)
+        if ranks not in RANK_MODES:
+            raise InputError(f"unknown ranks mode {ranks!r}; expected one of {', '.join(RANK_MODES)}")
         start, stop = entity_range if entity_range is not None else (0, dataset.num_entities)
         if scorer.num_entities != stop - start:
             raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}"
@@ -466,6 +477,27 @@ class EmbeddingEvaluator(Evaluator):
         self.source_sha256 = source_sha256
         self.entity_chunk = entity_chunk
         self._buffer: Optional[torch.Tensor] = None
+        exact = ranks == "exact" and self.sampled_negatives is None  # sampled ranks compare float32 scores
+        self.exact = ExactRanks(self.scorer, self.lower_is_better, self.reduce_max) if exact else None
+
+    reduce_max = None  # entity shards: an all_reduce(MAX) of this process's largest candidate norms
+
+    def protocol(self) -> Protocol:
+        """The base protocol plus how ranks were counted: ``ranks`` is ``"exact"`` or the precision
+        the scores were compared in; ``embedding_precision`` the stored values' dtype."""
+        protocol = super().protocol()
+        precision = str(self.scorer.entities.dtype).replace("torch.", "")
+        compared = str(self.scorer.entities.real.dtype).replace("torch.", "")
+        protocol.extra["ranks"] = "exact" if self.exact is not None else compared
+        protocol.extra["embedding_precision"] = precision
+        return protocol
+
+    def timing(self) -> dict:
+        """Exact ranks: how many (query, candidate) pairs the fast pass left undecided and what
+        settled them; these depend on the arithmetic's order, so they live with the timings."""
+        if self.exact is None:
+            return {}
+        return {"exact_ranks": self.exact.stats.as_dict()}
 
     def model_description(self) -> dict:
         """The scorer's name, kind and parameters (dimension, dtype) and the files' sha256."""
@@ -483,6 +515,22 @@ class EmbeddingEvaluator(Evaluator):
         out = [self.scorer.score_pairs(triples[i:i + size].to(self.device), start).double().cpu()
                for i in range(0, triples.shape[0], size)]
         result = torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+        return -result if self.lower_is_better else result
+
+    @torch.no_grad()
+    def score_candidates(self, batch: torch.Tensor, side: str, candidates: torch.Tensor) -> torch.Tensor:
+        """(B, W) float64 scores of the ``side`` queries of ``batch`` (B, 3) against their own
+        candidate entities ``candidates`` (B, W), higher is more plausible: each query vector once,
+        only its W candidates gathered, in row groups of at most ``LIST_BLOCK_ELEMENTS`` values."""
+        start, _ = self.entity_range
+        batch, candidates = batch.to(self.device), candidates.to(self.device)
+        width = candidates.shape[1] * max(1, self.scorer._cached_candidates(side).shape[1])
+        rows = max(1, LIST_BLOCK_ELEMENTS // max(1, width))
+        parts = []
+        for first in range(0, batch.shape[0], rows):
+            queries = self.scorer.query_vectors(batch[first:first + rows], side)
+            parts.append(self.scorer.score_lists(queries, side, candidates[first:first + rows], start).double().cpu())
+        result = torch.cat(parts) if parts else torch.zeros((0, candidates.shape[1]), dtype=torch.float64)
         return -result if self.lower_is_better else result
 
     def default_batch_size(self) -> int:
@@ -528,6 +576,8 @@ class EmbeddingEvaluator(Evaluator):
         queries = self.scorer.query_vectors(batch, side)
         true_ids = true_ids_of(batch, side)
         rows = batch.shape[0]
+        offset = self.entity_range[0]
+        true_rows = self.scorer.entities[true_ids - offset] if self.exact is not None else None
         block = self.scratch_block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
@@ -537,7 +587,9 @@ class EmbeddingEvaluator(Evaluator):
             block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block)
             true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
             self.exclude_untyped(block, batch, side, 0, true_ids)
-            gt, eq, _ = count_block(block, 0, true_ids, true_scores, *filter_pairs, self.lower_is_better, check_nan)
+            window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
+            gt, eq, _ = self.count_chunk(block, 0, batch, side, true_scores, filter_pairs, check_nan, window,
+                                         self.scorer)
             return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
         true_scores = torch.empty(rows, dtype=block.dtype, device=self.device)
         for start in starts:
@@ -549,12 +601,13 @@ class EmbeddingEvaluator(Evaluator):
         gt = torch.zeros(rows, dtype=torch.long, device=self.device)
         eq = torch.zeros_like(gt)
         mismatched = 0
+        window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
         for start in starts:
             stop = min(start + width, self.num_entities)
             block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start))
             self.exclude_untyped(block, batch, side, start, true_ids)
-            chunk_gt, chunk_eq, true_differs = count_block(block, start, true_ids, true_scores, *filter_pairs,
-                                                           self.lower_is_better, check_nan)
+            chunk_gt, chunk_eq, true_differs = self.count_chunk(block, start, batch, side, true_scores, filter_pairs,
+                                                                check_nan, window, self.scorer)
             gt += chunk_gt
             eq += chunk_eq
             mismatched += int(true_differs.sum())
@@ -563,3 +616,28 @@ class EmbeddingEvaluator(Evaluator):
             self.warnings.append(message)
             logger.warning(message)
         return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
+
+    def exact_window(self, scorer: EmbeddingScorer, batch: torch.Tensor, side: str, queries: torch.Tensor,
+                     true_scores: torch.Tensor, true_rows: Optional[torch.Tensor]
+                     ) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+        """Exact ranks: (lows (B,), highs (B,)) around the true scores (None: fast ranks)."""
+        if self.exact is None or true_rows is None:
+            return None
+        return self.exact.window(scorer, batch, side, queries, true_scores, true_rows)
+
+    def count_chunk(self, block: torch.Tensor, start: int, batch: torch.Tensor, side: str, true_scores: torch.Tensor,
+                    filter_pairs: Filter, check_nan: bool, window,
+                    query_scorer: EmbeddingScorer) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(n_greater, n_equal, true_differs) (B,) of one block of candidates ``start ..``; with a
+        ``window`` (:meth:`exact_window` of this batch and side), the candidates inside it
+        re-scored exactly (``query_scorer`` built the queries)."""
+        true_ids = true_ids_of(batch, side)
+        positions = None if window is None or self.exact is None else self.exact.positions_buffer(block)
+        gt, eq, differs = count_block(block, start, true_ids, true_scores, *filter_pairs, self.lower_is_better,
+                                      check_nan, window, positions)
+        if window is None or self.exact is None:
+            return gt, eq, differs
+        offset = self.entity_range[0]
+        gt, eq = self.exact.settle(block, start, (gt, eq), window, true_ids, filter_pairs, self.num_entities,
+                                   query_scorer, lambda ids: self.scorer.entities[ids - offset], positions)
+        return gt, eq, differs

@@ -1,4 +1,5 @@
-"""Row counting: how many candidates of each score row beat, tie or are NaN against a target.
+"""Row counting: how many candidates of each score row beat, tie or are NaN against a target
+(or, for exact ranks, lie beyond or inside a window [low, high] around it).
 
 Three implementations of one contract:
 
@@ -46,10 +47,11 @@ class NonFiniteRows(ScoreError):
 
 
 def _configure(library) -> None:
-    for name in ("openbench_count_rows_f32", "openbench_count_rows_f64"):
+    for name in ("openbench_count_window_f32", "openbench_count_window_f64"):
         function = getattr(library, name)
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                             ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         function.restype = None
 
 
@@ -84,53 +86,70 @@ def kernel_name(scores: torch.Tensor) -> str:
 
 
 def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool = False,
-               check_nan: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
+               check_nan: bool = True, highs: Optional[torch.Tensor] = None,
+               positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """Per row i: (#{j: s_ij better than t_i}, #{j: s_ij == t_i}) as int64 (B,) tensors.
 
     "Better" is ``>`` (``<`` when lower is better); comparisons are exact, so equal infinities
     tie. A NaN score raises :class:`NonFiniteRows` (the torch path skips that check when
     ``check_nan`` is False). May overwrite ``scores``.
 
+    With ``highs``, row i has the window [targets_i, highs_i]: the counts are then
+    (#{beyond the window on the better side}, #{inside the window}).
+
     :param scores: (B, n) float scores.
-    :param targets: (B,) the value each row is compared against, same dtype as ``scores``.
+    :param targets: (B,) the value each row is compared against (the window's low end), same dtype as ``scores``.
+    :param highs: (B,) the window's high end, or None (a window of one value).
+    :param positions: optional (B, K) int64 on the CPU: the C kernel writes the columns of the first
+        K candidates inside each row's window there (the counts say how many there are); other
+        implementations leave it untouched.
     """
     targets = targets.to(dtype=scores.dtype).contiguous()
+    highs = targets if highs is None else highs.to(dtype=scores.dtype).contiguous()
     kernel = kernel_name(scores)
     if kernel == "c":
-        return _row_counts_c(scores, targets, lower_is_better)
+        return _row_counts_c(scores, targets, highs, lower_is_better, positions)
     if kernel == "triton":
-        return _row_counts_triton(scores, targets, lower_is_better)
+        return _row_counts_triton(scores, targets, highs, lower_is_better)
+    if highs is not targets:
+        return _window_counts_torch(scores, targets, highs, lower_is_better, check_nan)
     return _row_counts_torch(scores, targets, lower_is_better, check_nan)
 
 
-def _row_counts_triton(scores, targets, lower_is_better):
+def _row_counts_triton(scores, lows, highs, lower_is_better):
     global _triton
     try:
-        greater, equal, has_nan = _triton.row_counts(scores, targets, lower_is_better)
+        greater, equal, has_nan = _triton.row_counts(scores, lows, highs, lower_is_better)
     except (RuntimeError, OSError, ImportError) as error:  # Triton compiles at first use: no compiler, say
         if isinstance(error, torch.OutOfMemoryError):
             raise
         logger.warning("the Triton counting kernel failed (%s); using the torch implementation from now on", error)
         _triton = None
-        return _row_counts_torch(scores.clone(), targets, lower_is_better, True)
+        if highs is not lows:
+            return _window_counts_torch(scores, lows, highs, lower_is_better, True)
+        return _row_counts_torch(scores.clone(), lows, lower_is_better, True)
     if bool(has_nan.any()):
         raise NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
     return greater, equal
 
 
-def _row_counts_c(scores, targets, lower_is_better):
+def _row_counts_c(scores, lows, highs, lower_is_better, positions=None):
     rows, width = scores.shape
     greater = torch.empty(rows, dtype=torch.long)
     equal = torch.empty(rows, dtype=torch.long)
     nans = torch.empty(rows, dtype=torch.long)
     library = COUNTING_LIBRARY.get()
-    function = (library.openbench_count_rows_f32 if scores.dtype == torch.float32
-                else library.openbench_count_rows_f64)
+    function = (library.openbench_count_window_f32 if scores.dtype == torch.float32
+                else library.openbench_count_window_f64)
     stride = scores.stride(0) if rows > 1 else width
-    pointers = (scores.data_ptr(), targets.data_ptr(), greater.data_ptr(), equal.data_ptr(), nans.data_ptr())
+    pointers = (scores.data_ptr(), lows.data_ptr(), highs.data_ptr(), greater.data_ptr(), equal.data_ptr(),
+                nans.data_ptr())
+    capacity = 0 if positions is None else positions.shape[1]
+    position_pointer = None if positions is None else positions.data_ptr()
 
     def run(bounds):
-        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], int(lower_is_better), *pointers[2:])
+        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
+                 *pointers[3:], position_pointer, capacity)
 
     workers = max(1, torch.get_num_threads())
     if workers == 1 or rows < 2 or rows * width < PARALLEL_MIN_ELEMENTS:
@@ -142,6 +161,18 @@ def _row_counts_c(scores, targets, lower_is_better):
     if bad.numel():
         raise NonFiniteRows(int(bad[0, 0]), "NaN score")
     return greater, equal
+
+
+def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
+    """(beyond the window on the better side, inside it) per row, by direct comparisons."""
+    if check_nan:
+        has_nan = torch.isnan(scores).any(dim=1) | torch.isnan(lows) | torch.isnan(highs)
+        if bool(has_nan.any()):
+            raise NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
+    low, high = lows[:, None], highs[:, None]
+    better = (scores < low) if lower_is_better else (scores > high)
+    inside = (scores >= low) & (scores <= high)
+    return better.sum(dim=1), inside.sum(dim=1)
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:

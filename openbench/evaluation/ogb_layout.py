@@ -1,4 +1,5 @@
-"""OGB's link-prediction split files, read without running anything they contain.
+"""OGB's link-prediction dataset folders (``ogbl-biokg``, ``ogbl-wikikg2``), read without running
+anything their files contain.
 
 OGB's ``LinkPropPredDataset`` leaves ``split/<split_type>/{train,valid,test}.pt``: each a
 ``torch.save``d dict of numpy arrays (``head``, ``relation``, ``tail``; ``head_neg`` and
@@ -8,18 +9,36 @@ weights-only unpickler, which builds only tensors and an allow-list of types: he
 reconstruction (under its numpy 2 and its older ``numpy.core`` name, which OGB's 2020 files use),
 ``numpy.ndarray`` and ``numpy.dtype``. A file that names anything else is refused before any of it
 runs, with the names it asked for.
+
+**Global entity ids.** ``ogbl-wikikg2`` numbers its entities globally. ``ogbl-biokg`` numbers them
+per node type (``head_type``/``tail_type`` name each triple's types, and the negatives of a query
+are of its answer's type); openbench maps them to one id space exactly as OGB's KGE example
+(``examples/linkproppred/biokg/run.py``) does: types in the order of ``num_nodes_dict``, which OGB
+reads from ``raw/num-node-dict.csv.gz`` (its column order), each type's ids shifted by the counts
+of the types before it. Without that file the types are taken in sorted order with counts from
+the largest id seen (a warning says so); ``--entity-offsets FILE`` (JSON ``{"type": offset}``)
+overrides both. Entities are labelled ``<type>:<local id>`` (biokg) or ``entity:<id>``, relations
+``relation:<id>``; the fingerprint hashes the id triples of every split.
 """
 from __future__ import annotations
 
+import gzip
+import hashlib
+import json
+import logging
 from pathlib import Path
-from typing import Dict
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from openbench.errors import InputError
 
-__all__ = ["SAFE_NUMPY_GLOBALS", "load_split_file"]
+__all__ = ["SAFE_NUMPY_GLOBALS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset",
+           "IdLabels"]
+
+logger = logging.getLogger(__name__)
+OGB_SPLITS = {"train": "train.pt", "valid": "valid.pt", "test": "test.pt"}
 
 _core = getattr(np, "_core", None) or np.core  # numpy 2 renamed numpy.core to numpy._core
 _reconstruct = _core.multiarray._reconstruct
@@ -57,3 +76,208 @@ def load_split_file(path) -> Dict[str, object]:
         if key not in data:
             raise InputError(f"the split has no {key!r} array; it holds {', '.join(sorted(data))}", path)
     return data
+
+
+# ------------------------------------------------------------------------------------------
+# the dataset folder
+
+
+class IdLabels(Sequence[str]):
+    """Labels ``<prefix><i>`` for ids 0 .. n - 1 (biokg: one prefix per type range), made on demand:
+    wikikg2's 2.5 M entities need no list of 2.5 M strings."""
+
+    def __init__(self, ranges: List[Tuple[str, int, int]]):
+        self.ranges = ranges  # (prefix, first global id, count), in id order
+        self.total = sum(count for _, _, count in ranges)
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self.total))]
+        if index < 0:
+            index += self.total
+        for prefix, first, count in self.ranges:
+            if first <= index < first + count:
+                return f"{prefix}{index - first}"
+        raise IndexError(index)
+
+    def __iter__(self):
+        for prefix, _, count in self.ranges:
+            for i in range(count):
+                yield f"{prefix}{i}"
+
+
+def is_ogb_folder(path) -> bool:
+    """True for a folder as OGB leaves it: ``split/<split type>/train.pt``."""
+    split = Path(path) / "split"
+    return split.is_dir() and any((kind / "train.pt").is_file() for kind in split.iterdir() if kind.is_dir())
+
+
+def split_types(path) -> List[str]:
+    """The split types of an OGB folder (``random``, ``time``, …), sorted."""
+    split = Path(path) / "split"
+    return sorted(kind.name for kind in split.iterdir() if (kind / "train.pt").is_file())
+
+
+def _ids(data: dict, key: str, path: Path) -> np.ndarray:
+    values = np.asarray(data[key])
+    if values.dtype.kind not in "iu":
+        raise InputError(f"{key!r} holds {values.dtype} values; expected integer ids", path)
+    if values.size and int(values.min()) < 0:
+        raise InputError(f"{key!r} holds negative ids", path)
+    return values.astype(np.int64)
+
+
+def _types(data: dict, key: str, rows: int, path: Path) -> Optional[np.ndarray]:
+    if key not in data:
+        return None
+    values = np.asarray(data[key])
+    if values.shape != (rows,) or values.dtype.kind not in "UO":
+        raise InputError(f"{key!r} must name one node type per triple ({rows}), found {values.shape}", path)
+    return values.astype(str)
+
+
+def _num_node_dict(folder: Path) -> Optional[Dict[str, int]]:
+    """OGB's ``raw/num-node-dict.csv.gz``: a header of type names and one row of counts, in order."""
+    path = folder / "raw" / "num-node-dict.csv.gz"
+    if not path.is_file():
+        return None
+    try:
+        lines = gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as error:
+        raise InputError(f"unreadable node-count file ({error})", path) from None
+    if len(lines) < 2:
+        raise InputError("expected a header of node types and a row of counts", path)
+    names, counts = lines[0].split(","), lines[1].split(",")
+    if len(names) != len(counts) or not all(c.strip().isdigit() for c in counts):
+        raise InputError("expected as many integer counts as node types on line 2", path, line=2)
+    return {name.strip(): int(count) for name, count in zip(names, counts)}
+
+
+def _offsets(folder: Path, offsets_file, seen: Dict[str, int], warnings: List[str]) -> Dict[str, Tuple[int, int]]:
+    """{type: (first global id, count)} (see the module docstring)."""
+    counts = _num_node_dict(folder)
+    if offsets_file is not None:
+        from openbench._io import read_json
+        given = read_json(offsets_file)
+        if not isinstance(given, dict) or not all(isinstance(v, int) and v >= 0 for v in given.values()):
+            raise InputError('expected a JSON object {"node type": offset}', offsets_file)
+        missing = sorted(set(seen) - set(given))
+        if missing:
+            raise InputError(f"no offset for node type(s) {', '.join(missing)}", offsets_file)
+        sizes = counts or seen
+        return {name: (given[name], max(sizes.get(name, 0), seen.get(name, 0))) for name in given}
+    if counts is None:
+        counts = {name: seen[name] for name in sorted(seen)}
+        warnings.append("no raw/num-node-dict.csv.gz: node types in sorted order, counts from the largest ids "
+                        "seen (give --entity-offsets to match a model trained with other offsets)")
+        logger.warning(warnings[-1])
+    short = [name for name in seen if seen[name] > counts.get(name, -1)]
+    if short:
+        raise InputError(f"node type(s) {', '.join(short)} have ids beyond their counts in num-node-dict.csv.gz",
+                         folder / "raw")
+    result, first = {}, 0
+    for name, count in counts.items():
+        result[name] = (first, count)
+        first += count
+    return result
+
+
+def load_ogb_dataset(path, split_type: Optional[str] = None, entity_offsets=None):
+    """(the fields of a :class:`~openbench.evaluation.dataset.Dataset`, {"valid"/"test":
+    SampledNegatives}) of an OGB folder (see the module docstring); ``load_dataset`` builds the
+    Dataset (this module does not import the loader, which imports it)."""
+    from openbench.evaluation.sampled import SampledNegatives
+
+    folder = Path(path)
+    kinds = split_types(folder)
+    if split_type is None:
+        if len(kinds) != 1:
+            raise InputError(f"several split types ({', '.join(kinds)}): choose one with --ogb-split", folder)
+        split_type = kinds[0]
+    if split_type not in kinds:
+        raise InputError(f"no split type {split_type!r}; available: {', '.join(kinds)}", folder / "split")
+    files = {split: folder / "split" / split_type / name for split, name in OGB_SPLITS.items()}
+    data = {split: load_split_file(file) for split, file in files.items() if file.is_file()}
+    if "test" not in data:
+        raise InputError("no test.pt to evaluate", folder / "split" / split_type)
+    warnings: List[str] = []
+    columns: Dict[str, dict] = {}
+    seen: Dict[str, int] = {}
+    typed = "head_type" in data["train"]
+    for split, values in data.items():
+        rows = len(np.asarray(values["head"]))
+        parts = {key: _ids(values, key, files[split]) for key in ("head", "relation", "tail")}
+        for key in ("head_neg", "tail_neg"):
+            if key in values:
+                parts[key] = _ids(values, key, files[split])
+                if parts[key].ndim != 2 or parts[key].shape[0] != rows:
+                    raise InputError(f"{key!r} must be (n, K) with one row per triple; found {parts[key].shape}",
+                                     files[split])
+        if any(parts[key].shape != (rows,) for key in ("head", "relation", "tail")):
+            raise InputError("head, relation and tail must be 1-d arrays of one length", files[split])
+        if typed:
+            for key in ("head_type", "tail_type"):
+                types = _types(values, key, rows, files[split])
+                if types is None:
+                    raise InputError(f"the train split names node types but this one has no {key!r}", files[split])
+                parts[key] = types
+            for side in ("head", "tail"):
+                for name in np.unique(parts[f"{side}_type"]):
+                    chosen = parts[f"{side}_type"] == name
+                    top = int(parts[side][chosen].max()) + 1
+                    if f"{side}_neg" in parts:
+                        top = max(top, int(parts[f"{side}_neg"][chosen].max()) + 1)
+                    seen[str(name)] = max(seen.get(str(name), 0), top)
+        columns[split] = parts
+    if typed:
+        offsets = _offsets(folder, entity_offsets, seen, warnings)
+        ranges = [(f"{name}:", first, count) for name, (first, count) in sorted(offsets.items(), key=lambda x: x[1])]
+    else:
+        if entity_offsets is not None:
+            raise InputError("--entity-offsets applies to datasets with per-type ids (ogbl-biokg)", entity_offsets)
+        top = max(int(max(p["head"].max(initial=0), p["tail"].max(initial=0),
+                          *(p[k].max(initial=0) for k in ("head_neg", "tail_neg") if k in p)))
+                  for p in columns.values()) + 1
+        offsets = {}
+        ranges = [("entity:", 0, top)]
+    triples, negatives = {}, {}
+    for split in ("train", "valid", "test"):
+        parts = columns.get(split)
+        if parts is None:
+            triples[split] = torch.zeros((0, 3), dtype=torch.long)
+            continue
+        shift = {side: _shift(parts, side, offsets) for side in ("head", "tail")}
+        stacked = np.stack([parts["head"] + shift["head"], parts["relation"], parts["tail"] + shift["tail"]], axis=1)
+        triples[split] = torch.from_numpy(stacked)
+        if "head_neg" in parts and "tail_neg" in parts:
+            negatives[split] = SampledNegatives(torch.from_numpy(parts["head_neg"] + shift["head"][:, None]),
+                                                torch.from_numpy(parts["tail_neg"] + shift["tail"][:, None]))
+    relations = int(max(t[:, 1].max() for t in triples.values() if t.numel())) + 1
+    entity_labels = IdLabels(ranges)
+    digest = hashlib.sha256()
+    for split in ("train", "valid", "test"):
+        digest.update(split.encode() + triples[split].numpy().astype("<i8").tobytes())
+    id_map = hashlib.sha256(json.dumps({"ranges": ranges, "relations": relations}).encode()).hexdigest()
+    fields = dict(path=str(folder), layout="ogb", entity_labels=entity_labels,
+                  relation_labels=[f"relation:{i}" for i in range(relations)], triples=triples,
+                  fingerprint=digest.hexdigest(), id_map_sha256=id_map, warnings=warnings)
+    for split, chosen in negatives.items():
+        chosen.check(triples[split], len(entity_labels), files[split])
+    return fields, negatives
+
+
+def _shift(parts: dict, side: str, offsets: Dict[str, Tuple[int, int]]) -> np.ndarray:
+    """(n,) the global-id offset of each triple's ``side`` entity (zeros without node types)."""
+    rows = parts["head"].shape[0]
+    if not offsets:
+        return np.zeros(rows, dtype=np.int64)
+    types = parts[f"{side}_type"]
+    shift = np.zeros(rows, dtype=np.int64)
+    for name in np.unique(types):
+        if str(name) not in offsets:
+            raise InputError(f"node type {name!r} has no offset")
+        shift[types == name] = offsets[str(name)][0]
+    return shift

@@ -73,7 +73,8 @@ def candidate_counts(num_entities: int, filter_rows: torch.Tensor, batch_size: i
 
 def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_scores: torch.Tensor,
                 filter_rows: torch.Tensor, filter_cols: torch.Tensor, lower_is_better: bool = False,
-                check_nan: bool = True) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                check_nan: bool = True, window: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Count better and tied candidates in one chunk of candidate columns. May overwrite ``scores``.
 
     :param scores: (B, n) float scores of candidates ``start .. start + n - 1``.
@@ -84,6 +85,12 @@ def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_s
         ids (any chunk; pairs outside this chunk are ignored). Pairs must exclude the true answer.
     :param check_nan: look for NaN candidates; callers that can prove every score finite (see
         :meth:`EmbeddingScorer.provably_finite`) may skip it (the C kernel checks for free).
+    :param window: (lows (B,), highs (B,)) around each true score, for exact ranks
+        (:mod:`openbench.evaluation.exact`): then ``n_greater`` counts the candidates beyond the
+        window on the better side and ``n_equal`` those inside it (undecided). None: the true
+        score itself.
+    :param positions: (B, K) int64 filled with -1, where the C kernel records the columns of up to
+        K candidates inside each window (true answer and filtered ones included).
     :returns: ``n_greater`` (B,) and ``n_equal`` (B,) int64 over this chunk, and ``true_differs``
         (B,) bool: the true column of this chunk holds a value other than ``true_scores`` (a score
         recomputed differently); False where the true answer is not in this chunk.
@@ -97,23 +104,25 @@ def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_s
     # read the excluded values before the counting may overwrite the block
     true_values = scores.gather(1, torch.where(true_here, local_true, 0)[:, None]).squeeze(1)
     filtered_values = scores[rows, cols]
+    lows, highs = (true_scores, true_scores) if window is None else (w.to(scores.dtype) for w in window)
 
-    n_greater, n_equal = row_counts(scores, true_scores, lower_is_better, check_nan)
+    n_greater, n_equal = row_counts(scores, lows, lower_is_better, check_nan,
+                                    highs=None if window is None else highs, positions=positions)
 
-    true_better, true_same = _compare(true_values, true_scores, lower_is_better)
+    true_better, true_inside = _compare(true_values, lows, highs, lower_is_better)
     n_greater -= (true_here & true_better).long()
-    n_equal -= (true_here & true_same).long()
+    n_equal -= (true_here & true_inside).long()
     if rows.numel():
-        better, same = _compare(filtered_values, true_scores[rows], lower_is_better)
+        better, inside = _compare(filtered_values, lows[rows], highs[rows], lower_is_better)
         n_greater -= torch.bincount(rows, weights=better.to(torch.float64), minlength=batch_size).to(torch.long)
-        n_equal -= torch.bincount(rows, weights=same.to(torch.float64), minlength=batch_size).to(torch.long)
-    return n_greater, n_equal, true_here & ~true_same
+        n_equal -= torch.bincount(rows, weights=inside.to(torch.float64), minlength=batch_size).to(torch.long)
+    return n_greater, n_equal, true_here & (true_values != true_scores)
 
 
-def _compare(values: torch.Tensor, targets: torch.Tensor, lower_is_better: bool):
-    """(better, same) masks of ``values`` against ``targets``, exact comparisons."""
-    better = values < targets if lower_is_better else values > targets
-    return better, values == targets
+def _compare(values: torch.Tensor, lows: torch.Tensor, highs: torch.Tensor, lower_is_better: bool):
+    """(better, inside) masks of ``values`` against the windows [lows, highs], exact comparisons."""
+    better = values < lows if lower_is_better else values > highs
+    return better, (values >= lows) & (values <= highs)
 
 
 def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optional[torch.Tensor] = None,

@@ -7,7 +7,8 @@ of optimistic and pessimistic ranks, which is openbench's realistic rank
 ``g + (e + 1 + 1) / 2 = g + e / 2 + 1`` (g candidates score higher, e tie). Optimistic and
 pessimistic ranks and every other metric come from the same counts as in the full protocol.
 
-Only the 1 + K candidates of a query are scored (through the evaluator's
+Only the 1 + K candidates of a query are scored (through the evaluator's ``score_candidates``
+where it has one, which builds each query vector once and gathers only its candidates, else
 :meth:`~openbench.evaluation.evaluator.Evaluator.score_triples`): nothing of size (batch ×
 entities) is built, so a 2.5 M-entity graph costs what its negatives cost. The true answer is
 scored in the same call and by the same formula as its negatives, so a tie is a tie.
@@ -67,9 +68,12 @@ def sampled_counts(evaluator, triples: torch.Tensor, negatives: SampledNegatives
         for start in range(0, triples.shape[0], size):
             batch = triples[start:start + size].cpu()
             candidates = torch.cat([batch[:, column:column + 1], chosen[start:start + size].to(torch.long)], dim=1)
-            expanded = batch[:, None, :].expand(-1, width, -1).clone()
-            expanded[:, :, column] = candidates
-            scores = evaluator.score_triples(expanded.reshape(-1, 3)).reshape(-1, width)  # higher: better
+            if hasattr(evaluator, "score_candidates"):
+                scores = evaluator.score_candidates(batch, side, candidates)  # higher: better
+            else:
+                expanded = batch[:, None, :].expand(-1, width, -1).clone()
+                expanded[:, :, column] = candidates
+                scores = evaluator.score_triples(expanded.reshape(-1, 3)).reshape(-1, width)
             bad = torch.isnan(scores).any(dim=1)
             if bool(bad.any()):
                 row = start + int(bad.nonzero()[0])

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Dict, Optional, Type
+from typing import Dict, Optional, Tuple, Type
 
 import numpy as np
 import torch
@@ -156,9 +156,61 @@ class EmbeddingScorer:
                                queries[:, half:] - candidates[:, half:]).sum(dim=1).neg()
         raise ValueError(f"unknown score kind {self.kind!r}")
 
+    def score_lists(self, queries: torch.Tensor, side: str, ids: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
+        """(B, W) scores of each query (B, d') against its own candidates ``ids`` (B, W): the
+        formula of :meth:`score_chunk`, with only those candidates gathered (B × W × d')."""
+        table = self._cached_candidates(side)
+        flat = (ids - entity_offset).reshape(-1)
+        candidates = torch.index_select(table, 0, flat).view(ids.shape[0], ids.shape[1], table.shape[1])  # (B, W, d')
+        if self.kind == "dot":
+            return torch.bmm(candidates, queries[:, :, None]).squeeze(2)
+        difference = candidates - queries[:, None, :]
+        if self.kind == "l2":
+            return (difference * difference).sum(dim=2).sqrt_().neg_()
+        if self.kind == "l1":
+            return difference.abs_().sum(dim=2).neg_()
+        if self.kind == "moduli":
+            half = queries.shape[1] // 2
+            return torch.hypot(difference[:, :, :half], difference[:, :, half:]).sum(dim=2).neg_()
+        raise ValueError(f"unknown score kind {self.kind!r}")
+
     def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
         """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""
         return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)
+
+    # -- exact ranks (openbench.evaluation.exact) ------------------------------------------
+    # The query of each model again, as a formula over real arrays of any element type (float64
+    # numpy arrays, or object arrays of exact Decimals), complex numbers as [Re | Im] halves.
+    # ``sub`` is the formula's subtraction: np.subtract for the value, np.add on absolute values
+    # for its magnitude |q| (the same formula with every term counted positive), which bounds
+    # the rounding error of computing q in any precision: |fl(q_k) - q_k| <= γ_n |q|_k with
+    # n = ``query_rounding`` (roundings along the longest chain of one component).
+    query_rounding = 1
+    # stored values multiplied in one term of a query component (the exactness grid, exact.py)
+    query_degree = 1
+
+    def exact_inputs(self, batch: torch.Tensor, side: str) -> Tuple[torch.Tensor, torch.Tensor, str]:
+        """(anchor entity rows (B, ...), relation rows (B, ...), side) the query formula reads."""
+        anchor = self.entities[batch[:, 0] if side == "tail" else batch[:, 2]]
+        return anchor, self.relations[batch[:, 1]], side
+
+    def query_formula(self, anchor, relation, side: str, sub):
+        """(B, d') query vectors from real ``anchor`` (B, w) and ``relation`` rows, any element type."""
+        raise NotImplementedError
+
+    # roundings of one candidate component when candidate_formula computes (0: the stored rows)
+    candidate_rounding = 0
+
+    def candidate_formula(self, rows, side: str, relation, sub):
+        """(P, d') candidate vectors from real entity ``rows`` (P, w) for queries with ``relation``
+        rows (P, ...): the rows themselves by default (as :meth:`candidate_vectors`)."""
+        return rows
+
+    def rewrite_error(self, relation: torch.Tensor, side: str, anchor_norms: torch.Tensor,
+                      candidate_norms: Tuple[float, float]) -> Optional[torch.Tensor]:
+        """(B,) float64 bound on |fast-pass formula - exact formula| in the key's units, where the
+        fast pass scores a rewritten query (None: it does not)."""
+        return None
 
 
 MODULI_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × half-width) elements per temporary
@@ -177,6 +229,11 @@ def _moduli_scores(queries: torch.Tensor, candidates: torch.Tensor, out: Optiona
     return scores.neg_()
 
 
+def _join(left, right):
+    """Columns of ``left`` then ``right``: numpy arrays of any element type."""
+    return np.concatenate([left, right], axis=1)
+
+
 def _as_real(z: torch.Tensor) -> torch.Tensor:
     """[Re | Im] halves of a complex (N, d) tensor: real (N, 2d)."""
     return torch.cat([z.real, z.imag], dim=-1)
@@ -190,6 +247,10 @@ class TransEL2(EmbeddingScorer):
         r = self.relations[batch[:, 1]]
         return self.entities[batch[:, 0]] + r if side == "tail" else self.entities[batch[:, 2]] - r
 
+    def query_formula(self, anchor, relation, side, sub):
+        """h + r (tail queries) or t - r (head queries), any element type."""
+        return anchor + relation if side == "tail" else sub(anchor, relation)
+
 
 class TransEL1(TransEL2):
     name, kind = "TransE-L1", "l1"
@@ -202,6 +263,12 @@ class DistMult(EmbeddingScorer):
         """(B, d) query vectors of ``batch`` (B, 3): h ∘ r (tail queries) or r ∘ t (head queries)."""
         anchor = self.entities[batch[:, 0] if side == "tail" else batch[:, 2]]
         return anchor * self.relations[batch[:, 1]]
+
+    query_degree = 2
+
+    def query_formula(self, anchor, relation, side, sub):
+        """h ∘ r or r ∘ t: the anchor times the relation, any element type."""
+        return anchor * relation
 
 
 class ComplEx(EmbeddingScorer):
@@ -219,11 +286,48 @@ class ComplEx(EmbeddingScorer):
         """(E, 2d) the entities as real [Re | Im] halves, for both sides."""
         return _as_real(self.entities)
 
+    query_rounding, query_degree = 2, 2
+
+    def query_formula(self, anchor, relation, side, sub):
+        """h ∘ r, or t ∘ conj(r) for heads, on [Re | Im] halves."""
+        half = anchor.shape[1] // 2
+        a_re, a_im, r_re, r_im = anchor[:, :half], anchor[:, half:], relation[:, :half], relation[:, half:]
+        if side == "tail":
+            return _join(sub(a_re * r_re, a_im * r_im), a_re * r_im + a_im * r_re)
+        return _join(a_re * r_re + a_im * r_im, sub(a_im * r_re, a_re * r_im))
+
 
 class RotatE(ComplEx):
-    """Same query and candidate vectors as ComplEx; the distance of h ∘ r to t instead of the product."""
+    """Same query and candidate vectors as ComplEx; the distance of h ∘ r to t instead of the product.
+
+    Head queries are scored as ‖h - t ∘ conj(r)‖, equal to ‖h ∘ r - t‖ only where |r| = 1 exactly;
+    stored rotations are unit to within rounding, so exact ranks score heads by the definition
+    (:meth:`candidate_formula`) and widen the window by the difference (:meth:`rewrite_error`)."""
 
     name, kind = "RotatE", "l2"
+    candidate_rounding = 2
+
+    def query_formula(self, anchor, relation, side, sub):
+        """h ∘ r for tails; for heads t itself, the candidates being rotated instead."""
+        if side == "tail":
+            return super().query_formula(anchor, relation, side, sub)
+        return anchor
+
+    def candidate_formula(self, rows, side, relation, sub):
+        """The rows for tail queries; c ∘ r for head queries (the definition ‖c ∘ r - t‖)."""
+        if side == "tail":
+            return rows
+        return super().query_formula(rows, relation, "tail", sub)
+
+    def rewrite_error(self, relation, side, anchor_norms, candidate_norms):
+        """|‖c∘r - t‖² - ‖c - t∘conj(r)‖²| = |Σ (|r_k|² - 1)(|c_k|² - |t_k|²)| <= max|ρ - 1| (C₂² + ‖t‖₂²)
+        (L2); for the sums of moduli, 2 max|ρ - 1| (C₁ + ‖t‖₁) bounds the difference."""
+        if side == "tail":
+            return None
+        unit = (relation.abs().double() ** 2 - 1).abs().amax(dim=1) * (1 + 2.0 ** -40)
+        if self.kind == "l2":
+            return unit * (candidate_norms[0] ** 2 + anchor_norms[0] ** 2)
+        return 2 * unit * (1 + unit) * (candidate_norms[1] + anchor_norms[1])
 
     def __init__(self, entities, relations):
         super().__init__(entities, relations)
@@ -251,6 +355,18 @@ class RESCAL(EmbeddingScorer):
             return torch.bmm(self.entities[batch[:, 0]].unsqueeze(1), matrices).squeeze(1)
         return torch.bmm(matrices, self.entities[batch[:, 2]].unsqueeze(2)).squeeze(2)
 
+    query_degree = 2
+
+    def __init__(self, entities, relations):
+        super().__init__(entities, relations)
+        self.query_rounding = int(entities.shape[1])  # a d-term dot product per component
+
+    def query_formula(self, anchor, relation, side, sub):
+        """hᵀ M_r or M_r t per row: (B, d) from (B, d) anchors and (B, d, d) matrices."""
+        if side == "tail":
+            return np.matmul(anchor[:, None, :], relation)[:, 0, :]
+        return np.matmul(relation, anchor[:, :, None])[:, :, 0]
+
 
 class SimplE(EmbeddingScorer):
     """SimplE (Kazemi & Poole): entities [head role | tail role], relations [r | r_inv];
@@ -274,6 +390,23 @@ class SimplE(EmbeddingScorer):
             return 0.5 * torch.cat([h[:, :half] * r, h[:, half:] * r_inverse], dim=1)
         t = self.entities[batch[:, 2]]  # against [h_head | h_tail]
         return 0.5 * torch.cat([r * t[:, half:], r_inverse * t[:, :half]], dim=1)
+
+    query_degree = 2
+
+    def query_formula(self, anchor, relation, side, sub):
+        """½[h_h∘r | h_t∘r⁻] (tail) or ½[r∘t_t | r⁻∘t_h] (head); the ½ is exact in every precision."""
+        half = anchor.shape[1] // 2
+        r, r_inverse = relation[:, :half], relation[:, half:]
+        if side == "tail":
+            return _join(anchor[:, :half] * r, anchor[:, half:] * r_inverse) / 2
+        return _join(r * anchor[:, half:], r_inverse * anchor[:, :half]) / 2
+
+    def candidate_formula(self, rows, side, relation, sub):
+        """The rows (head queries) or their halves swapped (tail queries), as candidate_vectors."""
+        if side == "head":
+            return rows
+        half = rows.shape[1] // 2
+        return _join(rows[:, half:], rows[:, :half])
 
     def candidate_vectors(self, side):
         """(E, 2d): [head role | tail role] for head queries, the halves swapped for tail queries."""

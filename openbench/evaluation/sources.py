@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -78,13 +78,19 @@ class EvaluationOptions:
     sides: Sequence[str] = ("head", "tail")
     relations: Optional[Sequence[str]] = None  # None: every relation
     entities: Optional[Sequence[str]] = None  # None: every entity is a candidate
+    ranks: str = "exact"  # embeddings: "exact" or "fast" (compare the computed scores as they are)
+    # "sampled": each query against its own negatives (OGB's protocol); "full": against every
+    # entity, filtered; None: sampled for OGB folders, else full
+    protocol: Optional[str] = None
+    sampled_negatives: Optional[object] = field(default=None, repr=False)  # set by build_evaluator
 
     def evaluator_options(self) -> dict:
         return dict(filter_sets=list(SPLITS if self.filter_sets is None else self.filter_sets),
                     hits_at=list(self.hits_at), lower_is_better=self.lower_is_better,
                     exclude_query_entity=self.exclude_query_entity, seed=self.seed, progress=self.progress,
                     candidates=self.candidates, sides=list(self.sides), scope_relations=self.relations,
-                    scope_entities=self.entities)
+                    scope_entities=self.entities,
+                    **({"sampled_negatives": self.sampled_negatives} if self.sampled_negatives is not None else {}))
 
 
 Builder = Callable[[Dataset, ModelSpec, EvaluationOptions], Evaluator]
@@ -220,7 +226,8 @@ def _build_obl2021(dataset: Dataset, spec: ModelSpec, options: EvaluationOptions
 
 def embedding_evaluator(dataset: Dataset, scorer, params: dict, source_sha256: Optional[str],
                          options: EvaluationOptions) -> EmbeddingEvaluator:
-    settings = dict(model_params=params, source_sha256=source_sha256, **options.evaluator_options())
+    settings = dict(model_params=params, source_sha256=source_sha256, ranks=options.ranks,
+                    **options.evaluator_options())
     if not options.distributed:
         return EmbeddingEvaluator(dataset, scorer, device=options.device, **settings)
     from openbench.evaluation.device import resolve_device
@@ -266,8 +273,34 @@ def build_evaluator(dataset: Dataset, spec: ModelSpec, options: EvaluationOption
     if options.distributed and not source.distributable:
         raise UsageError(f"--distributed evaluates embedding scorers (embeddings, DGL-KE and LibKGE checkpoints), "
                          f"not a {source.name} model")
+    options = with_protocol(dataset, source, options)
     logger.info("evaluating a %s model", source.name)
     return source.build(dataset, spec, options)
+
+
+PROTOCOLS = ("sampled", "full")
+
+
+def with_protocol(dataset: Dataset, source: "ModelSource", options: EvaluationOptions) -> EvaluationOptions:
+    """``options`` with the protocol resolved: under the sampled protocol the test split's
+    negatives (``dataset.sampled``) and no filter sets (OGB's definition)."""
+    protocol = options.protocol or ("sampled" if dataset.layout == "ogb" else "full")
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    if protocol == "full":
+        return replace(options, protocol="full", sampled_negatives=None)
+    if "test" not in dataset.sampled:
+        raise UsageError("--protocol sampled needs negatives per test triple: an OGB dataset folder, or a split "
+                         "written with --eval-negatives (test_negatives.npz)")
+    if options.filter_given and options.filter_sets:
+        raise UsageError("the sampled protocol ranks against the given negatives without filtering (OGB's "
+                         "definition): --filter does not apply (use --protocol full)")
+    if not source.scores_every_entity or source.name == "obl2021":
+        raise UsageError(f"the sampled protocol scores each query's own negatives: a {source.name} input has no "
+                         "scores for them (use --protocol full)")
+    if options.distributed:
+        raise UsageError("the sampled protocol runs on one process (its candidates are few per query)")
+    return replace(options, protocol="sampled", filter_sets=[], sampled_negatives=dataset.sampled["test"])
 
 
 def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[EvaluationOptions] = None) -> Optional[dict]:

@@ -8,17 +8,18 @@ import torch.multiprocessing as mp
 from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, entity_range
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from tests.bases import distributed_worker, small_dataset, tie_heavy_scorer
+from tests.bases import distributed_worker, scorer_for, small_dataset, tie_heavy_scorer
 
 pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
 
-MODELS = ("DistMult", "TransE-L1", "RESCAL")
+# integer embeddings (exact ties) and continuous near-tie ones (exact ranks must not depend on the shards)
+MODELS = ("DistMult", "TransE-L1", "RESCAL", "near:DistMult", "near:TransE-L2", "near:RotatE")
 
 
 def _run(tmp_path, world, shard, model, test_size, fail_rank=-1):
     folder = tmp_path / "data"
     dataset = small_dataset(folder, test_size)
-    reference = EmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, model), progress=False, device="cpu").evaluate(
+    reference = EmbeddingEvaluator(dataset, scorer_for(dataset, model), progress=False, device="cpu").evaluate(
         batch_size=5)
     out = tmp_path / f"result-{world}-{shard}-{model}.json"
     mp.spawn(distributed_worker, args=(world, str(folder), str(tmp_path / f"rendezvous-{world}-{shard}-{model}"), shard, model,

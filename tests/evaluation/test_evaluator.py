@@ -214,7 +214,7 @@ def test_result_record_shape(dataset):
     assert list(result) == ["written_by", "schema_version", "task", "metrics", "per_relation", "macro_relation",
                             "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
                             "warnings"]
-    assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds"}
+    assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds", "exact_ranks"}
     from openbench.record import validate_record
 
     validate_record(result)  # the evaluators' records pass the leaderboard's own checks

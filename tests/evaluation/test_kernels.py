@@ -13,10 +13,12 @@ from openbench.evaluation import kernels
 from tests.helpers import missing_implementation
 
 
-def _reference(scores, targets, lower):
-    greater = [sum((x < t) if lower else (x > t) for x in row) for row, t in zip(scores, targets)]
-    equal = [sum(x == t for x in row) for row, t in zip(scores, targets)]
-    return greater, equal
+def _reference(scores, lows, lower, highs=None):
+    """(beyond the window [low, high] on the better side, inside it) per row, by a loop."""
+    highs = lows if highs is None else highs
+    greater = [sum((x < lo) if lower else (x > hi) for x in row) for row, lo, hi in zip(scores, lows, highs)]
+    inside = [sum(lo <= x <= hi for x in row) for row, lo, hi in zip(scores, lows, highs)]
+    return greater, inside
 
 
 def _triton_module():
@@ -31,17 +33,25 @@ def _triton_module():
 TRITON, TRITON_DEVICE = _triton_module()
 
 
-def _triton_counts(scores, targets, lower):
-    greater, equal, has_nan = TRITON.row_counts(scores.to(TRITON_DEVICE), targets.to(TRITON_DEVICE), lower)
+def _triton_counts(scores, targets, lower, highs=None):
+    highs = targets if highs is None else highs
+    greater, equal, has_nan = TRITON.row_counts(scores.to(TRITON_DEVICE), targets.to(TRITON_DEVICE),
+                                                highs.to(TRITON_DEVICE), lower)
     if bool(has_nan.any()):
         raise kernels.NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
     return greater.cpu(), equal.cpu()
 
 
 def _implementations():
-    found = [("torch", lambda s, t, lower: kernels._row_counts_torch(s.clone(), t, lower, True))]
+    def torch_counts(s, t, lower, highs=None):
+        if highs is None:
+            return kernels._row_counts_torch(s.clone(), t, lower, True)
+        return kernels._window_counts_torch(s, t, highs, lower, True)
+
+    found = [("torch", torch_counts)]
     if kernels._load_library() is not None:
-        found.append(("c", lambda s, t, lower: kernels._row_counts_c(s, t, lower)))
+        found.append(("c", lambda s, t, lower, highs=None: kernels._row_counts_c(s, t, t if highs is None else highs,
+                                                                                 lower)))
     else:
         missing_implementation("the C counting kernel")
     if TRITON is not None:
@@ -70,9 +80,15 @@ def test_implementations_agree_with_a_loop(data):
     lower = data.draw(st.booleans())
     dtype = data.draw(st.sampled_from([torch.float32, torch.float64]))
     expected = _reference(scores, targets, lower)
+    widths = [data.draw(st.sampled_from([0.0, 0.5, 1.5, 4.0])) for _ in range(rows)]
+    highs = [t + w for t, w in zip(targets, widths)]  # windows: [t, t + w] (inf + w stays inf)
+    expected_window = _reference(scores, targets, lower, highs)
     for name, count in _implementations():
         greater, equal = count(torch.tensor(scores, dtype=dtype), torch.tensor(targets, dtype=dtype), lower)
         assert (greater.tolist(), equal.tolist()) == expected, name
+        greater, inside = count(torch.tensor(scores, dtype=dtype), torch.tensor(targets, dtype=dtype), lower,
+                                torch.tensor(highs, dtype=dtype))
+        assert (greater.tolist(), inside.tolist()) == expected_window, name
 
 
 @pytest.mark.slow
@@ -105,11 +121,12 @@ def test_nan_rows_are_reported_by_every_implementation():
 def test_a_triton_kernel_that_cannot_run_falls_back_to_torch(monkeypatch, caplog):
     class Broken:
         @staticmethod
-        def row_counts(scores, targets, lower):
+        def row_counts(scores, lows, highs, lower):
             raise RuntimeError("no C compiler for Triton's launcher")
 
     monkeypatch.setattr(kernels, "_triton", Broken)
     scores = torch.tensor([[1.0, 2.0, 3.0], [3.0, 3.0, 0.0]])
-    greater, equal = kernels._row_counts_triton(scores, torch.tensor([2.0, 3.0]), False)
+    targets = torch.tensor([2.0, 3.0])
+    greater, equal = kernels._row_counts_triton(scores, targets, targets, False)
     assert greater.tolist() == [1, 0] and equal.tolist() == [1, 2]
     assert kernels._triton is None and "using the torch implementation from now on" in caplog.text

@@ -7,11 +7,11 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from graphgen.edge_types import EDGE_TYPES
-from graphgen.pipeline import SAMPLE_DIR, generate
 from openbench.errors import InputError
 from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
 import splits.random_split
 from splits.random_split import random_split
+from tests.bases import sample_graph
 from tests.splits.reference import SplitRecorder, check_fold_against_reference, loop_clean
 
 PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
@@ -19,11 +19,7 @@ PARENT = {name: edge.parent for name, edge in EDGE_TYPES.items()}
 
 @pytest.fixture(scope="module")
 def graph(tmp_path_factory):
-    out = tmp_path_factory.mktemp("graph")
-    generate(out, sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=False)
-    folder = out / "graph_files"
-    return read_edges(folder / "edges.csv", "1"), read_edges(folder / "TN_edges.csv", "0"), \
-        read_nodes(folder / "ALL_nodes.csv")
+    return sample_graph(tmp_path_factory.mktemp("graph"))
 
 
 def _read(folder, name):

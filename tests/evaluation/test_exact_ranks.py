@@ -1,0 +1,333 @@
+"""Exact ranks: counts equal an exact rational reference, and do not depend on the kernel, the
+batch size, the entity chunking or the embeddings' dtype (the shards: test_distributed.py)."""
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openbench.evaluation import kernels
+from openbench.evaluation.dataset import Dataset, load_dataset
+from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.exact import fraction_bits
+from openbench.evaluation.scorers import build_scorer
+from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
+from tests.helpers import known_answers, random_labelled_graph, write_samples
+
+MODELS = ("DistMult", "ComplEx", "RESCAL", "SimplE", "TransE-L1", "TransE-L2", "RotatE", "RotatE-DGLKE")
+
+
+# -- an independent exact reference: each model's definition, in rational arithmetic -------------
+
+def _fractions(row):
+    return [Fraction(float(x)) for x in row]
+
+
+def _complex(row):
+    half = len(row) // 2
+    return list(zip(row[:half], row[half:]))
+
+
+def _multiply(a, b):
+    return (a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0])
+
+
+def _sqrt_sum_key(values):
+    """Σ sqrt(v) of non-negative Fractions, to 80 significant digits."""
+    import decimal
+    with decimal.localcontext(decimal.Context(prec=80)):
+        return sum((decimal.Decimal(v.numerator) / decimal.Decimal(v.denominator)).sqrt() for v in values)
+
+
+def exact_score_key(model, h, r, t):
+    """A key ordering (h, r, t) as the model's score does, exactly: the score itself, or for
+    TransE-L2 and RotatE the negated squared distance (same order as the negated distance)."""
+    if model == "DistMult":
+        return sum(a * b * c for a, b, c in zip(h, r, t))
+    if model == "RESCAL":
+        d = len(h)
+        return sum(h[i] * r[i * d + j] * t[j] for i in range(d) for j in range(d))
+    if model == "SimplE":
+        d = len(h) // 2
+        return Fraction(1, 2) * sum(h[k] * r[k] * t[d + k] + t[k] * r[d + k] * h[d + k] for k in range(d))
+    if model in ("TransE-L1", "TransE-L2"):
+        x = [a + b - c for a, b, c in zip(h, r, t)]
+        return -sum(abs(v) for v in x) if model == "TransE-L1" else -sum(v * v for v in x)
+    hc, rc, tc = _complex(h), _complex(r), _complex(t)
+    if model == "ComplEx":  # Re Σ h r conj(t)
+        return sum(hr[0] * c[0] + hr[1] * c[1] for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc)))
+    moduli = [(hr[0] - c[0]) ** 2 + (hr[1] - c[1]) ** 2 for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc))]
+    if model == "RotatE":
+        return -sum(moduli)
+    return -_sqrt_sum_key(moduli)  # RotatE-DGLKE: Σ |h r - t| (80 digits: far beyond any near-tie here)
+
+
+def reference_counts(dataset, scorer, model, filter_sets=("train", "valid", "test")):
+    """{side: [(n_greater, n_equal, n_candidates)]} per test triple, by loops over exact keys."""
+    entities = [_fractions(row) for row in _stored(scorer.entities)]
+    relations = [_fractions(row) for row in _stored(scorer.relations)]
+    known = [tuple(row) for split in filter_sets for row in dataset.triples[split].tolist()]
+    heads, tails = known_answers(known)
+    counts = {"head": [], "tail": []}
+    for h, r, t in dataset.triples["test"].tolist():
+        for side in ("head", "tail"):
+            true = h if side == "head" else t
+            removed = (heads.get((r, t), set()) if side == "head" else tails.get((h, r), set())) - {true}
+
+            def key(c, h=h, r=r, t=t, side=side):
+                return exact_score_key(model, entities[c], relations[r], entities[t]) if side == "head" else \
+                    exact_score_key(model, entities[h], relations[r], entities[c])
+
+            target = key(true)
+            others = [key(c) for c in range(dataset.num_entities) if c != true and c not in removed]
+            counts[side].append((sum(v > target for v in others), sum(v == target for v in others), len(others) + 1))
+    return counts
+
+
+def _stored(table):
+    table = table.detach().cpu()
+    if table.is_complex():
+        table = torch.cat([table.real, table.imag], dim=-1)
+    return table.reshape(table.shape[0], -1).double().numpy()
+
+
+def _counts(evaluator):
+    produced = evaluator.produce(evaluator.evaluation_triples())
+    return {side: list(zip(*(getattr(produced[side], name).tolist() for name in ("n_greater", "n_equal",
+                                                                                     "n_candidates"))))
+            for side in ("head", "tail")}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    splits = random_labelled_graph(11, 90, 3, {"train": 300, "valid": 10, "test": 24})
+    return load_dataset(write_samples(tmp_path_factory.mktemp("graph"), splits))
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed, dim", [(0, 4), (1, 16)])
+def test_exact_counts_equal_the_rational_reference(dataset, model, seed, dim):
+    scorer = near_tie_scorer(dataset, model, seed=seed, dim=dim)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    assert _counts(evaluator) == reference_counts(dataset, scorer, model)
+    assert evaluator.exact.stats.rescored > 0  # near-ties reached the re-scoring
+    assert evaluator.exact.stats.unresolved == 0
+
+
+def test_fast_ranks_differ_where_exact_ranks_do_not(dataset):
+    """The test has teeth: on these near-ties float32 counting itself gets some counts wrong."""
+    wrong = 0
+    for model in ("DistMult", "TransE-L1", "ComplEx"):
+        for seed in range(3):
+            scorer = near_tie_scorer(dataset, model, seed=seed)
+            fast = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast")
+            wrong += _counts(fast) != reference_counts(dataset, scorer, model)
+    assert wrong > 0
+
+
+def _metrics(result):
+    return json.dumps({key: result[key] for key in ("metrics", "per_relation", "macro_relation")}, sort_keys=True)
+
+
+def _triton_on_cpu(monkeypatch):
+    """Route CPU blocks through the Triton kernel (its interpreter, set by tests/conftest.py)."""
+    pytest.importorskip("triton")
+    from openbench.evaluation import _triton
+    monkeypatch.setattr(kernels, "_triton", _triton)
+    monkeypatch.setattr(kernels, "kernel_name", lambda scores: "triton")
+
+
+@pytest.mark.parametrize("model", ["DistMult", "TransE-L1", "RotatE"])
+def test_the_same_metrics_from_every_kernel_batch_size_chunking_and_dtype(dataset, model, monkeypatch):
+    scorer = near_tie_scorer(dataset, model)
+    results = {}
+
+    def run(label, evaluator_scorer=scorer, batch_size=None, **options):
+        evaluator = EmbeddingEvaluator(dataset, evaluator_scorer, device="cpu", progress=False, **options)
+        results[label] = _metrics(evaluator.evaluate(batch_size=batch_size))
+
+    for batch_size in (None, 1, 7):
+        run(f"batch {batch_size}", batch_size=batch_size)
+    run("chunks of 13 entities", entity_chunk=13, batch_size=5)
+    wide = near_tie_scorer(dataset, model, dtype=np.float64)  # the same values, stored as float64
+    assert torch.equal(wide.entities.to(scorer.entities.dtype), scorer.entities)
+    run("float64 embeddings", evaluator_scorer=wide)
+    with monkeypatch.context() as patch:
+        patch.setenv("OPENBENCH_KERNEL", "torch")
+        kernels.COUNTING_LIBRARY.reset()
+        run("torch kernel")
+    kernels.COUNTING_LIBRARY.reset()
+    with monkeypatch.context() as patch:
+        _triton_on_cpu(patch)
+        run("triton kernel (interpreter)", batch_size=16)
+    assert len(set(results.values())) == 1, {label: value[:80] for label, value in results.items()}
+
+
+def test_the_protocol_says_how_ranks_were_counted(dataset):
+    scorer = near_tie_scorer(dataset, "DistMult")
+    exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
+    fast = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast").evaluate()
+    assert exact["protocol"]["ranks"] == "exact" and fast["protocol"]["ranks"] == "float32"
+    assert exact["protocol"]["embedding_precision"] == "float32"
+    stats = exact["timing"]["exact_ranks"]
+    assert stats["rescored"] == stats["float64"] + stats["identical"] + stats["decimal"] > 0
+    assert "exact_ranks" not in fast["timing"]
+
+
+def test_ties_stay_ties(dataset):
+    """Integer embeddings, duplicated rows and constant scores: exactly equal values tie."""
+    rng = np.random.default_rng(3)
+    entities = rng.integers(-2, 3, (dataset.num_entities, 3)).astype(np.float32)
+    entities[10:20] = entities[0]  # duplicated rows
+    relations = rng.integers(-2, 3, (dataset.num_relations, 3)).astype(np.float32)
+    for model in ("DistMult", "TransE-L2", "TransE-L1"):
+        scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+        exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+        counts = _counts(exact)
+        assert counts == _counts(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast"))
+        assert counts == reference_counts(dataset, scorer, model)
+        assert exact.exact.stats.decimal == 0  # integers: float64 decides ties exactly (the grid)
+    constant = build_scorer("DistMult", np.ones((dataset.num_entities, 3), np.float32),
+                            np.zeros((dataset.num_relations, 3), np.float32), dataset.num_entities,
+                            dataset.num_relations)
+    counts = _counts(EmbeddingEvaluator(dataset, constant, device="cpu", progress=False))
+    assert all(g == 0 and e == c - 1 for side in counts.values() for g, e, c in side)
+
+
+def test_fraction_bits():
+    assert fraction_bits(torch.tensor([1.0, -3.0, 0.0])) == 0
+    assert fraction_bits(torch.tensor([0.5, 0.75])) == 2
+    assert fraction_bits(torch.tensor([2.0 ** -30], dtype=torch.float64)) == 30
+    assert fraction_bits(torch.tensor([math.inf])) is None
+
+
+# -- near-ties drawn on purpose -------------------------------------------------------------------
+
+def _tiny_dataset(entities, test):
+    labels = [f"E:{i}" for i in range(entities)]
+    triples = {"train": torch.zeros((0, 3), dtype=torch.long), "valid": torch.zeros((0, 3), dtype=torch.long),
+               "test": torch.tensor(test, dtype=torch.long)}
+    return Dataset(path="memory", layout="samples", entity_labels=labels, relation_labels=["R:0", "R:1"],
+                   triples=triples, fingerprint="memory", id_map_sha256="memory")
+
+
+finite32 = st.floats(-4, 4, width=32, allow_subnormal=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_candidates_one_ulp_from_the_true_score(data):
+    """Candidates built from the true answer's row by one-ulp moves (and exact copies): exact
+    counts equal the rational reference whatever float32 makes of them."""
+    model = data.draw(st.sampled_from(["DistMult", "TransE-L1", "TransE-L2", "ComplEx", "RotatE", "SimplE"]))
+    dim = data.draw(st.integers(1, 5))
+    width = 2 * dim if model in COMPLEX_MODELS or model == "SimplE" else dim
+    true_row = np.array(data.draw(st.lists(finite32, min_size=width, max_size=width)), dtype=np.float32)
+    rows = [true_row]
+    for _ in range(data.draw(st.integers(2, 7))):
+        row = true_row.copy()
+        for _ in range(data.draw(st.integers(0, 2))):
+            k = data.draw(st.integers(0, width - 1))
+            row[k] = np.nextafter(row[k], np.float32(data.draw(st.sampled_from([np.inf, -np.inf]))))
+        rows.append(row)
+    anchor = np.array(data.draw(st.lists(finite32, min_size=width, max_size=width)), dtype=np.float32)
+    entities = np.stack(rows + [anchor])
+    if model == "RotatE":
+        angles = np.array(data.draw(st.lists(st.floats(-3.1, 3.1), min_size=2 * dim, max_size=2 * dim))).reshape(2, dim)
+        relations = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    else:
+        relations = np.array(data.draw(st.lists(finite32, min_size=2 * width, max_size=2 * width)),
+                             dtype=np.float32).reshape(2, width)
+    anchor_id = len(rows)
+    dataset = _tiny_dataset(len(entities), [[anchor_id, 0, 0], [0, 1, anchor_id]])  # tail and head queries on row 0
+    scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    assert _counts(evaluator) == reference_counts(dataset, scorer, model, filter_sets=())
+
+
+@pytest.mark.parametrize("model", ["DistMult", "TransE-L2", "RotatE-DGLKE"])
+def test_float64_near_ties_are_settled_in_exact_decimal_arithmetic(dataset, model):
+    """float64 embeddings one float64 ulp apart: float64 re-scoring cannot decide them, the exact
+    decimal step (or, for sums of moduli, the 100-digit comparison) does."""
+    scorer = near_tie_scorer(dataset, model, dtype=np.float64)
+    entities = _stored(scorer.entities)
+    rng = np.random.default_rng(5)
+    for row in range(60, dataset.num_entities):  # copies of earlier rows, one coordinate one float64 ulp away
+        entities[row] = entities[rng.integers(0, 60)]
+        column = rng.integers(0, entities.shape[1])
+        entities[row, column] = np.nextafter(entities[row, column], np.inf)
+    relations = _stored(scorer.relations)
+    scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    assert _counts(evaluator) == reference_counts(dataset, scorer, model)
+    assert evaluator.exact.stats.decimal > 0 and evaluator.exact.stats.unresolved == 0
+
+
+@pytest.mark.parametrize("model", ["DistMult", "TransE-L1", "TransE-L2"])
+def test_scores_that_cancel_are_ranked_by_their_exact_values(dataset, model):
+    """Large terms that cancel to small scores: float32's error is then far above an ulp of the
+    score, so only a bound on the terms (not on the score) finds the undecided candidates."""
+    rng = np.random.default_rng(8)
+    big = rng.uniform(-1e4, 1e4, (dataset.num_entities, 2))
+    if model == "DistMult":  # rows (x, x + ε, y), r = (1, -1, 1): h·r·c = x_h x_c - x'_h x'_c + y_h y_c
+        x = big[:, :1]
+        entities = np.concatenate([x, x + rng.uniform(-1e-2, 1e-2, x.shape), rng.uniform(-1, 1, x.shape)],
+                                  axis=1).astype(np.float32)
+        relations = np.tile(np.array([1.0, -1.0, 1.0], np.float32), (dataset.num_relations, 1))
+    else:  # every entity near one large point: distances far below the coordinates
+        entities = (np.float32(5e3) + rng.uniform(-1e-2, 1e-2, (dataset.num_entities, 3))).astype(np.float32)
+        relations = rng.uniform(-1e-3, 1e-3, (dataset.num_relations, 3)).astype(np.float32)
+    scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    assert _counts(evaluator) == reference_counts(dataset, scorer, model)
+
+
+def _float64_reference(dataset, entities, relations, model):
+    """{side: [(n_greater, n_equal)]} with every score computed in float64 by numpy (independent
+    of openbench's code): exact here, since float32 inputs one float32 ulp apart differ far above
+    float64's rounding."""
+    e, r = entities.astype(np.float64), relations.astype(np.float64)
+    known = [tuple(row) for split in ("train", "valid", "test") for row in dataset.triples[split].tolist()]
+    heads, tails = known_answers(known)
+    counts = {"head": [], "tail": []}
+    for h, rel, t in dataset.triples["test"].tolist():
+        for side in ("head", "tail"):
+            if model == "DistMult":
+                scores = e @ (r[rel] * e[t]) if side == "head" else e @ (e[h] * r[rel])
+            else:  # TransE-L1: -Σ|h + r - t|
+                scores = -np.abs(e + r[rel] - e[t]).sum(axis=1) if side == "head" else \
+                    -np.abs(e[h] + r[rel] - e).sum(axis=1)
+            true = h if side == "head" else t
+            removed = (heads.get((rel, t), set()) if side == "head" else tails.get((h, rel), set())) - {true}
+            keep = np.ones(len(scores), dtype=bool)
+            keep[list(removed | {true})] = False
+            counts[side].append((int((scores[keep] > scores[true]).sum()), int((scores[keep] == scores[true]).sum())))
+    return counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("model, entities, test, dim", [("TransE-L1", 3000, 600, 16), ("DistMult", 2000, 400, 16)])
+def test_the_cases_that_differed_before_agree_with_a_float64_reference(tmp_path, seed, model, entities, test, dim):
+    """The issue's measurements: continuous TransE-L1 (3,000 entities, 600 test triples, d=16) and
+    DistMult with near-duplicate entity rows one ulp apart (2,000 entities, 400 test triples)."""
+    splits = random_labelled_graph(seed, entities, 4, {"train": 4 * entities, "valid": 50, "test": test})
+    dataset = load_dataset(write_samples(tmp_path, splits))
+    rng = np.random.default_rng(seed)
+    if model == "DistMult":
+        values = near_tie_embeddings_for(seed, dataset.num_entities, dim)
+    else:
+        values = rng.standard_normal((dataset.num_entities, dim)).astype(np.float32)
+    relations = rng.standard_normal((dataset.num_relations, dim)).astype(np.float32)
+    scorer = build_scorer(model, values, relations, dataset.num_entities, dataset.num_relations)
+    expected = _float64_reference(dataset, values, relations, model)
+    for batch_size in (None, 1, 7):
+        evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+        produced = evaluator.produce(evaluator.evaluation_triples(), batch_size)
+        counts = {side: list(zip(produced[side].n_greater.tolist(), produced[side].n_equal.tolist()))
+                  for side in ("head", "tail")}
+        assert counts == expected, batch_size
