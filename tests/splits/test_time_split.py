@@ -191,3 +191,20 @@ def test_no_negative_contradicts_a_positive_of_either_version(tmp_path_factory, 
     info = time_split(positives, tn, nodes, tmo_positives, tn, nodes, folder, seed=seed, val=0.3)
     _check_negatives_never_contradict(folder, [positives, tmo_positives])
     assert all(set(v) == {"redrawn_for_known", "true_negatives_dropped"} for v in info["negatives"].values())
+
+
+def test_eval_negatives_of_the_time_split_are_read_by_the_evaluator(graphs, tmp_path):
+    """--eval-negatives on the time split: one row per test triple, never a known answer of t or t-1."""
+    from openbench.evaluation.dataset import load_dataset
+
+    positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
+    time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts", seed=1, val=0.2,
+               eval_negatives=3)
+    dataset = load_dataset(tmp_path / "ts")
+    assert set(dataset.sampled) == {"valid", "test"}
+    known = {tuple(row) for split in ("train", "valid", "test") for row in dataset.triples[split].tolist()}
+    negatives = dataset.sampled["test"]
+    assert negatives.tail.shape == (dataset.triples["test"].shape[0], 3)
+    for (h, r, t), heads, tails in zip(dataset.triples["test"].tolist(), negatives.head.tolist(),
+                                       negatives.tail.tolist()):
+        assert all((x, r, t) not in known for x in heads) and all((h, r, x) not in known for x in tails)
