@@ -478,7 +478,8 @@ class EmbeddingEvaluator(Evaluator):
         self.entity_chunk = entity_chunk
         self._buffer: Optional[torch.Tensor] = None
         exact = ranks == "exact" and self.sampled_negatives is None  # sampled ranks compare float32 scores
-        self.exact = ExactRanks(self.scorer, self.lower_is_better, self.reduce_max) if exact else None
+        self.exact = ExactRanks(self.scorer, self.lower_is_better, self.reduce_max,
+                                entity_offset=self.entity_range[0]) if exact else None
 
     reduce_max = None  # entity shards: an all_reduce(MAX) of this process's largest candidate norms
 

@@ -52,6 +52,7 @@ U64 = 2.0 ** -53
 # 2**50: three bits below float64's 53 leave room for SimplE's ½ and L2's factor 2
 EXACT_GRID_LIMIT = 2.0 ** 50
 PAIR_CHUNK_ELEMENTS = 1 << 22  # (pairs × width) float64 elements per re-scoring chunk
+NORM_CHUNK_ELEMENTS = 1 << 22  # candidate-table values converted to float64 at a time
 POSITIONS_PER_ROW = 32  # window columns the C counting pass records per row (more: the row is scanned again)
 DECIMAL_EXACT = decimal.Context(prec=100_000, traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation])
 MODULI_DIGITS = 100
@@ -142,10 +143,11 @@ class ExactRanks:
     :param lower_is_better: rank lower keys first (the embedding scores are higher-is-better).
     :param reduce_max: applied to this process's (2,) float64 largest candidate norms; entity
         shards pass an all_reduce(MAX) so that every window bounds every rank's candidates.
+    :param entity_offset: the global id of the scorer's first entity row (an entity shard's start).
     """
 
     def __init__(self, scorer, lower_is_better: bool = False,
-                 reduce_max: Optional[Callable[[torch.Tensor], torch.Tensor]] = None):
+                 reduce_max: Optional[Callable[[torch.Tensor], torch.Tensor]] = None, entity_offset: int = 0):
         self.kind = scorer.kind
         dtype = scorer.entities.dtype
         self.unit = unit_roundoff(dtype)
@@ -155,7 +157,10 @@ class ExactRanks:
         self._grid_bits: Optional[int] = None
         self._grid_known = False
         self.reduce_max = reduce_max
+        self._scorer = scorer  # whose candidate rows this process holds: entities entity_offset ..
+        self.entity_offset = entity_offset
         self._norms: dict = {}
+        self._entity_norms: dict = {}
         self._queries: Optional[_Queries] = None
         self.stats = ExactStats()
 
@@ -167,18 +172,33 @@ class ExactRanks:
         return self._grid_bits
 
     # -- step 1: the window ----------------------------------------------------------------
-    def candidate_norms(self, scorer, side: str) -> Tuple[float, float]:
+    def entity_norms(self, side: str) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(‖c‖₂ (E,), ‖c‖₁ (E,)) in float64 of this process's candidate vectors of ``side`` (the
+        evaluator's scorer's, never a query scorer's), computed once, in chunks."""
+        if side not in self._entity_norms:
+            candidates = self._scorer._cached_candidates(side)
+            rows = candidates.shape[0]
+            norms = (torch.zeros(rows, dtype=torch.float64, device=candidates.device),
+                     torch.zeros(rows, dtype=torch.float64, device=candidates.device))
+            step = max(1, NORM_CHUNK_ELEMENTS // max(1, candidates.shape[1]))
+            for start in range(0, rows, step):
+                block = candidates[start:start + step].double()
+                norms[0][start:start + step] = block.norm(dim=1)
+                norms[1][start:start + step] = block.abs().sum(dim=1)
+            # float64 norms of float32 (or float64) rows round too: a relative 2**-40 more covers them
+            self._entity_norms[side] = (norms[0] * (1 + 2.0 ** -40), norms[1] * (1 + 2.0 ** -40))
+        return self._entity_norms[side]
+
+    def candidate_norms(self, side: str) -> Tuple[float, float]:
         """(max ‖c‖₂, max ‖c‖₁) over the candidate vectors of ``side`` (all ranks' under sharding)."""
         if side not in self._norms:
-            candidates = scorer._cached_candidates(side).double()
-            norms = torch.zeros(2, dtype=torch.float64, device=candidates.device)
-            if candidates.shape[0]:
-                norms[0] = candidates.norm(dim=1).max()
-                norms[1] = candidates.abs().sum(dim=1).max()
+            two, one = self.entity_norms(side)
+            norms = torch.zeros(2, dtype=torch.float64, device=two.device)
+            if two.numel():
+                norms[0], norms[1] = two.max(), one.max()
             if self.reduce_max is not None:
                 norms = self.reduce_max(norms)
-            # the float64 norms round too: a relative 2**-40 more covers them
-            self._norms[side] = tuple(float(x) * (1 + 2.0 ** -40) for x in norms.cpu())
+            self._norms[side] = tuple(float(x) for x in norms.cpu())
         return self._norms[side]
 
     def window(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_scores: torch.Tensor,
@@ -219,10 +239,13 @@ class ExactRanks:
         true_key, true_bound = self._keys(scorer, query, query_norms, truth, truth_norms)
         # what resolve needs of these queries, kept for the blocks of this batch and side
         self._queries = _Queries(anchor, relation, used_side, query, query_norms, true_stored, true_key, true_bound)
-        fast = queries.double().cpu()
-        width = fast.shape[1]
+        width = queries.shape[1]
+        # the fast queries' norms, computed in their own precision and widened by that rounding
+        widen = 1 + gamma(width + 2, u)
+        fast_two = queries.norm(dim=1).double().cpu() * widen
+        fast_one = queries.abs().sum(dim=1).double().cpu() * widen
         error = gamma(scorer.query_rounding, u) * magnitude
-        c2, c1 = self.candidate_norms(scorer, side)
+        c2, c1 = self.candidate_norms(side)
         anchor64 = torch.from_numpy(anchor)
         rewrite = scorer.rewrite_error(torch.from_numpy(relation), used_side,
                                        (anchor64.norm(dim=1), anchor64.abs().sum(dim=1)), (c2, c1))
@@ -230,9 +253,9 @@ class ExactRanks:
             delta = gamma(scorer.query_rounding + width, u) * magnitude.norm(dim=1) * c2
         elif self.kind in ("l1", "moduli"):
             extra = 2 if self.kind == "l1" else 4
-            delta = gamma(width + extra, u) * (fast.abs().sum(dim=1) + c1) + error.sum(dim=1)
+            delta = gamma(width + extra, u) * (fast_one + c1) + error.sum(dim=1)
         else:
-            reach = fast.norm(dim=1) + c2
+            reach = fast_two + c2
             own = error.norm(dim=1)
             delta = gamma(width + 4, u) * reach ** 2 + own * (2 * reach + own)
         if rewrite is not None:
@@ -300,7 +323,7 @@ class ExactRanks:
         expected = int(inside[rows].sum())
         if pair_rows.numel() != expected:  # both count the same set: a mismatch is a bug
             raise AssertionError(f"exact ranks: {pair_rows.numel()} undecided pairs found, {expected} counted")
-        better, same = self.resolve(scorer, pair_rows, entity_rows(pair_ids))
+        better, same = self.resolve(scorer, pair_rows, entity_rows(pair_ids), pair_ids - self.entity_offset)
         size = inside.shape[0]
         greater = greater + torch.bincount(pair_rows, weights=better.double().to(pair_rows.device),
                                            minlength=size).to(torch.long)
@@ -338,12 +361,14 @@ class ExactRanks:
             return empty, empty
         return torch.cat([p[0] for p in parts]), torch.cat([p[1].to(block.device) for p in parts])
 
-    def resolve(self, scorer, pair_rows: torch.Tensor, candidate_rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def resolve(self, scorer, pair_rows: torch.Tensor, candidate_rows: torch.Tensor,
+                local_ids: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(better (P,), tied (P,)) bool: each candidate against its query's true answer, exactly,
         for the queries of the last :meth:`window`.
 
         :param pair_rows: (P,) batch row of each pair; ``candidate_rows`` (P, ...) the candidates'
-            stored rows.
+            stored rows; ``local_ids`` (P,) their rows in this process's table (their norms are
+            then looked up instead of computed).
         """
         self.stats.rescored += int(pair_rows.numel())
         if self._queries is None:
@@ -351,6 +376,10 @@ class ExactRanks:
         anchor, relation, used_side, query, query_norms, true_stored, true_key, true_bound = self._queries
         position = pair_rows.cpu()
         candidates_all = real_rows(candidate_rows)
+        known_norms = None
+        if local_ids is not None and not scorer.candidate_rounding:
+            local = local_ids.to(self.entity_norms(used_side)[0].device)
+            known_norms = tuple(n[local].cpu() for n in self.entity_norms(used_side))
         better = torch.zeros(position.numel(), dtype=torch.bool)
         tied = torch.zeros(position.numel(), dtype=torch.bool)
         step = max(1, PAIR_CHUNK_ELEMENTS // max(1, query.shape[1]))
@@ -367,7 +396,9 @@ class ExactRanks:
             rest = (~identical).nonzero().squeeze(1)
             if rest.numel():
                 here = at[rest]
-                candidates, norms = self._candidates(scorer, stored[rest.numpy()], used_side, relation[here.numpy()])
+                candidates, norms = self._candidates(scorer, stored[rest.numpy()], used_side, relation[here.numpy()],
+                                                     None if known_norms is None else
+                                                     tuple(n[first:first + step][rest] for n in known_norms))
                 key, bound = self._keys(scorer, query[here], tuple(n[here] for n in query_norms), candidates, norms)
                 difference, margin = key - true_key[here], bound + true_bound[here]
                 rest_up = difference > margin
@@ -386,10 +417,13 @@ class ExactRanks:
         return better.to(device), tied.to(device)
 
     @staticmethod
-    def _candidates(scorer, rows: np.ndarray, side: str, relation: np.ndarray):
+    def _candidates(scorer, rows: np.ndarray, side: str, relation: np.ndarray, norms=None):
         """(candidate vectors (P, d') float64, (‖|c|‖₂ (P,), ‖|c|‖₁ (P,))) from stored ``rows``:
-        the norms of the candidates' magnitudes (their formula on absolute values)."""
+        the norms of the candidates' magnitudes (their formula on absolute values), or ``norms``
+        where the caller has them."""
         vectors = torch.from_numpy(np.ascontiguousarray(scorer.candidate_formula(rows, side, relation, np.subtract)))
+        if norms is not None:
+            return vectors, norms
         if not scorer.candidate_rounding:
             size = vectors.abs()
         else:
