@@ -191,12 +191,14 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
 
 def sampled_twin(dataset, evaluator):
     """The same embeddings under the sampled (OGB) protocol: each test query against its own
-    negatives of the split's ``test_negatives.npz``, unfiltered."""
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    negatives of the split's ``test_negatives.npz``, unfiltered (the protocol as
+    ``openbench evaluate --protocol sampled`` resolves it)."""
+    from openbench.evaluation.sources import SOURCES, EvaluationOptions, embedding_evaluator, with_protocol
 
-    return EmbeddingEvaluator(dataset, evaluator.scorer, filter_sets=[], sampled_negatives=dataset.sampled["test"],
-                              device=evaluator.device, seed=evaluator.seed, progress=evaluator.progress,
-                              model_params=evaluator.model_params, source_sha256=evaluator.source_sha256)
+    options = with_protocol(dataset, SOURCES["embeddings"],
+                            EvaluationOptions(device=str(evaluator.device), seed=evaluator.seed,
+                                              progress=evaluator.progress, protocol="sampled"))
+    return embedding_evaluator(dataset, evaluator.scorer, evaluator.model_params, evaluator.source_sha256, options)
 
 
 def results_table(results: Dict[str, dict]) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import InputError
+from splits.negatives import with_node_types
 
 __all__ = ["MAX_ROUNDS", "draw_eval_negatives"]
 
@@ -63,9 +64,16 @@ def draw_eval_negatives(evaluation: pl.DataFrame, known: pl.DataFrame, training:
     inside = (seen["id1"] >= 0) & (seen["id2"] >= 0)
     known_keys = np.unique(keys(seen["id1"][inside], seen["relation"][inside], seen["id2"][inside]))
     queries = codes(evaluation)
-    types = _node_types(evaluation, nodes) if typed else None
-    pool_types = nodes.select(pl.col("id").cast(pl.String), "node_type").filter(pl.col("id").is_in(pool.implode())) \
-        .sort("id").get_column("node_type").to_numpy() if typed else None
+    types = pool_types = None
+    if typed:
+        named = nodes.select(pl.col("id").cast(pl.String), pl.col("node_type").cast(pl.String))
+        ends = evaluation.select(pl.col(c).cast(pl.String) for c in ("id1", "relation", "id2"))
+        typed_ends = with_node_types(ends, named)
+        types = {column: typed_ends.get_column(kind).fill_null("").to_numpy().astype(str)
+                 for column, kind in (("id1", "type1"), ("id2", "type2"))}
+        # the pool's types in pool order, by a join (never by assuming the node table's order)
+        pool_types = pool.to_frame("id").join(named, on="id", how="left", maintain_order="left") \
+            .get_column("node_type").fill_null("").to_numpy().astype(str)
     drawn = {}
     for side, column in (("head", "id1"), ("tail", "id2")):
         out = np.empty((evaluation.height, k), dtype=np.int64)
@@ -109,13 +117,3 @@ def _repeats(chosen: np.ndarray) -> np.ndarray:
     later[:, 1:] = ordered[:, 1:] == ordered[:, :-1]
     np.put_along_axis(repeated, order, later, axis=1)
     return repeated
-
-
-def _node_types(evaluation: pl.DataFrame, nodes: pl.DataFrame) -> Dict[str, np.ndarray]:
-    types = nodes.select(pl.col("id").cast(pl.String), "node_type")
-    result = {}
-    for column in ("id1", "id2"):
-        joined = evaluation.select(pl.col(column).cast(pl.String).alias("id")).join(types, on="id", how="left",
-                                                                                   maintain_order="left")
-        result[column] = joined.get_column("node_type").fill_null("").to_numpy().astype(str)
-    return result

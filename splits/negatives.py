@@ -21,7 +21,7 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.graph_files import SPLIT_COLUMNS as COLUMNS
 from splits.leakage import categorical_ids
 
-__all__ = ["MAX_ROUNDS", "sample_negatives", "contradicted"]
+__all__ = ["MAX_ROUNDS", "sample_negatives", "contradicted", "with_node_types"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ def _family(relation: str) -> List[str]:
     return sorted({relation, parent} | {name for name, edge in EDGE_TYPES.items() if edge.parent == relation})
 
 
-def _typed(frame: pl.DataFrame, node_types: pl.DataFrame) -> pl.DataFrame:
+def with_node_types(frame: pl.DataFrame, node_types: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (id1, relation, id2, …) with the node types of both ends as type1 and type2
+    (null where a node is missing), rows in their order; ids of the same dtype on both sides."""
     types = node_types.select("id", "node_type")
     return (frame.join(types.rename({"id": "id1", "node_type": "type1"}), on="id1", how="left", maintain_order="left")
             .join(types.rename({"id": "id2", "node_type": "type2"}), on="id2", how="left", maintain_order="left"))
@@ -85,8 +87,8 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
         clash = contradicted(true_negatives, excluded)
         stats["true_negatives_dropped"] += int(clash.sum())
         true_negatives = true_negatives.filter(~clash)
-    meta = _typed(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
-    typed_tn = _typed(true_negatives, nodes)
+    meta = with_node_types(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
+    typed_tn = with_node_types(true_negatives, nodes)
     by_type = {kind: frame.get_column("id").cast(pl.String).sort().to_numpy()
                for (kind,), frame in nodes.partition_by("node_type", as_dict=True).items()}
     family_pairs = {}  # holds only the current relation's pairs, to keep peak memory down

@@ -28,6 +28,8 @@ import torch
 from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
 from openbench.evaluation.dataset_cache import cached_dataset, dataset_files
+from openbench.evaluation.negatives_file import find_negatives
+from openbench.evaluation.ogb_layout import is_ogb_folder, load_ogb_dataset
 from openbench.evaluation.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
@@ -228,7 +230,6 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
     ``*_negatives.npz`` (:mod:`openbench.evaluation.negatives_file`), land in ``Dataset.sampled``.
     """
     folder = resolve(path)  # the registry look-up comes first: a name stands for its verified copy
-    from openbench.evaluation.ogb_layout import is_ogb_folder, load_ogb_dataset
     if is_ogb_folder(folder):
         if fold is not None or entity_map or relation_map:
             raise InputError("--fold, --entity-map and --relation-map do not apply to an OGB folder", folder)
@@ -245,7 +246,6 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
                              Dataset)
     dataset.registry = registry_of(folder)
     if layout == "samples":
-        from openbench.evaluation.negatives_file import find_negatives
         dataset.sampled = find_negatives(files_folder, dataset)
     return dataset
 

@@ -190,3 +190,26 @@ def test_sampled_scoring_never_builds_full_rows(tmp_path, monkeypatch):
     record = _evaluate(tmp_path, folder, rng.normal(size=(dataset.num_entities, 4)).astype(np.float32),
                        rng.normal(size=(dataset.num_relations, 4)).astype(np.float32))
     assert record["protocol"]["negatives_per_query"]["tail"] == K
+
+
+def test_offset_and_protocol_mistakes_are_refused(tmp_path):
+    from openbench.errors import UsageError
+    from openbench.evaluation.sources import SOURCES, EvaluationOptions, with_protocol
+
+    folder = tmp_path / "wiki"
+    _write_wikikg2(folder, 6)
+    offsets = tmp_path / "offsets.json"
+    offsets.write_text(json.dumps({"entity": 0}))
+    with pytest.raises(InputError, match="applies to datasets with per-type ids"):
+        load_dataset(folder, entity_offsets=offsets)
+    biokg = tmp_path / "biokg"
+    _write_biokg(biokg, 6)
+    offsets.write_text(json.dumps({"protein": -3, "disease": 0, "drug": 12}))
+    with pytest.raises(InputError, match=r'expected a JSON object \{"node type": offset\}'):
+        load_dataset(biokg, entity_offsets=offsets)
+    dataset = load_dataset(folder)
+    with pytest.raises(UsageError, match="a anyburl input has no scores for them"):
+        with_protocol(dataset, SOURCES["anyburl"], EvaluationOptions())
+    with pytest.raises(UsageError, match="runs on one process"):
+        with_protocol(dataset, SOURCES["embeddings"], EvaluationOptions(distributed=True))
+    assert with_protocol(dataset, SOURCES["anyburl"], EvaluationOptions(protocol="full")).sampled_negatives is None

@@ -138,3 +138,16 @@ def test_cli_split_then_both_protocols(tmp_path):
     assert refused.exit_code == 2 and "--filter does not apply" in refused.output
     typed_alone = runner.invoke(main, split_args[:-2] + ["--typed", "--output", str(tmp_path / "t2")])
     assert typed_alone.exit_code == 2 and "--typed applies to --eval-negatives" in typed_alone.output
+
+
+def test_the_sampled_protocol_needs_negatives(graph, tmp_path):
+    random_split(*graph, tmp_path / "plain", seed=2, test_frac=0.2)
+    dataset = load_dataset(tmp_path / "plain")
+    assert dataset.sampled == {}
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "e.npy", rng.normal(size=(dataset.num_entities, 4)).astype(np.float32))
+    np.save(tmp_path / "r.npy", rng.normal(size=(dataset.num_relations, 4)).astype(np.float32))
+    result = CliRunner().invoke(main, ["evaluate", "--dataset", str(tmp_path / "plain"), "--model", "DistMult",
+                                       "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
+                                       str(tmp_path / "r.npy"), "--no-progress", "--protocol", "sampled"])
+    assert result.exit_code == 2 and "needs negatives per test triple" in result.output
