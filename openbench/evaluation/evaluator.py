@@ -578,7 +578,7 @@ class EmbeddingEvaluator(Evaluator):
         true_ids = true_ids_of(batch, side)
         rows = batch.shape[0]
         offset = self.entity_range[0]
-        true_rows = self.scorer.entities[true_ids - offset] if self.exact is not None else None
+        true_rows = self.scorer.entities.index_select(0, true_ids - offset) if self.exact is not None else None
         block = self.scratch_block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
@@ -638,7 +638,6 @@ class EmbeddingEvaluator(Evaluator):
                                       check_nan, window, positions)
         if window is None or self.exact is None:
             return gt, eq, differs
-        offset = self.entity_range[0]
         gt, eq = self.exact.settle(block, start, (gt, eq), window, true_ids, filter_pairs, self.num_entities,
-                                   query_scorer, lambda ids: self.scorer.entities[ids - offset], positions)
+                                   query_scorer, positions)
         return gt, eq, differs

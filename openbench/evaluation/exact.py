@@ -31,13 +31,16 @@ from __future__ import annotations
 
 import decimal
 import logging
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
-__all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "unit_roundoff", "gamma", "real_rows", "fraction_bits"]
+from openbench.evaluation.kernels import COUNTING_LIBRARY
+
+__all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "unit_roundoff", "gamma", "real_rows",
+           "fraction_bits", "norm_bounds", "pair_keys"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,149 @@ def real_rows(rows: torch.Tensor) -> np.ndarray:
     return rows.to(torch.float64).numpy()
 
 
+KEY_KINDS = {"dot": 0, "l2": 1, "l1": 2}  # the C kernel's codes; "moduli" keys are computed by torch
+
+
+class PairKeys(NamedTuple):
+    """:func:`pair_keys` of P pairs: float64 ``keys`` (P,) (higher ranks first), upper bounds
+    ``norm2``/``norm1`` (P,) on the exact norms of the candidate vectors, and ``identical`` (P,)
+    bool (the candidate vector equals the true answer's; None when no truths were given)."""
+
+    keys: torch.Tensor
+    norm2: torch.Tensor
+    norm1: torch.Tensor
+    identical: Optional[torch.Tensor]
+
+
+def norm_bounds(vectors: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(‖v‖₂ (N,), ‖v‖₁ (N,)) float64 upper bounds on the exact norms of the rows of ``vectors``
+    (N, d): float64 sums widened by their rounding, and a subnormal term per square (which may
+    underflow to 0 for float64 values below 2^-537). On the same device as ``vectors``."""
+    width = vectors.shape[1]
+    widen = 1 + gamma(width + 2, U64)
+    library = COUNTING_LIBRARY.get()
+    if (library is not None and vectors.device.type == "cpu" and vectors.dtype in (torch.float32, torch.float64)
+            and vectors.shape[0] and (width <= 1 or vectors.stride(1) == 1)):
+        two, one = (torch.empty(vectors.shape[0], dtype=torch.float64) for _ in range(2))
+        function = library.openbench_row_norms_f32 if vectors.dtype == torch.float32 else library.openbench_row_norms_f64
+        function(vectors.data_ptr(), vectors.stride(0), width, vectors.shape[0], two.data_ptr(), one.data_ptr())
+        return two * widen, one * widen
+    values = vectors.to(torch.float64)
+    two = ((values * values).sum(dim=1) + width * SUBNORMAL_SPACING[torch.float64]).sqrt() * widen
+    return two, values.abs().sum(dim=1) * widen
+
+
+def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+              truths: Optional[torch.Tensor] = None) -> PairKeys:
+    """float64 keys of the pairs (queries[rows[p]], table[cols[p]]), p < P, read in one pass.
+
+    :param kind: ``"dot"`` (q·c), ``"l2"`` (-‖q - c‖²), ``"l1"`` (-‖q - c‖₁) or ``"moduli"``
+        (-Σ|q_k - c_k| over complex coordinates given as [Re | Im] halves).
+    :param queries: (B, d') float64 on the CPU; ``table`` (N, d') candidate vectors of any
+        floating dtype and device (converted to float64 exactly); ``rows``, ``cols`` (P,) int64.
+    :param truths: optional (B, d') (the true answers' candidate vectors): ``identical[p]`` tells
+        whether table[cols[p]] equals truths[rows[p]] value for value.
+
+    The C kernel (``_counting.c``) does it without gathering the rows; the torch path is the
+    same arithmetic up to the order of the additions, which the bounds of :class:`ExactRanks`
+    allow (``OPENBENCH_KERNEL=torch`` forces it)."""
+    library = COUNTING_LIBRARY.get()
+    usable = (library is not None and kind in KEY_KINDS and table.device.type == "cpu"
+              and table.dtype in (torch.float32, torch.float64) and table.shape[0] and table.stride(1) == 1
+              and (truths is None or (truths.dtype == table.dtype and truths.device.type == "cpu")))
+    width = queries.shape[1]
+    if not usable:
+        candidates = table[cols.to(table.device)].to(torch.float64).cpu()
+        picked = queries[rows]
+        if kind == "dot":
+            keys = (picked * candidates).sum(dim=1)
+        elif kind == "l2":
+            difference = picked - candidates
+            keys = -(difference * difference).sum(dim=1)
+        elif kind == "l1":
+            keys = -(picked - candidates).abs().sum(dim=1)
+        else:
+            half = width // 2
+            difference = picked - candidates
+            keys = -torch.hypot(difference[:, :half], difference[:, half:]).sum(dim=1)
+        two, one = norm_bounds(candidates)
+        identical = None if truths is None else (candidates == truths.cpu()[rows].to(torch.float64)).all(dim=1)
+        return PairKeys(keys, two, one, identical)
+    count = rows.shape[0]
+    queries, rows, cols = queries.contiguous(), rows.contiguous(), cols.contiguous()
+    keys, two, one = (torch.empty(count, dtype=torch.float64) for _ in range(3))
+    identical = None if truths is None else torch.empty(count, dtype=torch.uint8)
+    function = library.openbench_pair_keys_f32 if table.dtype == torch.float32 else library.openbench_pair_keys_f64
+    if truths is not None:
+        truths = truths.contiguous()
+    # one thread: splitting these calls over threads measured slower (torch's workers are still
+    # spinning after the score GEMM)
+    function(KEY_KINDS[kind], queries.data_ptr(), None if truths is None else truths.data_ptr(), width,
+             table.data_ptr(), table.stride(0), rows.data_ptr(), cols.data_ptr(), count, keys.data_ptr(),
+             two.data_ptr(), one.data_ptr(), None if identical is None else identical.data_ptr())
+    widen = 1 + gamma(width + 2, U64)
+    return PairKeys(keys, two * widen, one * widen, None if identical is None else identical.bool())
+
+
+QUERY_CODES = {"add": 0, "sub": 1, "mul": 2, "cmul": 3, "cmul_conj": 4}  # the C kernel's formula codes
+
+
+class QueryRows(NamedTuple):
+    """:func:`query_rows` of B queries: float64 ``query`` vectors (B, d'), bounds ``norms``
+    (‖|q|‖₂, ‖|q|‖₁) (B,) on the norms of their magnitudes, and, when the true answers' candidate
+    vectors were given, their float64 keys ``true_key`` (B,) and norm bounds ``truth_norms``."""
+
+    query: torch.Tensor
+    norms: Tuple[torch.Tensor, torch.Tensor]
+    true_key: Optional[torch.Tensor]
+    truth_norms: Optional[Tuple[torch.Tensor, torch.Tensor]]
+
+
+def query_rows(scorer, side: str, anchor_ids: torch.Tensor, relation_ids: torch.Tensor, kind: str = "dot",
+               truths: Optional[torch.Tensor] = None) -> Optional[QueryRows]:
+    """The ``side`` queries with anchors ``anchor_ids`` and relations ``relation_ids`` (B,),
+    computed by the C kernel as ``scorer.query_formula`` computes them (:meth:`~openbench.
+    evaluation.scorers.EmbeddingScorer.query_code`), and with ``truths`` (B, d') (the true answers'
+    candidate vectors, in the tables' real precision) their ``kind`` keys, in the same pass.
+    None where the scorer has no code, the kernel is not built or the tables are not
+    float32/float64 (or complex) on the CPU."""
+    code = scorer.query_code(side)
+    library = COUNTING_LIBRARY.get()
+    entities, relations = scorer.entities, scorer.relations
+    if code is None or library is None or entities.device.type != "cpu" or relations.device.type != "cpu":
+        return None
+    complex_rows = QUERY_CODES[code] >= 3
+    if complex_rows != entities.is_complex() or entities.dtype != relations.dtype:
+        return None
+    if complex_rows:
+        entities, relations = torch.view_as_real(entities), torch.view_as_real(relations)
+    if entities.dtype not in (torch.float32, torch.float64) or not (entities.is_contiguous()
+                                                                   and relations.is_contiguous()):
+        return None
+    count, width = anchor_ids.shape[0], scorer.entities.shape[1]
+    out_width = 2 * width if complex_rows else width
+    if truths is not None and (kind not in KEY_KINDS or truths.dtype != entities.dtype
+                               or tuple(truths.shape) != (count, out_width)):
+        return None
+    anchor_ids, relation_ids = anchor_ids.cpu().contiguous(), relation_ids.cpu().contiguous()
+    if count and not (0 <= int(anchor_ids.min()) and int(anchor_ids.max()) < entities.shape[0]
+                      and 0 <= int(relation_ids.min()) and int(relation_ids.max()) < relations.shape[0]):
+        raise IndexError("exact ranks: an anchor or relation id outside the embedding tables")
+    query = torch.empty((count, out_width), dtype=torch.float64)
+    two, one, key, true_two, true_one = (torch.empty(count, dtype=torch.float64) for _ in range(5))
+    truths = None if truths is None else truths.cpu().contiguous()
+    function = library.openbench_query_rows_f32 if entities.dtype == torch.float32 else library.openbench_query_rows_f64
+    if count:
+        function(QUERY_CODES[code], entities.data_ptr(), entities.stride(0), relations.data_ptr(), relations.stride(0),
+                 anchor_ids.data_ptr(), relation_ids.data_ptr(), count, width, query.data_ptr(), two.data_ptr(),
+                 one.data_ptr(), KEY_KINDS.get(kind, 0), None if truths is None else truths.data_ptr(),
+                 key.data_ptr(), true_two.data_ptr(), true_one.data_ptr())
+    widen = 1 + gamma(out_width + 2, U64)
+    if truths is None:
+        return QueryRows(query, (two * widen, one * widen), None, None)
+    return QueryRows(query, (two * widen, one * widen), key, (true_two * widen, true_one * widen))
+
+
 def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
     """The fewest binary fraction digits f such that every value of ``tables`` is a multiple of 2^-f
     (0 for integers); None when a value is not finite. Reads ``chunk`` values at a time."""
@@ -100,19 +246,41 @@ def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
     return bits
 
 
-class _Queries(NamedTuple):
+@dataclass
+class _Queries:
     """One batch side's queries in float64, from :meth:`ExactRanks.window` for its re-scoring.
-    Rows are the batch's: anchor, relation (stored, real), query (B, d'), the norms of its
-    magnitude, the true answers' stored rows, their keys and bounds."""
+    Rows are the batch's: the query vectors (B, d'), bounds on the norms of their magnitudes, the
+    true answers' stored rows (B, ...), their candidate vectors in the tables' precision (B, d')
+    (None for a candidate formula that rounds), keys and bounds. The stored rows as real float64
+    are made on demand (:meth:`rows`, :meth:`stored_truth`)."""
 
-    anchor: np.ndarray
-    relation: np.ndarray
+    scorer: object
+    anchor_ids: torch.Tensor
+    relation_ids: torch.Tensor
     side: str
-    query: torch.Tensor
-    norms: Tuple[torch.Tensor, torch.Tensor]
-    true_stored: np.ndarray
-    true_key: torch.Tensor
-    true_bound: torch.Tensor
+    true_rows: torch.Tensor
+    truth: Optional[torch.Tensor] = None
+    query: torch.Tensor = field(default_factory=lambda: torch.empty(0))
+    norms: Tuple[np.ndarray, np.ndarray] = (np.empty(0), np.empty(0))
+    true_key: np.ndarray = field(default_factory=lambda: np.empty(0))
+    true_bound: np.ndarray = field(default_factory=lambda: np.empty(0))
+    anchor: Optional[np.ndarray] = None
+    relation: Optional[np.ndarray] = None
+    true_stored: Optional[np.ndarray] = None
+
+    def rows(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(anchor rows (B, w), relation rows (B, ...)) as real float64."""
+        if self.anchor is None or self.relation is None:
+            scorer = self.scorer
+            self.anchor = real_rows(torch.index_select(scorer.entities, 0, self.anchor_ids))
+            self.relation = real_rows(torch.index_select(scorer.relations, 0, self.relation_ids))
+        return self.anchor, self.relation
+
+    def stored_truth(self) -> np.ndarray:
+        """The true answers' stored rows (B, w) as real float64."""
+        if self.true_stored is None:
+            self.true_stored = real_rows(self.true_rows)
+        return self.true_stored
 
 
 @dataclass
@@ -173,8 +341,8 @@ class ExactRanks:
 
     # -- step 1: the window ----------------------------------------------------------------
     def entity_norms(self, side: str) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(‖c‖₂ (E,), ‖c‖₁ (E,)) in float64 of this process's candidate vectors of ``side`` (the
-        evaluator's scorer's, never a query scorer's), computed once, in chunks."""
+        """Bounds (‖c‖₂ (E,), ‖c‖₁ (E,)) in float64 on the norms of this process's candidate vectors
+        of ``side`` (the evaluator's scorer's, never a query scorer's), computed once, in chunks."""
         if side not in self._entity_norms:
             candidates = self._scorer._cached_candidates(side)
             rows = candidates.shape[0]
@@ -182,11 +350,9 @@ class ExactRanks:
                      torch.zeros(rows, dtype=torch.float64, device=candidates.device))
             step = max(1, NORM_CHUNK_ELEMENTS // max(1, candidates.shape[1]))
             for start in range(0, rows, step):
-                block = candidates[start:start + step].double()
-                norms[0][start:start + step] = block.norm(dim=1)
-                norms[1][start:start + step] = block.abs().sum(dim=1)
-            # float64 norms of float32 (or float64) rows round too: a relative 2**-40 more covers them
-            self._entity_norms[side] = (norms[0] * (1 + 2.0 ** -40), norms[1] * (1 + 2.0 ** -40))
+                two, one = norm_bounds(candidates[start:start + step])
+                norms[0][start:start + step], norms[1][start:start + step] = two, one
+            self._entity_norms[side] = norms
         return self._entity_norms[side]
 
     def candidate_norms(self, side: str) -> Tuple[float, float]:
@@ -228,36 +394,45 @@ class ExactRanks:
         """
         dtype = true_scores.dtype
         u = self.unit
-        anchor, relation, used_side = scorer.exact_inputs(batch, side)
-        anchor, relation = real_rows(anchor), real_rows(relation)
-        magnitude = torch.from_numpy(np.ascontiguousarray(
-            scorer.query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)))
-        query = torch.from_numpy(np.ascontiguousarray(scorer.query_formula(anchor, relation, used_side, np.subtract)))
-        true_stored = real_rows(true_rows)
-        truth, truth_norms = self._candidates(scorer, true_stored, used_side, relation)
-        query_norms = (magnitude.norm(dim=1), magnitude.sum(dim=1))
-        true_key, true_bound = self._keys(scorer, query, query_norms, truth, truth_norms)
+        anchor_ids, relation_ids, used_side = scorer.exact_ids(batch, side)
+        inputs = _Queries(scorer, anchor_ids, relation_ids, used_side, true_rows)
+        if not scorer.candidate_rounding:  # the candidate vectors are the stored values, rearranged
+            inputs.truth = scorer.candidate_rows(true_rows, used_side).contiguous()
+        built = query_rows(scorer, used_side, anchor_ids, relation_ids, self.kind, inputs.truth)
+        if built is None:
+            anchor, relation = inputs.rows()
+            query = _tensor(scorer.query_formula(anchor, relation, used_side, np.subtract))
+            norms = norm_bounds(_tensor(scorer.query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)))
+            built = QueryRows(query, norms, None, None)
+        inputs.query = built.query
+        query_norms = inputs.norms = tuple(n.numpy() for n in built.norms)  # O(B) arithmetic in numpy: fewer overheads
+        if built.true_key is not None:
+            true_key, truth_norms = built.true_key.numpy(), tuple(n.numpy() for n in built.truth_norms)
+        else:
+            true_key, truth_norms = self._true_keys(scorer, inputs)
+        true_bound = self._bound(scorer, true_key, built.query.shape[1], query_norms, truth_norms)
         # what resolve needs of these queries, kept for the blocks of this batch and side
-        self._queries = _Queries(anchor, relation, used_side, query, query_norms, true_stored, true_key, true_bound)
+        inputs.true_key, inputs.true_bound = true_key, true_bound
+        self._queries = inputs
         width = queries.shape[1]
-        # the fast queries' norms, computed in their own precision and widened by that rounding
-        widen = 1 + gamma(width + 2, u)
-        fast_two = queries.norm(dim=1).double().cpu() * widen
-        fast_one = queries.abs().sum(dim=1).double().cpu() * widen
-        error = gamma(scorer.query_rounding, u) * magnitude
+        # the computed queries' norms (their fast values, exactly in float64)
+        fast_two, fast_one = (n.numpy() for n in norm_bounds(queries.detach().cpu()))
+        own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
         c2, c1 = self.candidate_norms(side)
-        anchor64 = torch.from_numpy(anchor)
-        rewrite = scorer.rewrite_error(torch.from_numpy(relation), used_side,
-                                       (anchor64.norm(dim=1), anchor64.abs().sum(dim=1)), (c2, c1))
+        rewrite = None
+        if scorer.rewrites(used_side):
+            anchor, relation = inputs.rows()
+            rewrite = scorer.rewrite_error(torch.from_numpy(relation), used_side, torch.from_numpy(anchor),
+                                           (c2, c1)).numpy()
         if self.kind == "dot":
-            delta = gamma(scorer.query_rounding + width, u) * magnitude.norm(dim=1) * c2
+            delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
         elif self.kind in ("l1", "moduli"):
             extra = 2 if self.kind == "l1" else 4
-            delta = gamma(width + extra, u) * (fast_one + c1) + error.sum(dim=1)
+            delta = gamma(width + extra, u) * (fast_one + c1) + own * query_norms[1]
         else:
             reach = fast_two + c2
-            own = error.norm(dim=1)
-            delta = gamma(width + 4, u) * reach ** 2 + own * (2 * reach + own)
+            error = own * query_norms[0]
+            delta = gamma(width + 4, u) * reach ** 2 + error * (2 * reach + error)
         if rewrite is not None:
             delta = delta + rewrite
         # the bounds' own float64 evaluation, the true key's bound, and subnormal results
@@ -265,45 +440,57 @@ class ExactRanks:
         if self.kind == "l2":
             lows, highs = _distance_window(-true_key, delta, u)
         else:
-            margin = delta + 4 * U64 * true_key.abs()
+            margin = delta + 4 * U64 * np.abs(true_key)
             lows, highs = true_key - margin, true_key + margin
-        lows, highs = lows.to(true_scores.device), highs.to(true_scores.device)
+        lows, highs = _round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
-        finite = torch.isfinite(true_scores)
-        computed_exactly = ~finite | self._fast_is_exact(scorer, magnitude, c2, c1, dtype).to(finite.device)
-        lows = torch.where(computed_exactly, true_scores, _round_down(lows, dtype))
-        highs = torch.where(computed_exactly, true_scores, _round_up(highs, dtype))
+        computed_exactly = torch.from_numpy(self._fast_is_exact(scorer, query_norms, c2, c1, dtype))
+        computed_exactly = computed_exactly.to(true_scores.device) | ~torch.isfinite(true_scores)
+        lows = torch.where(computed_exactly, true_scores, lows.to(true_scores.device))
+        highs = torch.where(computed_exactly, true_scores, highs.to(true_scores.device))
         return lows, highs
 
-    def _fast_is_exact(self, scorer, magnitude: torch.Tensor, c2: float, c1: float, dtype) -> torch.Tensor:
+    def _true_keys(self, scorer, inputs: _Queries) -> Tuple[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
+        """(true keys (B,), bounds on the norms of the true answers' candidate magnitudes) from the
+        stored rows in float64, where :func:`query_rows` did not compute them."""
+        true_stored = inputs.stored_truth()
+        relation = inputs.rows()[1] if scorer.candidate_rounding else None
+        truth = _tensor(scorer.candidate_formula(true_stored, inputs.side, relation, np.subtract))
+        everyone = torch.arange(truth.shape[0])
+        keys = pair_keys(self.kind, inputs.query, truth, everyone, everyone)
+        norms = (keys.norm2, keys.norm1)
+        if scorer.candidate_rounding:
+            norms = self._magnitude_norms(scorer, true_stored, inputs.side, relation)
+        return keys.keys.numpy(), (norms[0].numpy(), norms[1].numpy())
+
+    def _fast_is_exact(self, scorer, query_norms: Tuple[np.ndarray, np.ndarray], c2: float, c1: float,
+                       dtype) -> np.ndarray:
         """(B,) bool: the fast pass computes every score of the row exactly (the grid criterion
-        with the fast precision's significand; dot products and L1 distances, which no square
-        root follows)."""
-        rows = magnitude.shape[0]
+        with the fast precision's significand, on the norms of the queries' magnitudes; dot
+        products and L1 distances, which no square root follows)."""
+        rows = query_norms[0].shape[0]
         if self.grid_bits is None or self.kind not in ("dot", "l1"):
-            return torch.zeros(rows, dtype=torch.bool, device=magnitude.device)
+            return np.zeros(rows, dtype=bool)
         significand = 53 if dtype == torch.float64 else 24
         if self.kind == "dot":
-            size, degree = magnitude.norm(dim=1) * c2, scorer.query_degree + 1
+            size, degree = query_norms[0] * c2, scorer.query_degree + 1
         else:
-            size, degree = magnitude.sum(dim=1) + c1, scorer.query_degree
+            size, degree = query_norms[1] + c1, scorer.query_degree
         if degree * self.grid_bits >= 1000:
-            return torch.zeros(rows, dtype=torch.bool, device=magnitude.device)
+            return np.zeros(rows, dtype=bool)
         return size * 2.0 ** (degree * self.grid_bits) < 2.0 ** (significand - 3)
 
     # -- steps 2 to 4: settle the undecided ------------------------------------------------
     def settle(self, block: torch.Tensor, start: int, counts: Tuple[torch.Tensor, torch.Tensor],
                window: Tuple[torch.Tensor, torch.Tensor], true_ids: torch.Tensor,
                filter_pairs: Tuple[torch.Tensor, torch.Tensor], num_entities: int, scorer,
-               entity_rows: Callable[[torch.Tensor], torch.Tensor],
                positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(n_greater, n_equal) (B,) of one block, exact: ``counts`` (beyond the window, inside it)
         from :func:`~openbench.evaluation.ranking.count_block` with ``window``, the inside ones
         re-scored against the queries of the last :meth:`window` (the same batch and side).
 
         :param block: (B, w) fast scores of candidates ``start .. start + w - 1``.
-        :param entity_rows: stored entity rows of global entity ids (P,) -> (P, ...).
         :param positions: (B, K) window columns the C kernel recorded (-1: none), or None.
         """
         greater, inside = counts
@@ -317,13 +504,16 @@ class ExactRanks:
         pair_ids = pair_ids + start
         keep = pair_ids != true_ids[pair_rows]
         filter_rows, filter_cols = filter_pairs
-        if filter_rows.numel():
-            keep &= ~torch.isin(pair_rows * num_entities + pair_ids, filter_rows * num_entities + filter_cols)
+        if filter_rows.numel():  # drop the known answers: (row, entity) keys looked up in the sorted filter keys
+            known = (filter_rows * num_entities + filter_cols).sort().values
+            keys = pair_rows * num_entities + pair_ids
+            found = known[torch.searchsorted(known, keys).clamp_(max=known.numel() - 1)]
+            keep &= found != keys
         pair_rows, pair_ids = pair_rows[keep], pair_ids[keep]
         expected = int(inside[rows].sum())
         if pair_rows.numel() != expected:  # both count the same set: a mismatch is a bug
             raise AssertionError(f"exact ranks: {pair_rows.numel()} undecided pairs found, {expected} counted")
-        better, same = self.resolve(scorer, pair_rows, entity_rows(pair_ids), pair_ids - self.entity_offset)
+        better, same = self.resolve(scorer, pair_rows, pair_ids - self.entity_offset)
         size = inside.shape[0]
         greater = greater + torch.bincount(pair_rows, weights=better.double().to(pair_rows.device),
                                            minlength=size).to(torch.long)
@@ -344,12 +534,13 @@ class ExactRanks:
         scan = rows
         parts = []
         if positions is not None:
-            recorded = positions[rows]
-            filled = (recorded >= 0).sum(dim=1)
-            complete = (filled > 0) & (filled < recorded.shape[1])
-            local, slot = (recorded[complete] >= 0).nonzero(as_tuple=True)
-            direct = rows[complete]
-            parts.append((direct[local], recorded[complete][local, slot]))
+            recorded = positions.index_select(0, rows)
+            valid = recorded >= 0
+            filled = valid.sum(dim=1)
+            complete = (filled > 0) & (filled < recorded.shape[1])  # full rows may have had more
+            valid &= complete[:, None]
+            local = valid.nonzero()[:, 0]
+            parts.append((rows[local], recorded[valid]))
             scan = rows[~complete]
         if scan.numel():
             sub = block[scan]
@@ -361,116 +552,114 @@ class ExactRanks:
             return empty, empty
         return torch.cat([p[0] for p in parts]), torch.cat([p[1].to(block.device) for p in parts])
 
-    def resolve(self, scorer, pair_rows: torch.Tensor, candidate_rows: torch.Tensor,
-                local_ids: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    def resolve(self, scorer, pair_rows: torch.Tensor, local_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(better (P,), tied (P,)) bool: each candidate against its query's true answer, exactly,
         for the queries of the last :meth:`window`.
 
-        :param pair_rows: (P,) batch row of each pair; ``candidate_rows`` (P, ...) the candidates'
-            stored rows; ``local_ids`` (P,) their rows in this process's table (their norms are
-            then looked up instead of computed).
-        """
+        :param pair_rows: (P,) batch row of each pair; ``local_ids`` (P,) the candidates' rows in
+            this process's entity table (global id - ``entity_offset``).
+
+        Where the scorer's candidate vectors are its stored rows (``candidate_rounding`` 0), the
+        keys are read straight from the evaluator's candidate table (:func:`pair_keys`), and a
+        candidate vector equal to the true answer's is a tie; otherwise the stored rows are
+        gathered and the candidate formula applied in float64 first."""
         self.stats.rescored += int(pair_rows.numel())
         if self._queries is None:
             raise RuntimeError("resolve() needs the window() of the same batch and side first")
-        anchor, relation, used_side, query, query_norms, true_stored, true_key, true_bound = self._queries
+        queries = self._queries
         position = pair_rows.cpu()
-        candidates_all = real_rows(candidate_rows)
-        known_norms = None
-        if local_ids is not None and not scorer.candidate_rounding:
-            local = local_ids.to(self.entity_norms(used_side)[0].device)
-            known_norms = tuple(n[local].cpu() for n in self.entity_norms(used_side))
+        table = None if scorer.candidate_rounding else self._scorer._cached_candidates(queries.side)
         better = torch.zeros(position.numel(), dtype=torch.bool)
         tied = torch.zeros(position.numel(), dtype=torch.bool)
-        step = max(1, PAIR_CHUNK_ELEMENTS // max(1, query.shape[1]))
+        step = max(1, PAIR_CHUNK_ELEMENTS // max(1, queries.query.shape[1]))
         for first in range(0, position.numel(), step):
-            at = position[first:first + step]
-            stored = candidates_all[first:first + step]
-            # identical stored rows score identically: ties, without arithmetic (checked first:
-            # every candidate of a constant table is one)
-            flat = stored.reshape(stored.shape[0], -1)
-            identical = torch.from_numpy((flat == true_stored[at.numpy()].reshape(flat.shape)).all(axis=1))
+            at, ids = position[first:first + step], local_ids[first:first + step]
+            stored = None if table is not None else real_rows(self._scorer.entities[ids])
+            keys, norms, identical = self._pair_keys(scorer, table, at, ids, stored)
+            where = at.numpy()
+            keys, identical = keys.numpy(), identical.numpy()
+            bound = self._bound(scorer, keys, queries.query.shape[1], tuple(n[where] for n in queries.norms),
+                                tuple(n.numpy() for n in norms))
+            difference, margin = keys - queries.true_key[where], bound + queries.true_bound[where]
+            up = (difference > margin) & ~identical
+            same = identical | ((margin == 0) & (difference == 0))
+            open_ = ~(up | same | (difference < -margin))
             self.stats.identical += int(identical.sum())
-            up = torch.zeros(at.numel(), dtype=torch.bool)
-            same = identical.clone()
-            rest = (~identical).nonzero().squeeze(1)
-            if rest.numel():
-                here = at[rest]
-                candidates, norms = self._candidates(scorer, stored[rest.numpy()], used_side, relation[here.numpy()],
-                                                     None if known_norms is None else
-                                                     tuple(n[first:first + step][rest] for n in known_norms))
-                key, bound = self._keys(scorer, query[here], tuple(n[here] for n in query_norms), candidates, norms)
-                difference, margin = key - true_key[here], bound + true_bound[here]
-                rest_up = difference > margin
-                rest_same = (margin == 0) & (difference == 0)
-                open_ = ~(rest_up | (difference < -margin) | rest_same)
-                self.stats.float64 += int((~open_).sum())
-                for index in open_.nonzero().squeeze(1).tolist():
-                    sign = self._exact_sign(scorer, anchor[here[index]], relation[here[index]], used_side,
-                                            stored[int(rest[index])], true_stored[here[index]])
-                    rest_up[index], rest_same[index] = sign > 0, sign == 0
-                up[rest], same[rest] = rest_up, rest_same
+            self.stats.float64 += int((~open_ & ~identical).sum())
+            for index in np.flatnonzero(open_).tolist():
+                row = int(at[index])
+                candidate = stored[index] if stored is not None else real_rows(self._scorer.entities[ids[index]])
+                anchor, relation = queries.rows()
+                sign = self._exact_sign(scorer, anchor[row], relation[row], queries.side, candidate,
+                                        queries.stored_truth()[row])
+                up[index], same[index] = sign > 0, sign == 0
             if self.lower_is_better:
                 up = ~(up | same)
-            better[first:first + step], tied[first:first + step] = up, same
+            better[first:first + step], tied[first:first + step] = torch.from_numpy(up), torch.from_numpy(same)
         device = pair_rows.device
         return better.to(device), tied.to(device)
 
+    def _pair_keys(self, scorer, table: Optional[torch.Tensor], at: torch.Tensor, ids: torch.Tensor,
+                   stored: Optional[np.ndarray]):
+        """(keys (P,), (‖|c|‖₂, ‖|c|‖₁) (P,), identical (P,)) of the pairs (batch row ``at``, local
+        entity ``ids``): from the candidate ``table``, or from the ``stored`` rows (P, w) float64."""
+        queries = self._queries
+        if table is not None:
+            keys, two, one, identical = pair_keys(self.kind, queries.query, table, at, ids.to(table.device),
+                                                  queries.truth)
+            return keys, (two, one), identical
+        count = stored.shape[0]
+        relation = queries.rows()[1][at.numpy()] if scorer.candidate_rounding else None
+        vectors = _tensor(scorer.candidate_formula(stored, queries.side, relation, np.subtract))
+        keys, two, one, _ = pair_keys(self.kind, queries.query, vectors, at, torch.arange(count))
+        norms = (two, one)
+        if scorer.candidate_rounding:
+            norms = self._magnitude_norms(scorer, stored, queries.side, relation)
+        flat = stored.reshape(count, -1)
+        truth = queries.stored_truth()[at.numpy()]
+        identical = torch.from_numpy((flat == truth.reshape(flat.shape)).all(axis=1))
+        return keys, norms, identical
+
     @staticmethod
-    def _candidates(scorer, rows: np.ndarray, side: str, relation: np.ndarray, norms=None):
-        """(candidate vectors (P, d') float64, (‖|c|‖₂ (P,), ‖|c|‖₁ (P,))) from stored ``rows``:
-        the norms of the candidates' magnitudes (their formula on absolute values), or ``norms``
-        where the caller has them."""
-        vectors = torch.from_numpy(np.ascontiguousarray(scorer.candidate_formula(rows, side, relation, np.subtract)))
-        if norms is not None:
-            return vectors, norms
-        if not scorer.candidate_rounding:
-            size = vectors.abs()
-        else:
-            size = torch.from_numpy(np.ascontiguousarray(
-                scorer.candidate_formula(np.abs(rows), side, np.abs(relation), np.add)))
-        return vectors, (size.norm(dim=1), size.sum(dim=1))
+    def _magnitude_norms(scorer, rows: np.ndarray, side: str, relation: np.ndarray):
+        """Bounds (‖|c|‖₂ (P,), ‖|c|‖₁ (P,)) on the norms of the candidates' magnitudes: their
+        formula on absolute values (which bounds the rounding of computing them)."""
+        return norm_bounds(_tensor(scorer.candidate_formula(np.abs(rows), side, np.abs(relation), np.add)))
 
-    def _keys(self, scorer, query: torch.Tensor, query_norms, candidates: torch.Tensor, candidate_norms):
-        """(key (P,), bound (P,)) in float64: higher keys rank first; |key - exact key| <= bound,
-        and bound is 0 where float64 computed the key without rounding (the grid criterion).
+    def _bound(self, scorer, key: np.ndarray, width: int, query_norms, candidate_norms) -> np.ndarray:
+        """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)
+        from float64 queries and candidate vectors of ``width`` components; 0 where float64
+        computed the key without rounding (the grid criterion).
 
-        :param query: (P, d'); ``query_norms`` (‖|q|‖₂, ‖|q|‖₁) (P,) of the queries' magnitudes;
-            ``candidates`` (P, d') and ``candidate_norms`` likewise. The bounds use only these
-            norms (Cauchy-Schwarz and the triangle inequality), so they cost O(P) past the key:
-            ‖e‖ <= γ_nq ‖|q|‖ + γ_nc ‖|c|‖ bounds the inputs' own error, and each computed
-            difference x̂ is off by at most e + 2u|x̂|."""
-        width = query.shape[1]
+        :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (P,) on the queries' magnitudes;
+            ``candidate_norms`` likewise. The bounds use only these norms (Cauchy-Schwarz and
+            the triangle inequality), so they cost O(P): ‖e‖ <= γ_nq ‖|q|‖ + γ_nc ‖|c|‖ bounds
+            the inputs' own error, and each computed difference x̂ is off by at most e + 2u|x̂|."""
         gq, gc = gamma(scorer.query_rounding, U64), gamma(scorer.candidate_rounding, U64)
         (q2, q1), (c2, c1) = query_norms, candidate_norms
         if self.kind == "dot":
-            key = (query * candidates).sum(dim=1)
             size = q2 * c2
             bound = gamma(scorer.query_rounding + scorer.candidate_rounding + width + 2, U64) * size
             degree = scorer.query_degree + 1
+        elif self.kind == "l2":
+            squared = -key
+            length = np.sqrt(squared)
+            off = gq * q2 + gc * c2 + 2 * U64 * length
+            bound = off * (2 * length + off) + gamma(width + 2, U64) * squared
+            size, degree = (q2 + c2) ** 2, 2 * scorer.query_degree
+        elif self.kind == "l1":
+            total = -key
+            bound = gq * q1 + gc * c1 + gamma(width + 3, U64) * total
+            size, degree = q1 + c1, scorer.query_degree
         else:
-            difference = query - candidates
-            if self.kind == "l2":
-                squared = (difference * difference).sum(dim=1)
-                length = squared.sqrt()
-                off = gq * q2 + gc * c2 + 2 * U64 * length
-                key, bound = -squared, off * (2 * length + off) + gamma(width + 2, U64) * squared
-                size, degree = (q2 + c2) ** 2, 2 * scorer.query_degree
-            elif self.kind == "l1":
-                total = difference.abs().sum(dim=1)
-                key, bound = -total, gq * q1 + gc * c1 + gamma(width + 3, U64) * total
-                size, degree = q1 + c1, scorer.query_degree
-            else:
-                half = width // 2
-                total = torch.hypot(difference[:, :half], difference[:, half:]).sum(dim=1)
-                # Σ(|x_re| + |x_im|) <= √2 Σ|x_k|: the differences' rounding, then the moduli's
-                key, bound = -total, gq * q1 + gc * c1 + gamma(half + 8, U64) * total
-                size, degree = None, None
+            # Σ(|x_re| + |x_im|) <= √2 Σ|x_k|: the differences' rounding, then the moduli's
+            bound = gq * q1 + gc * c1 + gamma(width // 2 + 8, U64) * -key
+            size, degree = None, None
         bound = 2 * bound + 4 * (width + scorer.query_rounding + 8) * 2.0 ** -1074
         if size is not None and self.grid_bits is not None and degree * self.grid_bits < 1000:
             exact = size * 2.0 ** (degree * self.grid_bits) < EXACT_GRID_LIMIT
-            bound = torch.where(exact, torch.zeros_like(bound), bound)
-        return key, bound
+            bound = np.where(exact, 0.0, bound)
+        return bound
 
     def _exact_sign(self, scorer, anchor: np.ndarray, relation: np.ndarray, side: str, candidate: np.ndarray,
                     truth: np.ndarray) -> int:
@@ -511,6 +700,11 @@ class ExactRanks:
         return 0
 
 
+def _tensor(values: np.ndarray) -> torch.Tensor:
+    """A float64 numpy array as a contiguous torch tensor (shared memory where already contiguous)."""
+    return torch.from_numpy(np.ascontiguousarray(values))
+
+
 def _decimals(values: np.ndarray) -> np.ndarray:
     """An object array of exact Decimals (every float64 converts exactly)."""
     return np.array([decimal.Decimal(float(x)) for x in values.ravel()], dtype=object).reshape(values.shape)
@@ -525,28 +719,27 @@ def _exact_key(kind: str, query, candidate):
     return -np.abs(difference).sum()
 
 
-def _distance_window(squared: torch.Tensor, delta: torch.Tensor, u: float):
+def _distance_window(squared: np.ndarray, delta: np.ndarray, u: float):
     """(lows, highs) in float64 of the scores -r whose squares r² (the fast pass's squared distance
     before its square root) lie within ``delta`` (B,) of the true squared distances ``squared``
     (B,), with 8u relative margins for the square root's rounding."""
     margin = 8 * u
-    nearest = torch.sqrt(torch.clamp(squared * (1 - margin) - delta, min=0.0) / (1 + margin)) * (1 - margin)
-    farthest = torch.sqrt((squared * (1 + margin) + delta) / (1 - margin)) * (1 + margin)
+    nearest = np.sqrt(np.maximum(squared * (1 - margin) - delta, 0.0) / (1 + margin)) * (1 - margin)
+    farthest = np.sqrt((squared * (1 + margin) + delta) / (1 - margin)) * (1 + margin)
     return -farthest, -nearest
 
 
-def _round_down(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """float64 ``values`` in ``dtype``, rounded towards -inf."""
-    rounded = values.to(dtype)
+def _round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
+    """float64 ``lows`` rounded down and ``highs`` rounded up to ``dtype``, as torch tensors."""
     if dtype == torch.float64:
-        return rounded
-    return torch.where(rounded.double() > values, torch.nextafter(rounded, torch.full_like(rounded, -np.inf)),
-                       rounded)
-
-
-def _round_up(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    rounded = values.to(dtype)
-    if dtype == torch.float64:
-        return rounded
-    return torch.where(rounded.double() < values, torch.nextafter(rounded, torch.full_like(rounded, np.inf)),
-                       rounded)
+        return torch.from_numpy(lows), torch.from_numpy(highs)
+    if dtype == torch.float32:
+        down, up = lows.astype(np.float32), highs.astype(np.float32)
+        down = np.where(down > lows, np.nextafter(down, np.float32(-np.inf)), down)
+        up = np.where(up < highs, np.nextafter(up, np.float32(np.inf)), up)
+        return torch.from_numpy(down), torch.from_numpy(up)
+    low, high = torch.from_numpy(lows), torch.from_numpy(highs)
+    down, up = low.to(dtype), high.to(dtype)
+    down = torch.where(down.double() > low, torch.nextafter(down, torch.full_like(down, -np.inf)), down)
+    up = torch.where(up.double() < high, torch.nextafter(up, torch.full_like(up, np.inf)), up)
+    return down, up

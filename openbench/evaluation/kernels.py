@@ -19,14 +19,14 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 import torch
 
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "kernel_name", "row_counts"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "in_threads", "kernel_name", "row_counts"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +52,24 @@ def _configure(library) -> None:
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        function.restype = None
+    for name in ("openbench_pair_keys_f32", "openbench_pair_keys_f64"):  # exact ranks' re-scoring (exact.py)
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        function.restype = None
+    for name in ("openbench_row_norms_f32", "openbench_row_norms_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p]
+        function.restype = None
+    for name in ("openbench_query_rows_f32", "openbench_query_rows_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p]
         function.restype = None
 
 
@@ -147,16 +165,11 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None):
     capacity = 0 if positions is None else positions.shape[1]
     position_pointer = None if positions is None else positions.data_ptr()
 
-    def run(bounds):
-        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
+    def run(begin, end):
+        function(pointers[0], stride, width, begin, end, pointers[1], pointers[2], int(lower_is_better),
                  *pointers[3:], position_pointer, capacity)
 
-    workers = max(1, torch.get_num_threads())
-    if workers == 1 or rows < 2 or rows * width < PARALLEL_MIN_ELEMENTS:
-        run((0, rows))
-    else:
-        edges = [rows * k // workers for k in range(workers + 1)]
-        list(_thread_pool(workers).map(run, zip(edges[:-1], edges[1:])))
+    in_threads(run, rows, rows * width >= PARALLEL_MIN_ELEMENTS)
     bad = nans.nonzero()
     if bad.numel():
         raise NonFiniteRows(int(bad[0, 0]), "NaN score")
@@ -173,6 +186,17 @@ def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
     better = (scores < low) if lower_is_better else (scores > high)
     inside = (scores >= low) & (scores <= high)
     return better.sum(dim=1), inside.sum(dim=1)
+
+
+def in_threads(run: Callable[[int, int], None], rows: int, worth_it: bool = True) -> None:
+    """``run(begin, end)`` over row ranges covering 0 .. rows - 1, split over torch's thread count
+    when ``worth_it`` (C calls through ctypes release the GIL, so the threads run in parallel)."""
+    workers = max(1, torch.get_num_threads())
+    if workers == 1 or rows < 2 or not worth_it:
+        run(0, rows)
+        return
+    edges = [rows * k // workers for k in range(workers + 1)]
+    list(_thread_pool(workers).map(lambda bounds: run(*bounds), zip(edges[:-1], edges[1:])))
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:

@@ -172,11 +172,11 @@ def reciprocal_scorer_class(base: Type[EmbeddingScorer]) -> Type[EmbeddingScorer
         def candidate_vectors(self, side):
             return super().candidate_vectors("tail")
 
-        def exact_inputs(self, batch, side):
+        def exact_ids(self, batch, side):
             if side == "head":
                 inverse = self.relations.shape[0] // 2
                 batch = torch.stack([batch[:, 2], batch[:, 1] + inverse, batch[:, 0]], dim=1)
-            return super().exact_inputs(batch, "tail")
+            return super().exact_ids(batch, "tail")
 
         def score_chunk(self, queries, side, start, stop, out=None):
             return super().score_chunk(queries, "tail", start, stop, out=out)

@@ -82,7 +82,12 @@ class EmbeddingScorer:
 
     def candidate_vectors(self, side: str) -> torch.Tensor:
         """(E, d') candidate vectors for ``side``."""
-        return self.entities
+        return self.candidate_rows(self.entities, side)
+
+    def candidate_rows(self, rows: torch.Tensor, side: str) -> torch.Tensor:
+        """(N, d') candidate vectors of stored entity ``rows`` (N, ...) for ``side``: the rows
+        themselves, or their values rearranged (never computed: the values are the stored ones)."""
+        return rows
 
     # -- shared -----------------------------------------------------------------------------
     def _cached_candidates(self, side: str) -> torch.Tensor:
@@ -189,10 +194,20 @@ class EmbeddingScorer:
     # stored values multiplied in one term of a query component (the exactness grid, exact.py)
     query_degree = 1
 
+    def exact_ids(self, batch: torch.Tensor, side: str) -> Tuple[torch.Tensor, torch.Tensor, str]:
+        """(anchor entity ids (B,), relation ids (B,), side) the query formula reads."""
+        return (batch[:, 0] if side == "tail" else batch[:, 2]), batch[:, 1], side
+
     def exact_inputs(self, batch: torch.Tensor, side: str) -> Tuple[torch.Tensor, torch.Tensor, str]:
         """(anchor entity rows (B, ...), relation rows (B, ...), side) the query formula reads."""
-        anchor = self.entities[batch[:, 0] if side == "tail" else batch[:, 2]]
-        return anchor, self.relations[batch[:, 1]], side
+        anchors, relations, side = self.exact_ids(batch, side)
+        return torch.index_select(self.entities, 0, anchors), torch.index_select(self.relations, 0, relations), side
+
+    def query_code(self, side: str) -> Optional[str]:
+        """The query formula of ``side`` as one of the C kernel's codes (exact.QUERY_CODES:
+        ``"add"``, ``"sub"``, ``"mul"``, ``"cmul"``, ``"cmul_conj"``), computed as
+        :meth:`query_formula` computes it; None: only :meth:`query_formula` has it."""
+        return None
 
     def query_formula(self, anchor, relation, side: str, sub):
         """(B, d') query vectors from real ``anchor`` (B, w) and ``relation`` rows, any element type."""
@@ -203,13 +218,21 @@ class EmbeddingScorer:
 
     def candidate_formula(self, rows, side: str, relation, sub):
         """(P, d') candidate vectors from real entity ``rows`` (P, w) for queries with ``relation``
-        rows (P, ...): the rows themselves by default (as :meth:`candidate_vectors`)."""
+        rows (P, ...): the rows themselves by default (as :meth:`candidate_vectors`). Only a
+        formula that rounds (``candidate_rounding`` > 0) may read ``relation``; the others get None."""
         return rows
 
-    def rewrite_error(self, relation: torch.Tensor, side: str, anchor_norms: torch.Tensor,
+    def rewrites(self, side: str) -> bool:
+        """Whether the fast pass scores ``side`` queries by a rewritten formula (:meth:`rewrite_error`)."""
+        return False
+
+    def rewrite_error(self, relation: torch.Tensor, side: str, anchor: torch.Tensor,
                       candidate_norms: Tuple[float, float]) -> Optional[torch.Tensor]:
         """(B,) float64 bound on |fast-pass formula - exact formula| in the key's units, where the
-        fast pass scores a rewritten query (None: it does not)."""
+        fast pass scores a rewritten query (None: it does not).
+
+        :param relation: (B, ...) and ``anchor`` (B, w) the stored rows as real float64;
+            ``candidate_norms``: (max ‖c‖₂, max ‖c‖₁) over the candidates."""
         return None
 
 
@@ -251,6 +274,9 @@ class TransEL2(EmbeddingScorer):
         """h + r (tail queries) or t - r (head queries), any element type."""
         return anchor + relation if side == "tail" else sub(anchor, relation)
 
+    def query_code(self, side):
+        return "add" if side == "tail" else "sub"
+
 
 class TransEL1(TransEL2):
     name, kind = "TransE-L1", "l1"
@@ -270,6 +296,9 @@ class DistMult(EmbeddingScorer):
         """h ∘ r or r ∘ t: the anchor times the relation, any element type."""
         return anchor * relation
 
+    def query_code(self, side):
+        return "mul"
+
 
 class ComplEx(EmbeddingScorer):
     name, kind, complex_valued = "ComplEx", "dot", True
@@ -282,9 +311,9 @@ class ComplEx(EmbeddingScorer):
         # Re(h · w) with w = r ∘ conj(t) equals [Re h | Im h] · [Re w | -Im w] = h · conj(w), conj(w) = t ∘ conj(r)
         return _as_real(self.entities[batch[:, 2]] * torch.conj(r))
 
-    def candidate_vectors(self, side):
-        """(E, 2d) the entities as real [Re | Im] halves, for both sides."""
-        return _as_real(self.entities)
+    def candidate_rows(self, rows, side):
+        """(N, 2d) the rows as real [Re | Im] halves, for both sides."""
+        return _as_real(rows)
 
     query_rounding, query_degree = 2, 2
 
@@ -295,6 +324,9 @@ class ComplEx(EmbeddingScorer):
         if side == "tail":
             return _join(sub(a_re * r_re, a_im * r_im), a_re * r_im + a_im * r_re)
         return _join(a_re * r_re + a_im * r_im, sub(a_im * r_re, a_re * r_im))
+
+    def query_code(self, side):
+        return "cmul" if side == "tail" else "cmul_conj"
 
 
 class RotatE(ComplEx):
@@ -313,21 +345,31 @@ class RotatE(ComplEx):
             return super().query_formula(anchor, relation, side, sub)
         return anchor
 
+    def query_code(self, side):
+        return "cmul" if side == "tail" else None
+
     def candidate_formula(self, rows, side, relation, sub):
         """The rows for tail queries; c ∘ r for head queries (the definition ‖c ∘ r - t‖)."""
         if side == "tail":
             return rows
         return super().query_formula(rows, relation, "tail", sub)
 
-    def rewrite_error(self, relation, side, anchor_norms, candidate_norms):
+    def rewrites(self, side):
+        return side == "head"
+
+    def rewrite_error(self, relation, side, anchor, candidate_norms):
         """|‖c∘r - t‖² - ‖c - t∘conj(r)‖²| = |Σ (|r_k|² - 1)(|c_k|² - |t_k|²)| <= max|ρ - 1| (C₂² + ‖t‖₂²)
         (L2); for the sums of moduli, 2 max|ρ - 1| (C₁ + ‖t‖₁) bounds the difference."""
         if side == "tail":
             return None
-        unit = (relation.abs().double() ** 2 - 1).abs().amax(dim=1) * (1 + 2.0 ** -40)
+        half = relation.shape[1] // 2  # [Re | Im] halves
+        squared_modulus = relation[:, :half] ** 2 + relation[:, half:] ** 2
+        # |ρ - 1| in float64, widened by its one rounding of ρ (the squares of stored values are exact)
+        unit = (squared_modulus - 1).abs().amax(dim=1) * (1 + 2.0 ** -40) + 4 * 2.0 ** -53
+        widen = 1 + 2.0 ** -40  # the float64 norms' own rounding
         if self.kind == "l2":
-            return unit * (candidate_norms[0] ** 2 + anchor_norms[0] ** 2)
-        return 2 * unit * (1 + unit) * (candidate_norms[1] + anchor_norms[1])
+            return unit * (candidate_norms[0] ** 2 + (anchor.norm(dim=1) * widen) ** 2)
+        return 2 * unit * (1 + unit) * (candidate_norms[1] + anchor.abs().sum(dim=1) * widen)
 
     def __init__(self, entities, relations):
         super().__init__(entities, relations)
@@ -408,12 +450,12 @@ class SimplE(EmbeddingScorer):
         half = rows.shape[1] // 2
         return _join(rows[:, half:], rows[:, :half])
 
-    def candidate_vectors(self, side):
-        """(E, 2d): [head role | tail role] for head queries, the halves swapped for tail queries."""
+    def candidate_rows(self, rows, side):
+        """(N, 2d): [head role | tail role] for head queries, the halves swapped for tail queries."""
         if side == "head":
-            return self.entities
-        half = self.entities.shape[1] // 2
-        return torch.cat([self.entities[:, half:], self.entities[:, :half]], dim=1)
+            return rows
+        half = rows.shape[1] // 2
+        return torch.cat([rows[:, half:], rows[:, :half]], dim=1)
 
 
 SCORERS: Dict[str, Type[EmbeddingScorer]] = {
