@@ -170,11 +170,18 @@ class RESCALTransposedTails(RESCAL):
             return torch.bmm(self.relations[batch[:, 1]], self.entities[batch[:, 0]].unsqueeze(2)).squeeze(2)
         return super().query_vectors(batch, side)
 
+    def query_formula(self, anchor, relation, side, sub):
+        """M_r h (tail) or M_r t (head) per row, as :meth:`query_vectors` (exact ranks)."""
+        return np.matmul(relation, anchor[:, :, None])[:, :, 0]
+
 
 class ClampedSimplE(SimplE):
-    """DGL-KE's SimplE: scores clamped to [-20, 20] (ties at the clamp)."""
+    """DGL-KE's SimplE: scores clamped to [-20, 20] (ties at the clamp). The clamp is outside
+    the formulas exact ranks re-score, so these scores are ranked as computed (float32)."""
 
-    def score_chunk(self, queries, side, start, stop, out=None):
+    exact_keys = False
+
+    def score_chunk(self, queries, side, start, stop, out=None, keys=False):
         """(B, stop - start) SimplE scores clamped to [-20, 20], as DGL-KE's evaluator scores."""
         return super().score_chunk(queries, side, start, stop, out=out).clamp_(-SIMPLE_CLAMP, SIMPLE_CLAMP)
 

@@ -151,7 +151,7 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
         query_scorer = type(self.scorer)(rows, self.scorer.relations)
         queries = query_scorer.query_vectors(local_batch, side)
         true_ids = true_ids_of(batch, side)
-        block = self.scorer.score_chunk(queries, side, 0, stop - start,
+        block = self.scorer.score_chunk(queries, side, 0, stop - start, keys=self.exact is not None,
                                         out=self.scratch_block(batch.shape[0], stop - start))
         here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
         true_scores = torch.zeros(batch.shape[0], dtype=block.dtype, device=self.device)

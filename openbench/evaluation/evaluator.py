@@ -478,6 +478,10 @@ class EmbeddingEvaluator(Evaluator):
         self.entity_chunk = entity_chunk
         self._buffer: Optional[torch.Tensor] = None
         exact = ranks == "exact" and self.sampled_negatives is None  # sampled ranks compare float32 scores
+        if exact and not scorer.exact_keys:
+            logger.warning("%s post-processes its scores (%s): ranks compare the computed scores, not exact ones",
+                           scorer.name, type(scorer).__name__)
+            exact = False
         self.exact = ExactRanks(self.scorer, self.lower_is_better, self.reduce_max,
                                 entity_offset=self.entity_range[0]) if exact else None
 
@@ -579,13 +583,14 @@ class EmbeddingEvaluator(Evaluator):
         rows = batch.shape[0]
         offset = self.entity_range[0]
         true_rows = self.scorer.entities.index_select(0, true_ids - offset) if self.exact is not None else None
+        keys = self.exact is not None  # exact ranks compare ranking keys (no square root for L2)
         block = self.scratch_block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
         check_nan = kernel_name(block) != "torch" or not self.scorer.provably_finite(queries, side)
         starts = range(0, self.num_entities, width)
         if width >= self.num_entities:
-            block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block)
+            block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block, keys=keys)
             true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
             self.exclude_untyped(block, batch, side, 0, true_ids)
             window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
@@ -597,7 +602,8 @@ class EmbeddingEvaluator(Evaluator):
             stop = min(start + width, self.num_entities)
             here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
             if here.numel():
-                block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start))
+                block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start),
+                                                keys=keys)
                 true_scores[here] = block[here, true_ids[here] - start]
         gt = torch.zeros(rows, dtype=torch.long, device=self.device)
         eq = torch.zeros_like(gt)
@@ -605,7 +611,8 @@ class EmbeddingEvaluator(Evaluator):
         window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
         for start in starts:
             stop = min(start + width, self.num_entities)
-            block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start))
+            block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start),
+                                            keys=keys)
             self.exclude_untyped(block, batch, side, start, true_ids)
             chunk_gt, chunk_eq, true_differs = self.count_chunk(block, start, batch, side, true_scores, filter_pairs,
                                                                 check_nan, window, self.scorer)

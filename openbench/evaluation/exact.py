@@ -4,9 +4,9 @@ Floating-point scores of two candidates within rounding of each other may compar
 depending on the GEMM's blocking, the batch size, the device or the sharding. Exact ranks remove
 that dependence in four steps, each cheaper than the next and needed far less often:
 
-1. **Fast pass with a window.** Every candidate is scored in the embeddings' precision, as
-   before, and the counting kernel compares it with a window [low, high] around the true answer's
-   key (recomputed in float64) instead of the true fast score. The half-width bounds the rounding
+1. **Fast pass with a window.** Every candidate's key (below) is computed in the embeddings'
+   precision, as the fast scores are, and the counting kernel compares it with a window [low,
+   high] around the true answer's key (recomputed in float64) instead of the true fast key. The half-width bounds the rounding
    error of *any* candidate's fast score (standard forward error bounds, γ_n = n·u / (1 - n·u),
    u the unit roundoff; see :meth:`ExactRanks.window`). A candidate beyond the window is better
    (or worse) in exact arithmetic; only those inside it are undecided, and the C kernel records
@@ -24,8 +24,10 @@ that dependence in four steps, each cheaper than the next and needed far less of
    pair still undecided (none has been observed) is counted as a tie and reported.
 
 Scores compared by the key they are ranked by: the score itself (dot products, L1 distances,
-sums of moduli) or the squared distance (TransE-L2, RotatE), which orders candidates as the
-square root does. Subnormal results are covered by an absolute term per operation.
+sums of moduli) or the negated squared distance (TransE-L2, RotatE), which orders candidates as
+the distance does; the fast pass computes that key too (``score_chunk(..., keys=True)``), which
+spares it the square root and its clamp and sign passes over every block. Subnormal results are
+covered by an absolute term per operation.
 """
 from __future__ import annotations
 
@@ -369,11 +371,12 @@ class ExactRanks:
 
     def window(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_scores: torch.Tensor,
                true_rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(lows (B,), highs (B,)) in the block's dtype: a candidate whose fast score lies beyond
+        """(lows (B,), highs (B,)) in the block's dtype: a candidate whose fast key lies beyond
         [low, high] compares with the true answer as it would in exact arithmetic.
 
         :param scorer: the scorer that built ``queries`` (B, d') from ``batch`` (B, 3).
-        :param true_scores: (B,) the true answers' fast scores, read from the block.
+        :param true_scores: (B,) the true answers' fast keys, read from the block (scored with
+            ``keys=True``).
         :param true_rows: (B, ...) the true answers' stored entity rows.
 
         The window is centred on the true answer's key recomputed in float64 (off by a bound far
@@ -384,9 +387,12 @@ class ExactRanks:
 
         * dot products: δ = γ_{n+d} ‖|q|‖₂ C₂ (Cauchy-Schwarz on Σ |q_k c_k|);
         * L1 distances: δ = γ_{d+2} (‖q̂‖₁ + C₁) + ‖e‖₁; sums of moduli: γ_{d+4} instead;
-        * L2 distances, on the squared distance D = ‖q̂‖² + ‖c‖² - 2 q̂·c the block is computed
-          from: δ_D = γ_{d+4} (‖q̂‖₂ + C₂)² + ‖e‖₂ (2 (‖q̂‖₂ + C₂) + ‖e‖₂), carried through the
-          (monotone, correctly rounded) square root with relative margins of 8u.
+        * L2 distances, on the key -D = 2 q̂·c - ‖c‖² - ‖q̂‖² the block holds (``addmm`` with the
+          candidates' squared norms, then one subtraction of the query's; both norms summed in
+          float64 and rounded once, off by η ≤ u + 2γ_d(float64) relatively):
+          δ_D = γ_{d+2} (C₂² + 2 ‖q̂‖₂ C₂) + η (‖q̂‖₂² + C₂²) + 2u (‖q̂‖₂ + C₂)²
+          + ‖e‖₂ (2 (‖q̂‖₂ + C₂) + ‖e‖₂), the GEMM's sum taken in any order with the candidate's
+          norm as one more term.
 
         A scorer whose fast pass scores a rewritten formula adds the difference
         (:meth:`~openbench.evaluation.scorers.EmbeddingScorer.rewrite_error`); subnormal results
@@ -432,16 +438,15 @@ class ExactRanks:
         else:
             reach = fast_two + c2
             error = own * query_norms[0]
-            delta = gamma(width + 4, u) * reach ** 2 + error * (2 * reach + error)
+            norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
+            delta = (gamma(width + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
+                     + 2 * u * reach ** 2 + error * (2 * reach + error))
         if rewrite is not None:
             delta = delta + rewrite
         # the bounds' own float64 evaluation, the true key's bound, and subnormal results
         delta = delta * (1 + 2.0 ** -30) + true_bound + 4 * (width + scorer.query_rounding + 8) * self.tiny
-        if self.kind == "l2":
-            lows, highs = _distance_window(-true_key, delta, u)
-        else:
-            margin = delta + 4 * U64 * np.abs(true_key)
-            lows, highs = true_key - margin, true_key + margin
+        margin = delta + 4 * U64 * np.abs(true_key)
+        lows, highs = true_key - margin, true_key + margin
         lows, highs = _round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
@@ -466,15 +471,17 @@ class ExactRanks:
 
     def _fast_is_exact(self, scorer, query_norms: Tuple[np.ndarray, np.ndarray], c2: float, c1: float,
                        dtype) -> np.ndarray:
-        """(B,) bool: the fast pass computes every score of the row exactly (the grid criterion
+        """(B,) bool: the fast pass computes every key of the row exactly (the grid criterion
         with the fast precision's significand, on the norms of the queries' magnitudes; dot
-        products and L1 distances, which no square root follows)."""
+        products, squared L2 distances and L1 distances, not sums of moduli)."""
         rows = query_norms[0].shape[0]
-        if self.grid_bits is None or self.kind not in ("dot", "l1"):
+        if self.grid_bits is None or self.kind not in ("dot", "l2", "l1"):
             return np.zeros(rows, dtype=bool)
         significand = 53 if dtype == torch.float64 else 24
         if self.kind == "dot":
             size, degree = query_norms[0] * c2, scorer.query_degree + 1
+        elif self.kind == "l2":  # ‖q‖² + ‖c‖² - 2 q·c: every partial sum below (‖|q|‖ + C₂)²
+            size, degree = (query_norms[0] + c2) ** 2, 2 * scorer.query_degree
         else:
             size, degree = query_norms[1] + c1, scorer.query_degree
         if degree * self.grid_bits >= 1000:
@@ -717,16 +724,6 @@ def _exact_key(kind: str, query, candidate):
     if kind == "l2":
         return -(difference * difference).sum()
     return -np.abs(difference).sum()
-
-
-def _distance_window(squared: np.ndarray, delta: np.ndarray, u: float):
-    """(lows, highs) in float64 of the scores -r whose squares r² (the fast pass's squared distance
-    before its square root) lie within ``delta`` (B,) of the true squared distances ``squared``
-    (B,), with 8u relative margins for the square root's rounding."""
-    margin = 8 * u
-    nearest = np.sqrt(np.maximum(squared * (1 - margin) - delta, 0.0) / (1 + margin)) * (1 - margin)
-    farthest = np.sqrt((squared * (1 + margin) + delta) / (1 - margin)) * (1 + margin)
-    return -farthest, -nearest
 
 
 def _round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -178,8 +178,8 @@ def reciprocal_scorer_class(base: Type[EmbeddingScorer]) -> Type[EmbeddingScorer
                 batch = torch.stack([batch[:, 2], batch[:, 1] + inverse, batch[:, 0]], dim=1)
             return super().exact_ids(batch, "tail")
 
-        def score_chunk(self, queries, side, start, stop, out=None):
-            return super().score_chunk(queries, "tail", start, stop, out=out)
+        def score_chunk(self, queries, side, start, stop, out=None, keys=False):
+            return super().score_chunk(queries, "tail", start, stop, out=out, keys=keys)
 
         def provably_finite(self, queries, side):
             return super().provably_finite(queries, "tail")

@@ -56,6 +56,9 @@ class EmbeddingScorer:
     name = "embedding"
     kind = "dot"
     complex_valued = False
+    # the fast scores are the query and candidate formulas' values (exact ranks re-score those);
+    # False for a scorer that post-processes them (a clamp), ranked as computed instead
+    exact_keys = True
 
     def __init__(self, entities: torch.Tensor, relations: torch.Tensor):
         self.entities = entities
@@ -94,8 +97,7 @@ class EmbeddingScorer:
         if side not in self._candidates:
             self._candidates[side] = self.candidate_vectors(side).contiguous()
             if self.kind == "l2":
-                candidates = self._candidates[side]
-                self._candidate_norms[side] = (candidates * candidates).sum(dim=1)
+                self._candidate_norms[side] = squared_norms(self._candidates[side])
         return self._candidates[side]
 
     def provably_finite(self, queries: torch.Tensor, side: str) -> bool:
@@ -117,19 +119,25 @@ class EmbeddingScorer:
         return bound < FINITE_BOUND
 
     def score_chunk(self, queries: torch.Tensor, side: str, start: int, stop: int,
-                    out: Optional[torch.Tensor] = None) -> torch.Tensor:
+                    out: Optional[torch.Tensor] = None, keys: bool = False) -> torch.Tensor:
         """Scores (B, stop - start) of the queries against candidates ``start .. stop - 1``.
 
         :param queries: (B, d') from :meth:`query_vectors`.
         :param out: optional contiguous (B, stop - start) buffer to write into.
+        :param keys: for L2 distances, return the ranking key -‖q - c‖² instead of the score
+            -‖q - c‖ (the same order, without the square root, its clamp and sign passes; exact
+            ranks compare keys). Other kinds: the score, which is its own key.
         """
         candidates = self._cached_candidates(side)[start:stop]
         if self.kind == "dot":
             return torch.mm(queries, candidates.T, out=out)
         if self.kind == "l2":
             norms = self._candidate_norms[side][start:stop]
+            if keys:  # 2 q·c - ‖c‖² - ‖q‖²: the GEMM adds the candidates' term, one pass the query's
+                scores = torch.addmm(norms.neg(), queries, candidates.T, alpha=2.0, out=out)
+                return scores.sub_(squared_norms(queries)[:, None])
             scores = torch.addmm(norms, queries, candidates.T, alpha=-2.0, out=out)
-            scores.add_((queries * queries).sum(dim=1, keepdim=True))
+            scores.add_(squared_norms(queries)[:, None])
             return scores.clamp_(min=0.0).sqrt_().neg_()
         if self.kind == "l1":
             scores = torch.cdist(queries, candidates, p=1.0)
@@ -234,6 +242,21 @@ class EmbeddingScorer:
         :param relation: (B, ...) and ``anchor`` (B, w) the stored rows as real float64;
             ``candidate_norms``: (max ‖c‖₂, max ‖c‖₁) over the candidates."""
         return None
+
+
+SQUARED_NORM_CHUNK = 1 << 22  # values summed in float64 at a time
+
+
+def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
+    """(N,) ‖v‖² of the rows of ``vectors`` (N, d), summed in float64 and rounded once to their
+    dtype: off by at most u‖v‖² (plus float64's γ_d), where a sum in the vectors' own precision
+    could be off by γ_d‖v‖². Exact ranks' L2 window (exact.py) relies on this bound."""
+    out = torch.empty(vectors.shape[0], dtype=vectors.dtype, device=vectors.device)
+    step = max(1, SQUARED_NORM_CHUNK // max(1, vectors.shape[1]))
+    for start in range(0, vectors.shape[0], step):
+        block = vectors[start:start + step].to(torch.float64)
+        out[start:start + step] = (block * block).sum(dim=1).to(vectors.dtype)
+    return out
 
 
 MODULI_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × half-width) elements per temporary

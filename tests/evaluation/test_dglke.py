@@ -237,6 +237,27 @@ def test_dglke_compat_reproduces_dglke_evaluator_quirks(tmp_path, dataset):
     assert clamped.score_all(batch, "tail").abs().max() == 20.0 < big.score_all(batch, "tail").abs().max()
 
 
+def test_compat_scorers_under_exact_ranks(tmp_path, dataset):
+    """Exact ranks re-score what the compat scorers score: RESCAL's transposed tails exactly (the
+    same counts as fast ranks on the float64 values, which have no near-ties here), SimplE's
+    clamped scores as computed (recorded as float32 ranks)."""
+    from openbench.evaluation.evaluator import EmbeddingEvaluator
+
+    folder, _, _ = _checkpoint(tmp_path, dataset, "RESCAL")
+    compat, _ = load_dglke(folder, dataset, compat=True)
+    wide = type(compat)(compat.entities.double(), compat.relations.double())
+    exact = EmbeddingEvaluator(dataset, compat, device="cpu", progress=False).evaluate()
+    reference = EmbeddingEvaluator(dataset, wide, device="cpu", progress=False, ranks="fast").evaluate()
+    assert exact["protocol"]["ranks"] == "exact"
+    assert exact["metrics"] == reference["metrics"]
+    (tmp_path / "s").mkdir()
+    folder, _, _ = _checkpoint(tmp_path / "s", dataset, "SimplE", double_ent=True, double_rel=True)
+    clamped, _ = load_dglke(folder, dataset, compat=True)
+    result = EmbeddingEvaluator(dataset, clamped, device="cpu", progress=False).evaluate()
+    fast = EmbeddingEvaluator(dataset, clamped, device="cpu", progress=False, ranks="fast").evaluate()
+    assert result["protocol"]["ranks"] == "float32" and result["metrics"] == fast["metrics"]
+
+
 def test_cli_evaluates_transr_and_compat(tmp_path, dataset):
     folder, _, _, _ = _transr_checkpoint(tmp_path, dataset)
     done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(folder), "--no-progress"])
