@@ -151,19 +151,19 @@ class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
         query_scorer = type(self.scorer)(rows, self.scorer.relations)
         queries = query_scorer.query_vectors(local_batch, side)
         true_ids = true_ids_of(batch, side)
-        block = self.scorer.score_chunk(queries, side, 0, stop - start, keys=self.exact is not None,
-                                        out=self.scratch_block(batch.shape[0], stop - start))
         here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
-        true_scores = torch.zeros(batch.shape[0], dtype=block.dtype, device=self.device)
-        true_scores[here] = block[here, true_ids[here] - start]
-        dist.all_reduce(true_scores)  # from the true answer's owner, zeros elsewhere
-        self.exclude_untyped(block, batch, side, start, true_ids)
-        true_rows = None
         if self.exact is not None:  # the true answers' stored rows, from their owners
             true_rows = torch.zeros_like(rows)
             true_rows[here] = self.scorer.entities[true_ids[here] - start]
             dist.all_reduce(true_rows)
-        window = self.exact_window(query_scorer, local_batch, side, queries, true_scores, true_rows)
+            self.exact.prepare(query_scorer, local_batch, side, queries, true_rows)
+        block = self.scorer.score_chunk(queries, side, 0, stop - start, keys=self.exact is not None,
+                                        out=self.scratch_block(batch.shape[0], stop - start))
+        true_scores = torch.zeros(batch.shape[0], dtype=block.dtype, device=self.device)
+        true_scores[here] = block[here, true_ids[here] - start]
+        dist.all_reduce(true_scores)  # from the true answer's owner, zeros elsewhere
+        self.exclude_untyped(block, batch, side, start, true_ids)
+        window = self.exact_window(true_scores)
         gt, eq, _ = self.count_chunk(block, start, batch, side, true_scores, filter_pairs, True, window, query_scorer)
         gt, eq = sum_counts(gt, eq)
         return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)

@@ -582,8 +582,10 @@ class EmbeddingEvaluator(Evaluator):
         true_ids = true_ids_of(batch, side)
         rows = batch.shape[0]
         offset = self.entity_range[0]
-        true_rows = self.scorer.entities.index_select(0, true_ids - offset) if self.exact is not None else None
         keys = self.exact is not None  # exact ranks compare ranking keys (no square root for L2)
+        if self.exact is not None:  # the window's float64 work, while the query rows are in cache
+            true_rows = self.scorer.entities.index_select(0, true_ids - offset)
+            self.exact.prepare(self.scorer, batch, side, queries, true_rows)
         block = self.scratch_block(rows, min(width, self.num_entities))
         # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
         # scorer proves every score finite
@@ -593,7 +595,7 @@ class EmbeddingEvaluator(Evaluator):
             block = self.scorer.score_chunk(queries, side, 0, self.num_entities, out=block, keys=keys)
             true_scores = block.gather(1, true_ids[:, None]).squeeze(1)
             self.exclude_untyped(block, batch, side, 0, true_ids)
-            window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
+            window = self.exact_window(true_scores)
             gt, eq, _ = self.count_chunk(block, 0, batch, side, true_scores, filter_pairs, check_nan, window,
                                          self.scorer)
             return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
@@ -608,7 +610,7 @@ class EmbeddingEvaluator(Evaluator):
         gt = torch.zeros(rows, dtype=torch.long, device=self.device)
         eq = torch.zeros_like(gt)
         mismatched = 0
-        window = self.exact_window(self.scorer, batch, side, queries, true_scores, true_rows)
+        window = self.exact_window(true_scores)
         for start in starts:
             stop = min(start + width, self.num_entities)
             block = self.scorer.score_chunk(queries, side, start, stop, out=self.scratch_block(rows, stop - start),
@@ -625,13 +627,12 @@ class EmbeddingEvaluator(Evaluator):
             logger.warning(message)
         return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
 
-    def exact_window(self, scorer: EmbeddingScorer, batch: torch.Tensor, side: str, queries: torch.Tensor,
-                     true_scores: torch.Tensor, true_rows: Optional[torch.Tensor]
-                     ) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
-        """Exact ranks: (lows (B,), highs (B,)) around the true scores (None: fast ranks)."""
-        if self.exact is None or true_rows is None:
+    def exact_window(self, true_scores: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor]]:
+        """Exact ranks: (lows (B,), highs (B,)) around the true keys (B,) of the batch and side
+        :meth:`ExactRanks.prepare` saw last (None: fast ranks)."""
+        if self.exact is None:
             return None
-        return self.exact.window(scorer, batch, side, queries, true_scores, true_rows)
+        return self.exact.finish(true_scores)
 
     def count_chunk(self, block: torch.Tensor, start: int, batch: torch.Tensor, side: str, true_scores: torch.Tensor,
                     filter_pairs: Filter, check_nan: bool, window,

@@ -8,7 +8,7 @@ that dependence in four steps, each cheaper than the next and needed far less of
    precision, as the fast scores are, and the counting kernel compares it with a window [low,
    high] around the true answer's key (recomputed in float64) instead of the true fast key. The half-width bounds the rounding
    error of *any* candidate's fast score (standard forward error bounds, γ_n = n·u / (1 - n·u),
-   u the unit roundoff; see :meth:`ExactRanks.window`). A candidate beyond the window is better
+   u the unit roundoff; see :meth:`ExactRanks.prepare`). A candidate beyond the window is better
    (or worse) in exact arithmetic; only those inside it are undecided, and the C kernel records
    where they are in the same pass.
 2. **Identical stored rows** score identically: a tie, without arithmetic.
@@ -250,7 +250,7 @@ def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
 
 @dataclass
 class _Queries:
-    """One batch side's queries in float64, from :meth:`ExactRanks.window` for its re-scoring.
+    """One batch side's queries in float64, from :meth:`ExactRanks.prepare` for its re-scoring.
     Rows are the batch's: the query vectors (B, d'), bounds on the norms of their magnitudes, the
     true answers' stored rows (B, ...), their candidate vectors in the tables' precision (B, d')
     (None for a candidate formula that rounds), keys and bounds. The stored rows as real float64
@@ -332,6 +332,7 @@ class ExactRanks:
         self._norms: dict = {}
         self._entity_norms: dict = {}
         self._queries: Optional[_Queries] = None
+        self._window: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.stats = ExactStats()
 
     @property
@@ -369,14 +370,25 @@ class ExactRanks:
             self._norms[side] = tuple(float(x) for x in norms.cpu())
         return self._norms[side]
 
-    def window(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_scores: torch.Tensor,
-               true_rows: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(lows (B,), highs (B,)) in the block's dtype: a candidate whose fast key lies beyond
-        [low, high] compares with the true answer as it would in exact arithmetic.
+    def finish(self, true_scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(lows (B,), highs (B,)) of the last :meth:`prepare`, on ``true_scores``' device: rows the
+        fast pass computes without rounding, and rows whose true key (B,) is not finite, get the
+        true key itself (a point window: the fast counts are exact there)."""
+        if self._window is None:
+            raise RuntimeError("finish() needs the prepare() of the same batch and side first")
+        lows, highs, computed_exactly = self._window
+        computed_exactly = computed_exactly.to(true_scores.device) | ~torch.isfinite(true_scores)
+        lows = torch.where(computed_exactly, true_scores, lows.to(true_scores.device))
+        highs = torch.where(computed_exactly, true_scores, highs.to(true_scores.device))
+        return lows, highs
 
-        :param scorer: the scorer that built ``queries`` (B, d') from ``batch`` (B, 3).
-        :param true_scores: (B,) the true answers' fast keys, read from the block (scored with
-            ``keys=True``).
+    def prepare(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_rows: torch.Tensor) -> None:
+        """The window of each query of ``batch`` (B, 3) for ``side``, before its candidates are
+        scored (the rows it reads are then still in cache); :meth:`finish` completes it with the
+        true answers' fast keys. A candidate whose fast key lies beyond [low, high] compares with
+        the true answer as it would in exact arithmetic.
+
+        :param scorer: the scorer that built ``queries`` (B, d') from ``batch``.
         :param true_rows: (B, ...) the true answers' stored entity rows.
 
         The window is centred on the true answer's key recomputed in float64 (off by a bound far
@@ -398,7 +410,7 @@ class ExactRanks:
         (:meth:`~openbench.evaluation.scorers.EmbeddingScorer.rewrite_error`); subnormal results
         add 4·(d + n + 8) times the smallest subnormal.
         """
-        dtype = true_scores.dtype
+        dtype = queries.dtype  # the block's: keys are computed in the queries' precision
         u = self.unit
         anchor_ids, relation_ids, used_side = scorer.exact_ids(batch, side)
         inputs = _Queries(scorer, anchor_ids, relation_ids, used_side, true_rows)
@@ -451,10 +463,7 @@ class ExactRanks:
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
         computed_exactly = torch.from_numpy(self._fast_is_exact(scorer, query_norms, c2, c1, dtype))
-        computed_exactly = computed_exactly.to(true_scores.device) | ~torch.isfinite(true_scores)
-        lows = torch.where(computed_exactly, true_scores, lows.to(true_scores.device))
-        highs = torch.where(computed_exactly, true_scores, highs.to(true_scores.device))
-        return lows, highs
+        self._window = (lows, highs, computed_exactly)
 
     def _true_keys(self, scorer, inputs: _Queries) -> Tuple[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """(true keys (B,), bounds on the norms of the true answers' candidate magnitudes) from the
@@ -495,7 +504,7 @@ class ExactRanks:
                positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
         """(n_greater, n_equal) (B,) of one block, exact: ``counts`` (beyond the window, inside it)
         from :func:`~openbench.evaluation.ranking.count_block` with ``window``, the inside ones
-        re-scored against the queries of the last :meth:`window` (the same batch and side).
+        re-scored against the queries of the last :meth:`prepare` (the same batch and side).
 
         :param block: (B, w) fast scores of candidates ``start .. start + w - 1``.
         :param positions: (B, K) window columns the C kernel recorded (-1: none), or None.
@@ -509,14 +518,18 @@ class ExactRanks:
             return greater, exact_ties
         pair_rows, pair_ids = self._window_pairs(block, rows, lows, highs, positions)
         pair_ids = pair_ids + start
-        keep = pair_ids != true_ids[pair_rows]
-        filter_rows, filter_cols = filter_pairs
-        if filter_rows.numel():  # drop the known answers: (row, entity) keys looked up in the sorted filter keys
-            known = (filter_rows * num_entities + filter_cols).sort().values
-            keys = pair_rows * num_entities + pair_ids
-            found = known[torch.searchsorted(known, keys).clamp_(max=known.numel() - 1)]
-            keep &= found != keys
-        pair_rows, pair_ids = pair_rows[keep], pair_ids[keep]
+        # count_block gave the true and the known answers the worst value: inside a window only
+        # where the window reaches it (an unbounded one); drop them there
+        worst = float("inf") if self.lower_is_better else float("-inf")
+        if bool(((lows[rows] <= worst) & (highs[rows] >= worst)).any()):
+            keep = pair_ids != true_ids[pair_rows]
+            filter_rows, filter_cols = filter_pairs
+            if filter_rows.numel():  # (row, entity) keys looked up in the sorted filter keys
+                known = (filter_rows * num_entities + filter_cols).sort().values
+                keys = pair_rows * num_entities + pair_ids
+                found = known[torch.searchsorted(known, keys).clamp_(max=known.numel() - 1)]
+                keep &= found != keys
+            pair_rows, pair_ids = pair_rows[keep], pair_ids[keep]
         expected = int(inside[rows].sum())
         if pair_rows.numel() != expected:  # both count the same set: a mismatch is a bug
             raise AssertionError(f"exact ranks: {pair_rows.numel()} undecided pairs found, {expected} counted")
@@ -561,7 +574,7 @@ class ExactRanks:
 
     def resolve(self, scorer, pair_rows: torch.Tensor, local_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(better (P,), tied (P,)) bool: each candidate against its query's true answer, exactly,
-        for the queries of the last :meth:`window`.
+        for the queries of the last :meth:`prepare`.
 
         :param pair_rows: (P,) batch row of each pair; ``local_ids`` (P,) the candidates' rows in
             this process's entity table (global id - ``entity_offset``).
@@ -572,7 +585,7 @@ class ExactRanks:
         gathered and the candidate formula applied in float64 first."""
         self.stats.rescored += int(pair_rows.numel())
         if self._queries is None:
-            raise RuntimeError("resolve() needs the window() of the same batch and side first")
+            raise RuntimeError("resolve() needs the prepare() of the same batch and side first")
         queries = self._queries
         position = pair_rows.cpu()
         table = None if scorer.candidate_rounding else self._scorer._cached_candidates(queries.side)

@@ -90,7 +90,8 @@ def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_s
         window on the better side and ``n_equal`` those inside it (undecided). None: the true
         score itself.
     :param positions: (B, K) int64 filled with -1, where the C kernel records the columns of up to
-        K candidates inside each window (true answer and filtered ones included).
+        K candidates inside each window (never the true answer or a filtered one, unless the
+        window reaches the worst value, ±inf).
     :returns: ``n_greater`` (B,) and ``n_equal`` (B,) int64 over this chunk, and ``true_differs``
         (B,) bool: the true column of this chunk holds a value other than ``true_scores`` (a score
         recomputed differently); False where the true answer is not in this chunk.
@@ -104,10 +105,32 @@ def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_s
     # read the excluded values before the counting may overwrite the block
     true_values = scores.gather(1, torch.where(true_here, local_true, 0)[:, None]).squeeze(1)
     filtered_values = scores[rows, cols]
+    read_true = true_values
+    hidden_nan = rows[:0]
+    if window is not None:
+        # exact ranks (the block is the evaluator's own): the excluded entries take the worst
+        # value, so that the counting pass passes over them and records none of them (only a
+        # window reaching ±inf counts them: the subtraction below compares that value)
+        if check_nan:
+            hidden_nan = torch.cat([true_here.nonzero().squeeze(1)[torch.isnan(true_values[true_here])],
+                                    rows[torch.isnan(filtered_values)]])
+        worst = float("inf") if lower_is_better else float("-inf")
+        here = true_here.nonzero().squeeze(1)
+        scores[here, local_true[here]] = worst
+        scores[rows, cols] = worst
+        true_values = torch.where(true_here, torch.full_like(true_values, worst), true_values)
+        filtered_values = torch.full_like(filtered_values, worst)
     lows, highs = (true_scores, true_scores) if window is None else (w.to(scores.dtype) for w in window)
 
-    n_greater, n_equal = row_counts(scores, lows, lower_is_better, check_nan,
-                                    highs=None if window is None else highs, positions=positions)
+    try:
+        n_greater, n_equal = row_counts(scores, lows, lower_is_better, check_nan,
+                                        highs=None if window is None else highs, positions=positions)
+    except NonFiniteRows as error:  # the first NaN row, the overwritten entries' included
+        if hidden_nan.numel():
+            error.row = min(error.row, int(hidden_nan.min()))
+        raise
+    if hidden_nan.numel():
+        raise NonFiniteRows(int(hidden_nan.min()), "NaN score")
 
     true_better, true_inside = _compare(true_values, lows, highs, lower_is_better)
     n_greater -= (true_here & true_better).long()
@@ -116,7 +139,7 @@ def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_s
         better, inside = _compare(filtered_values, lows[rows], highs[rows], lower_is_better)
         n_greater -= torch.bincount(rows, weights=better.to(torch.float64), minlength=batch_size).to(torch.long)
         n_equal -= torch.bincount(rows, weights=inside.to(torch.float64), minlength=batch_size).to(torch.long)
-    return n_greater, n_equal, true_here & (true_values != true_scores)
+    return n_greater, n_equal, true_here & (read_true != true_scores)
 
 
 def _compare(values: torch.Tensor, lows: torch.Tensor, highs: torch.Tensor, lower_is_better: bool):

@@ -298,6 +298,7 @@ class TransEL2(EmbeddingScorer):
         return anchor + relation if side == "tail" else sub(anchor, relation)
 
     def query_code(self, side):
+        """``"add"`` (h + r) for tail queries, ``"sub"`` (t - r) for head queries."""
         return "add" if side == "tail" else "sub"
 
 
@@ -320,6 +321,7 @@ class DistMult(EmbeddingScorer):
         return anchor * relation
 
     def query_code(self, side):
+        """``"mul"``: the anchor times the relation, both sides."""
         return "mul"
 
 
@@ -349,6 +351,7 @@ class ComplEx(EmbeddingScorer):
         return _join(a_re * r_re + a_im * r_im, sub(a_im * r_re, a_re * r_im))
 
     def query_code(self, side):
+        """``"cmul"`` (h ∘ r) for tail queries, ``"cmul_conj"`` (t ∘ conj(r)) for head queries."""
         return "cmul" if side == "tail" else "cmul_conj"
 
 
@@ -369,6 +372,7 @@ class RotatE(ComplEx):
         return anchor
 
     def query_code(self, side):
+        """``"cmul"`` (h ∘ r) for tail queries; head queries are the anchors themselves (None)."""
         return "cmul" if side == "tail" else None
 
     def candidate_formula(self, rows, side, relation, sub):
@@ -378,6 +382,7 @@ class RotatE(ComplEx):
         return super().query_formula(rows, relation, "tail", sub)
 
     def rewrites(self, side):
+        """True for head queries, scored as ‖h - t ∘ conj(r)‖ by the fast pass."""
         return side == "head"
 
     def rewrite_error(self, relation, side, anchor, candidate_norms):
