@@ -632,6 +632,10 @@ class EmbeddingEvaluator(Evaluator):
         :meth:`ExactRanks.prepare` saw last (None: fast ranks)."""
         if self.exact is None:
             return None
+        if self.admitted is not None and bool(self.exact.overflowed(true_scores).any()):
+            # the excluded candidates hold the same ±inf: they cannot be told from the overflowed ones
+            raise ScoreError("typed candidates with exact ranks: some scores overflow the embeddings' precision "
+                             f"({self.scorer.entities.dtype}); give the embeddings as float64, or use --fast")
         return self.exact.finish(true_scores)
 
     def count_chunk(self, block: torch.Tensor, start: int, batch: torch.Tensor, side: str, true_scores: torch.Tensor,

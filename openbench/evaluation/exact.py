@@ -6,8 +6,9 @@ that dependence in four steps, each cheaper than the next and needed far less of
 
 1. **Fast pass with a window.** Every candidate's key (below) is computed in the embeddings'
    precision, as the fast scores are, and the counting kernel compares it with a window [low,
-   high] around the true answer's key (recomputed in float64) instead of the true fast key. The half-width bounds the rounding
-   error of *any* candidate's fast score (standard forward error bounds, γ_n = n·u / (1 - n·u),
+   high] around the true answer's key (recomputed in float64) instead of the true fast key. The
+   half-width bounds the rounding error of *any* candidate's fast key (standard forward error
+   bounds, γ_n = n·u / (1 - n·u),
    u the unit roundoff; see :meth:`ExactRanks.prepare`). A candidate beyond the window is better
    (or worse) in exact arithmetic; only those inside it are undecided, and the C kernel records
    where they are in the same pass.
@@ -41,8 +42,8 @@ import torch
 
 from openbench.evaluation.kernels import COUNTING_LIBRARY
 
-__all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "unit_roundoff", "gamma", "real_rows",
-           "fraction_bits", "norm_bounds", "pair_keys"]
+__all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
+           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,22 +96,28 @@ class PairKeys(NamedTuple):
     identical: Optional[torch.Tensor]
 
 
+def _widened(two: torch.Tensor, one: torch.Tensor, width: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Norms summed in float64 over ``width`` values (the C helpers', or torch's), widened by that
+    sum's rounding: upper bounds on the exact norms."""
+    widen = 1 + gamma(width + 2, U64)
+    return two * widen, one * widen
+
+
 def norm_bounds(vectors: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """(‖v‖₂ (N,), ‖v‖₁ (N,)) float64 upper bounds on the exact norms of the rows of ``vectors``
     (N, d): float64 sums widened by their rounding, and a subnormal term per square (which may
     underflow to 0 for float64 values below 2^-537). On the same device as ``vectors``."""
     width = vectors.shape[1]
-    widen = 1 + gamma(width + 2, U64)
     library = COUNTING_LIBRARY.get()
     if (library is not None and vectors.device.type == "cpu" and vectors.dtype in (torch.float32, torch.float64)
             and vectors.shape[0] and (width <= 1 or vectors.stride(1) == 1)):
         two, one = (torch.empty(vectors.shape[0], dtype=torch.float64) for _ in range(2))
         function = library.openbench_row_norms_f32 if vectors.dtype == torch.float32 else library.openbench_row_norms_f64
         function(vectors.data_ptr(), vectors.stride(0), width, vectors.shape[0], two.data_ptr(), one.data_ptr())
-        return two * widen, one * widen
+        return _widened(two, one, width)
     values = vectors.to(torch.float64)
-    two = ((values * values).sum(dim=1) + width * SUBNORMAL_SPACING[torch.float64]).sqrt() * widen
-    return two, values.abs().sum(dim=1) * widen
+    two = ((values * values).sum(dim=1) + width * SUBNORMAL_SPACING[torch.float64]).sqrt()
+    return _widened(two, values.abs().sum(dim=1), width)
 
 
 def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
@@ -161,8 +168,7 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
     function(KEY_KINDS[kind], queries.data_ptr(), None if truths is None else truths.data_ptr(), width,
              table.data_ptr(), table.stride(0), rows.data_ptr(), cols.data_ptr(), count, keys.data_ptr(),
              two.data_ptr(), one.data_ptr(), None if identical is None else identical.data_ptr())
-    widen = 1 + gamma(width + 2, U64)
-    return PairKeys(keys, two * widen, one * widen, None if identical is None else identical.bool())
+    return PairKeys(keys, *_widened(two, one, width), None if identical is None else identical.bool())
 
 
 QUERY_CODES = {"add": 0, "sub": 1, "mul": 2, "cmul": 3, "cmul_conj": 4}  # the C kernel's formula codes
@@ -218,10 +224,10 @@ def query_rows(scorer, side: str, anchor_ids: torch.Tensor, relation_ids: torch.
                  anchor_ids.data_ptr(), relation_ids.data_ptr(), count, width, query.data_ptr(), two.data_ptr(),
                  one.data_ptr(), KEY_KINDS.get(kind, 0), None if truths is None else truths.data_ptr(),
                  key.data_ptr(), true_two.data_ptr(), true_one.data_ptr())
-    widen = 1 + gamma(out_width + 2, U64)
+    norms = _widened(two, one, out_width)
     if truths is None:
-        return QueryRows(query, (two * widen, one * widen), None, None)
-    return QueryRows(query, (two * widen, one * widen), key, (true_two * widen, true_one * widen))
+        return QueryRows(query, norms, None, None)
+    return QueryRows(query, norms, key, _widened(true_two, true_one, out_width))
 
 
 def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
@@ -371,16 +377,23 @@ class ExactRanks:
         return self._norms[side]
 
     def finish(self, true_scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(lows (B,), highs (B,)) of the last :meth:`prepare`, on ``true_scores``' device: rows the
-        fast pass computes without rounding, and rows whose true key (B,) is not finite, get the
-        true key itself (a point window: the fast counts are exact there)."""
+        """(lows (B,), highs (B,)) of the last :meth:`prepare`, on the device of ``true_scores``
+        (B,), the true answers' fast keys: rows the fast pass computes without rounding, and rows
+        whose float64 true key is not finite (stored infinities), get the fast key itself (a point
+        window: the fast counts are exact there)."""
         if self._window is None:
             raise RuntimeError("finish() needs the prepare() of the same batch and side first")
         lows, highs, computed_exactly = self._window
-        computed_exactly = computed_exactly.to(true_scores.device) | ~torch.isfinite(true_scores)
+        computed_exactly = computed_exactly.to(true_scores.device)
         lows = torch.where(computed_exactly, true_scores, lows.to(true_scores.device))
         highs = torch.where(computed_exactly, true_scores, highs.to(true_scores.device))
         return lows, highs
+
+    def overflowed(self, true_scores: torch.Tensor) -> torch.Tensor:
+        """(B,) bool: the true answer's fast key (``true_scores``) is not finite while its float64
+        key of the last :meth:`prepare` is (the embeddings' precision overflowed)."""
+        finite = torch.from_numpy(np.isfinite(self._queries.true_key)).to(true_scores.device)
+        return finite & ~torch.isfinite(true_scores)
 
     def prepare(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_rows: torch.Tensor) -> None:
         """The window of each query of ``batch`` (B, 3) for ``side``, before its candidates are
@@ -462,8 +475,11 @@ class ExactRanks:
         lows, highs = _round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
-        computed_exactly = torch.from_numpy(self._fast_is_exact(scorer, query_norms, c2, c1, dtype))
-        self._window = (lows, highs, computed_exactly)
+        computed_exactly = self._fast_is_exact(scorer, query_norms, c2, c1, dtype)
+        # a true key that is not finite in float64 (stored infinities): ranked by the fast keys.
+        # A fast key that overflowed while the float64 one did not is re-scored like any other.
+        computed_exactly |= ~np.isfinite(true_key)
+        self._window = (lows, highs, torch.from_numpy(computed_exactly))
 
     def _true_keys(self, scorer, inputs: _Queries) -> Tuple[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """(true keys (B,), bounds on the norms of the true answers' candidate magnitudes) from the
@@ -744,7 +760,8 @@ def _round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> 
     if dtype == torch.float64:
         return torch.from_numpy(lows), torch.from_numpy(highs)
     if dtype == torch.float32:
-        down, up = lows.astype(np.float32), highs.astype(np.float32)
+        with np.errstate(over="ignore"):  # beyond float32's range: ±inf, and the outward step below
+            down, up = lows.astype(np.float32), highs.astype(np.float32)
         down = np.where(down > lows, np.nextafter(down, np.float32(-np.inf)), down)
         up = np.where(up < highs, np.nextafter(up, np.float32(np.inf)), up)
         return torch.from_numpy(down), torch.from_numpy(up)

@@ -19,14 +19,14 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "in_threads", "kernel_name", "row_counts"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "kernel_name", "row_counts"]
 
 logger = logging.getLogger(__name__)
 
@@ -165,11 +165,16 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None):
     capacity = 0 if positions is None else positions.shape[1]
     position_pointer = None if positions is None else positions.data_ptr()
 
-    def run(begin, end):
-        function(pointers[0], stride, width, begin, end, pointers[1], pointers[2], int(lower_is_better),
+    def run(bounds):
+        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
                  *pointers[3:], position_pointer, capacity)
 
-    in_threads(run, rows, rows * width >= PARALLEL_MIN_ELEMENTS)
+    workers = max(1, torch.get_num_threads())
+    if workers == 1 or rows < 2 or rows * width < PARALLEL_MIN_ELEMENTS:
+        run((0, rows))
+    else:
+        edges = [rows * k // workers for k in range(workers + 1)]
+        list(_thread_pool(workers).map(run, zip(edges[:-1], edges[1:])))
     bad = nans.nonzero()
     if bad.numel():
         raise NonFiniteRows(int(bad[0, 0]), "NaN score")
@@ -186,17 +191,6 @@ def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
     better = (scores < low) if lower_is_better else (scores > high)
     inside = (scores >= low) & (scores <= high)
     return better.sum(dim=1), inside.sum(dim=1)
-
-
-def in_threads(run: Callable[[int, int], None], rows: int, worth_it: bool = True) -> None:
-    """``run(begin, end)`` over row ranges covering 0 .. rows - 1, split over torch's thread count
-    when ``worth_it`` (C calls through ctypes release the GIL, so the threads run in parallel)."""
-    workers = max(1, torch.get_num_threads())
-    if workers == 1 or rows < 2 or not worth_it:
-        run(0, rows)
-        return
-    edges = [rows * k // workers for k in range(workers + 1)]
-    list(_thread_pool(workers).map(lambda bounds: run(*bounds), zip(edges[:-1], edges[1:])))
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:

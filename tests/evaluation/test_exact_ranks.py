@@ -331,3 +331,20 @@ def test_the_cases_that_differed_before_agree_with_a_float64_reference(tmp_path,
         counts = {side: list(zip(produced[side].n_greater.tolist(), produced[side].n_equal.tolist()))
                   for side in ("head", "tail")}
         assert counts == expected, batch_size
+
+
+def test_windows_that_reach_infinity_still_drop_the_true_and_known_answers(dataset):
+    """DistMult scores beyond float32's range: every fast key is -inf, so each window reaches the
+    worst value, where count_block also put the true and known answers; settle drops those and
+    re-scores the rest in float64. The counts equal fast ranks on the same values as float64."""
+    rng = np.random.default_rng(5)
+    entities = (np.abs(rng.standard_normal((dataset.num_entities, 8))) * 2.0 ** 62).astype(np.float32)
+    relations = (-np.abs(rng.standard_normal((dataset.num_relations, 8))) * 2.0 ** 62).astype(np.float32)
+    scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+    wide = build_scorer("DistMult", entities.astype(np.float64), relations.astype(np.float64), dataset.num_entities,
+                        dataset.num_relations)
+    exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    block = scorer.score_all(dataset.triples["test"], "tail")
+    assert bool(torch.isneginf(block).all())  # the fast pass decides nothing here
+    assert _counts(exact) == _counts(EmbeddingEvaluator(dataset, wide, device="cpu", progress=False, ranks="fast"))
+    assert exact.exact.stats.float64 > 0

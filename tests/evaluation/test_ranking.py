@@ -135,3 +135,36 @@ def test_half_precision_and_integer_scores():
     assert rank_counts(half, torch.tensor([1])).n_equal.item() == 1
     big = torch.tensor([[2 ** 40, 2 ** 40 + 1, 3]], dtype=torch.int64)
     assert rank_counts(big, torch.tensor([0])).n_greater.item() == 1
+
+
+@pytest.mark.parametrize("kernel", ["default", "torch"])
+def test_windowed_counts_pass_over_the_excluded_entries_and_still_report_their_nan(kernel, monkeypatch):
+    """With a window (exact ranks), the true and the known answers' entries are overwritten by the
+    worst value before counting: the counts equal the plain filtered counts, no recorded position
+    points at them, and a NaN hidden there still stops the run with its row."""
+    from openbench.evaluation import kernels
+
+    if kernel == "torch":
+        monkeypatch.setenv("OPENBENCH_KERNEL", "torch")
+    kernels.COUNTING_LIBRARY.reset()
+    try:
+        scores = torch.tensor([[1.0, 2.0, 2.0, 3.0, 0.5], [4.0, 1.0, 4.0, 4.0, 9.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+        true_ids = torch.tensor([1, 0, 4])
+        rows, cols = _filter_pairs([{2}, {3, 4}, {0}])
+        true_scores = scores.gather(1, true_ids[:, None]).squeeze(1)
+        plain = count_block(scores.clone(), 0, true_ids, true_scores, rows, cols)
+        positions = torch.full((3, 8), -1, dtype=torch.long) if kernels.kernel_name(scores) == "c" else None
+        windowed = count_block(scores.clone(), 0, true_ids, true_scores, rows, cols, window=(true_scores, true_scores),
+                               positions=positions)
+        assert torch.equal(windowed[0], plain[0]) and torch.equal(windowed[1], plain[1])
+        if positions is not None:
+            recorded = {(i, int(c)) for i in range(3) for c in positions[i] if c >= 0}
+            assert recorded == {(1, 2), (2, 1), (2, 2), (2, 3)}  # the ties, never a true or filtered column
+        for row, col in ((2, 0), (1, 0)):  # a filtered entry, then a true answer's entry
+            broken = scores.clone()
+            broken[row, col] = math.nan
+            with pytest.raises(ScoreError, match="NaN") as raised:
+                count_block(broken, 0, true_ids, true_scores, rows, cols, window=(true_scores, true_scores))
+            assert raised.value.row == row
+    finally:
+        kernels.COUNTING_LIBRARY.reset()

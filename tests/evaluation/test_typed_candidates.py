@@ -7,6 +7,7 @@ import torch
 from click.testing import CliRunner
 
 from openbench.cli import main
+from openbench.errors import ScoreError
 from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
 from openbench.evaluation.scorers import build_scorer
@@ -120,3 +121,19 @@ def test_cli_flag(tmp_path):
                                        str(tmp_path / "r.npy"), "--candidates", "typed", "--no-progress"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["protocol"]["candidates"] == "typed"
+
+
+def test_typed_exact_ranks_refuse_scores_that_overflow(tmp_path):
+    """Excluded candidates hold -inf; so would overflowed float32 keys: exact ranks say so instead
+    of ranking one as the other. The same values as float64 evaluate."""
+    dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(2), negatives=False))
+    rng = np.random.default_rng(0)
+    entities = np.abs(rng.standard_normal((dataset.num_entities, 4))) * 2.0 ** 62
+    relations = -np.abs(rng.standard_normal((dataset.num_relations, 4))) * 2.0 ** 62
+    narrow = build_scorer("DistMult", entities.astype(np.float32), relations.astype(np.float32),
+                          dataset.num_entities, dataset.num_relations)
+    with pytest.raises(ScoreError, match="overflow the embeddings' precision"):
+        EmbeddingEvaluator(dataset, narrow, candidates="typed", progress=False, device="cpu").evaluate()
+    wide = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+    result = EmbeddingEvaluator(dataset, wide, candidates="typed", progress=False, device="cpu").evaluate()
+    assert result["protocol"]["ranks"] == "exact"
