@@ -43,7 +43,7 @@ from splits import SEEN_RULES
 
 __all__ = ["Names", "FiniteFloat", "write_json", "main", "evaluate", "generate", "export_command", "train",
            "datasets", "datasets_list", "datasets_get", "export_kgid", "leaderboard", "leaderboard_submit",
-           "leaderboard_show", "leaderboard_export", "text", "metaeval_command", "rank_diseases", "rank_eval",
+           "leaderboard_show", "leaderboard_export", "leaderboard_reveal", "text", "metaeval_command", "rank_diseases", "rank_eval",
            "brat_command", "metaeval_main", "split", "split_rand", "split_time", "demo"]
 
 logger = logging.getLogger("openbench")
@@ -610,10 +610,14 @@ def leaderboard_submit_predictions(predictions_path, server, benchmark, name, mo
               help="Requests per second per token, on average.")
 @click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True,
               help="Requests per token at once.")
+@click.option("--daily-limit", type=click.IntRange(min=1), default=None,
+              help="Scored uploads per team, benchmark and UTC day (every upload counts, refused or not) "
+                   "[default: no limit].")
 @_handle_errors
-def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst):
+def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, daily_limit):
     """Serve the board over HTTP: the page, the rows as JSON, token-authenticated submissions and
-    server-side scoring of hosted benchmarks."""
+    server-side scoring of hosted benchmarks (test-dev shown at once, test-challenge after
+    `leaderboard reveal`)."""
     from openbench.leaderboard.server import serve
     from openbench.leaderboard.store import default_path
 
@@ -625,7 +629,17 @@ def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst):
         hosted[name] = folder
     database = db or str(default_path())
     click.echo(f"serving {database} on http://{host}:{port}", err=True)
-    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst)
+    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit)
+
+
+@leaderboard.command("reveal")
+@click.option("--benchmark", required=True, help="The hosted benchmark whose test-challenge scores are shown.")
+@_DB_OPTION
+@_handle_errors
+def leaderboard_reveal(benchmark, db):
+    """Show the test-challenge scores of BENCHMARK (stored hidden until now, shown at once from now on)."""
+    shown = _on_board(db, "reveal", benchmark)
+    click.echo(f"revealed {shown} test-challenge row(s) of {benchmark!r}")
 
 
 @leaderboard.group("token")

@@ -25,6 +25,7 @@ left undecided and how each was settled (:mod:`openbench.evaluation.exact`).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -38,6 +39,7 @@ SIDES = ("both", "head", "tail")
 SPLITS = ("train", "valid", "test")
 TIMING_KEY = "timing"
 SLACK = 1e-9  # floating-point rounding of means
+FINGERPRINT = re.compile(r"[0-9a-f]{64}")
 
 
 class RecordError(ValueError):
@@ -243,6 +245,16 @@ def _check_protocol(protocol) -> Protocol:
         raise RecordError(f"protocol.sides = {sides!r}: expected a list of head, tail")
     if not isinstance(protocol["candidates"], str):
         raise RecordError("protocol.candidates must be a string")
+    relations = protocol.get("relations")
+    if relations is not None and (not isinstance(relations, list) or not all(isinstance(r, str) for r in relations)):
+        raise RecordError("protocol.relations must be a list of relation labels")
+    entities = protocol.get("entities")
+    if entities is not None and (not isinstance(entities, dict) or not isinstance(entities.get("sha256"), str)
+                                 or isinstance(entities.get("count"), bool) or not isinstance(entities.get("count"), int)):
+        raise RecordError("protocol.entities must be an object with an integer count and a sha256")
+    part = protocol.get("benchmark_part")
+    if part is not None and not isinstance(part, str):
+        raise RecordError("protocol.benchmark_part must be a string")
     return Protocol.from_dict(protocol)
 
 
@@ -264,17 +276,9 @@ def validate_record(record) -> None:
     if task == "classification":
         _check_classification(record)
         return
+    _check_identity(record)
     dataset, model = record["dataset"], record["model"]
-    if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
-        raise RecordError("dataset.fingerprint is missing: the record does not say what it was computed on")
     protocol = _check_protocol(record["protocol"])
-    if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
-        raise RecordError("model.name is missing")
-    if not isinstance(model.get("params", {}), dict):
-        raise RecordError("model.params must be an object")
-    seed = record.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise RecordError(f"seed = {seed!r}: expected an integer or null")
     counts: Dict[str, Any] = dataset["counts"] if isinstance(dataset.get("counts"), dict) else {}
     entities = counts.get("entities") if isinstance(counts.get("entities"), int) else None
     evaluated = protocol.sides
@@ -282,8 +286,10 @@ def validate_record(record) -> None:
     per_relation = record.get("per_relation", {})
     if not isinstance(per_relation, dict):
         raise RecordError("per_relation must be an object")
+    # a hosted benchmark serves each test triple on one side: a relation may lack one of them
+    relation_sides = ["both"] if "served_sides" in protocol.extra else evaluated
     for relation, sides in per_relation.items():
-        _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, (), evaluated)
+        _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, (), relation_sides)
     _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, (),
                  evaluated)
 
@@ -293,11 +299,25 @@ CLASSIFICATION_METRICS = ("auroc", "auprc", "accuracy", "precision", "recall", "
 
 
 def _check_identity(record) -> None:
+    """What the record was computed on and by: a fingerprint of 64 lowercase hex digits (a
+    sha256), a named model with object params, the dataset's path and registry entry as strings,
+    an integer or null seed."""
     dataset, model = record["dataset"], record["model"]
     if not isinstance(dataset, dict) or not isinstance(dataset.get("fingerprint"), str) or not dataset["fingerprint"]:
         raise RecordError("dataset.fingerprint is missing: the record does not say what it was computed on")
+    if not FINGERPRINT.fullmatch(dataset["fingerprint"]):
+        raise RecordError(f"dataset.fingerprint = {dataset['fingerprint'][:80]!r}: expected a sha256, 64 lowercase "
+                          "hex digits")
+    if dataset.get("path") is not None and not isinstance(dataset["path"], str):
+        raise RecordError("dataset.path must be a string or null")
+    registry = dataset.get("registry")
+    if registry is not None and (not isinstance(registry, dict) or any(
+            registry.get(key) is not None and not isinstance(registry[key], str) for key in ("name", "version"))):
+        raise RecordError("dataset.registry must be null or an object whose name and version are strings")
     if not isinstance(model, dict) or not isinstance(model.get("name"), str) or not model["name"]:
         raise RecordError("model.name is missing")
+    if not isinstance(model.get("params", {}), dict):
+        raise RecordError("model.params must be an object")
     seed = record.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise RecordError(f"seed = {seed!r}: expected an integer or null")

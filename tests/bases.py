@@ -120,11 +120,13 @@ def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_
 
 
 class TableReader(HTMLParser):
-    """The cells of the <table class="leaderboard"> elements (one per dataset) as rendered."""
+    """The cells of the <table class="leaderboard"> elements as rendered, the links in them
+    (``links``) and the page's section and table headings (``headings["h2"]``, ``["h3"]``)."""
 
     def __init__(self):
         super().__init__()
         self.inside, self.rows, self.cell = False, [], None
+        self.links, self.headings, self.heading = [], {"h2": [], "h3": []}, None
 
     def handle_starttag(self, tag, attrs):
         if tag == "table" and ("class", "leaderboard") in attrs:
@@ -133,12 +135,21 @@ class TableReader(HTMLParser):
             self.rows.append({})
         elif self.inside and tag in ("td", "th"):
             self.cell = [dict(attrs).get("data-key"), tag, ""]
+        elif self.inside and tag == "a":
+            self.links.append(dict(attrs).get("href"))
+        elif tag in self.headings:
+            self.heading = [tag, ""]
 
     def handle_data(self, data):
         if self.cell is not None:
             self.cell[2] += data
+        if self.heading is not None:
+            self.heading[1] += data
 
     def handle_endtag(self, tag):
+        if self.heading is not None and tag == self.heading[0]:
+            self.headings[tag].append(self.heading[1])
+            self.heading = None
         if tag == "table":
             self.inside = False
         elif tag in ("td", "th") and self.cell is not None:

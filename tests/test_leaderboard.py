@@ -207,7 +207,7 @@ def test_damaged_or_foreign_files_are_refused_and_left_untouched(tmp_path):
 
 def test_schema_is_versioned(tmp_path):
     board = open_leaderboard(tmp_path / "lb.sqlite")
-    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 2
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 3
     assert board.connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     board.close()
     assert len(open_leaderboard(tmp_path / "lb.sqlite").published()) == len(PUBLISHED_HQ_DIR)  # seeded once
@@ -225,7 +225,7 @@ def test_show_formats(tmp_path, records):
     ours = next(row for row in rows if not row["published"])
     assert set(ours) >= {"name", "dataset", "side", "rank_type", "metrics", "runs", "protocol", "published",
                          "nonstandard_protocol"}
-    assert set(ours["dataset"]) == {"name", "version", "fingerprint"} and ours["runs"] == 2
+    assert set(ours["dataset"]) == {"name", "version", "fingerprint", "label"} and ours["runs"] == 2
     assert set(ours["metrics"]["mrr"]) == {"mean", "std"}
     parsed = list(csv.DictReader(io.StringIO(CliRunner().invoke(main, ["leaderboard", "show", "--format", "csv",
                                                                        "--db", db]).output)))
@@ -347,14 +347,50 @@ def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
     assert not parsed[0]["name"].startswith(("=", "+", "-", "@"))
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
-def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
-    db = str(tmp_path / "lb.sqlite")
+@pytest.fixture(scope="module")
+def classification(records, tmp_path_factory):
+    """A real classification record of one of the records' embeddings."""
+    from openbench.evaluation.classification import classification_record
+
+    splits = random_labelled_graph(6, 30, 3, {"train": 150, "valid": 10, "test": 25})
+    folder = write_samples(tmp_path_factory.mktemp("classification"), splits, negatives=False)
+    for name, split in (("val_sample.csv", "valid"), ("test_sample.csv", "test")):
+        corrupted = [f"{h}\t{r}\tNCBIGENE:{(i * 11) % 30}\t\t0\tGENERATED" for i, (h, r, _) in enumerate(splits[split])]
+        with open(folder / name, "a") as handle:
+            handle.write("\n".join(corrupted) + "\n")
+    dataset = load_dataset(folder)
+    scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
+                          integer_embeddings(9, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
+    return classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+
+
+def _page_board(db, records, classification):
+    """A board holding every kind of row a page shows: ranking over seeds, a scoped record, a
+    classification record, a team's row with links, and the published HQ_DIR rows."""
     board = open_leaderboard(db)
     for (model, _seed), record in records.items():
         board.submit(record, name=model, model_type="latent")
-    expected = board.rows()
+    scoped = copy.deepcopy(records[("DistMult", 0)])
+    scoped["protocol"]["relations"] = ["REL_A"]
+    board.submit(scoped, name="DistMult on REL_A")
+    board.submit(classification, name="DistMult classifier")
+    team_row = copy.deepcopy(records[("DistMult", 0)])
+    team_row["model"]["source_sha256"] = "lab model"
+    board.submit(team_row, name="Lab model", team="Lab <A>", paper="https://example.org/paper?a=1&b=2",
+                 code="http://example.org/code")
+    return board
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
+def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classification):
+    """The exported page, rendered by Chromium, shows every table of the store: one section per
+    dataset fingerprint, ranking, scoped and classification tables, team, verification and links,
+    and only the footnotes its rows use."""
+    db = str(tmp_path / "lb.sqlite")
+    board = _page_board(db, records, classification)
+    expected = {"ranking": board.rows(), "classification": board.rows(task="classification"),
+                "scoped": board.rows(scoped=True)}
     board.close()
     done = CliRunner().invoke(main, ["leaderboard", "export", "--format", "html", "--output", str(tmp_path / "site"),
                                      "--db", db])
@@ -365,14 +401,50 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records):
     reader = TableReader()
     reader.feed(dom)
     rendered = [row for row in reader.rows if row]
-    assert len(rendered) == len(expected)  # the script built one row per group and published result
-    for row, want in zip(rendered, expected):  # the page sorts by MRR like the store
+    every = expected["ranking"] + expected["classification"] + expected["scoped"]
+    assert len(rendered) == len(every)
+    by_name = {row["name"]: row for row in rendered}
+    for want in expected["ranking"]:  # the page sorts each table by its first metric, as the store does
         flags = ("†" if want["published"] else "") + ("*" if want["nonstandard_protocol"] else "")
-        assert row["name"] == want["name"] + flags
+        row = by_name[want["name"] + flags]
         mean, std = want["metrics"]["mrr"]["mean"], want["metrics"]["mrr"]["std"]
         assert row["mrr"] == f"{mean:.3f}" + (f" ± {std:.3f}" if std is not None else "")
         assert row["runs"] == ("-" if want["runs"] is None else str(want["runs"]))
-    assert dom.count('class="bar-mrr"') == len(expected)
+        assert row["verified"] == ("published" if want["published"] else "self")
+    lab = by_name["Lab model"]
+    assert lab["team"] == "Lab <A>" and lab["links"] == "paper code"
+    assert reader.links == ["https://example.org/paper?a=1&b=2", "http://example.org/code"]
+    assert by_name["DistMult classifier"]["auroc"] == f"{expected['classification'][0]['metrics']['auroc']['mean']:.3f}"
+    assert "DistMult on REL_A* [relations REL_A]" in by_name
+    dataset = records[("DistMult", 0)]["dataset"]
+    folder = dataset["path"].rstrip("/").split("/")[-1]
+    assert sorted(reader.headings["h2"]) == sorted([f"{folder} ({dataset['fingerprint'][:8]})",
+                                                    "HQ_DIR: published results"])  # one section per dataset
+    assert sorted(reader.headings["h3"]) == sorted(["ranking", "classification", "ranking; scope: relations REL_A",
+                                                    "ranking (published)"])
+    assert "† published result" in dom and "* protocol differs" in dom
+    assert dom.count('class="bar-mrr"') == len(every)
+
+
+def test_footnotes_only_when_used_and_every_output_escapes_every_text_column(tmp_path, records):
+    board = open_leaderboard(tmp_path / "lb.sqlite")
+    board.submit(records[("DistMult", 0)], name="plain")
+    rows = [row for row in board.rows() if not row["published"]]
+    board.close()
+    for fmt in ("table", "md", "html"):
+        shown = render(rows, fmt)
+        assert "†" not in shown and "protocol differs" not in shown, fmt
+    hostile = copy.deepcopy(rows[0])
+    for key in ("group", "name", "team", "model_type", "scope", "paper", "code"):
+        hostile[key] = "=HYPERLINK(\"http://x\")"
+    hostile["dataset"] = dict(hostile["dataset"], name="@SUM(A1)", fingerprint="+cmd|' /C calc'!A0")
+    parsed = list(csv.reader(io.StringIO(render([hostile], "csv"))))
+    header, cells = parsed[0], parsed[1]
+    for column, value in zip(header, cells):
+        assert not value.startswith(("=", "+", "-", "@")), column
+    page = render([dict(hostile, paper="javascript:alert(1)", code="data:text/html,x")], "html")
+    data = page.split('<script id="rows" type="application/json">')[1].split("</script>")[0]
+    assert json.loads(data)[0]["links"] == []  # only http(s) URLs become links
 
 
 def test_submission_fields_are_checked(tmp_path, records):
@@ -396,8 +468,8 @@ def test_a_result_file_that_is_not_json_is_refused(tmp_path):
 
 
 def test_a_version_1_store_migrates_with_its_rows(tmp_path, records):
-    """A store written before teams and tokens (schema 1) opens as version 2: its rows keep their
-    data, and task, scope and dataset label are filled in from the stored records."""
+    """A store written before teams and tokens (schema 1) opens as the current version: its rows
+    keep their data, and task, scope and dataset label are filled in from the stored records."""
     from openbench.leaderboard.store import _canonical, _statements
 
     db = tmp_path / "old.sqlite"
@@ -415,7 +487,7 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path, records):
              _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
              _canonical(record["seed"]), _canonical(record["metrics"]), json.dumps(record)))
     board = open_leaderboard(db)
-    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     rows = [row for row in board.rows() if not row["published"]]
     assert [(row["name"], row["verified"], row["runs"]) for row in rows] == [("old run", "self", 1)]
     assert rows[0]["group"].startswith("graph")

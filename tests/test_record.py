@@ -103,6 +103,16 @@ IMPOSSIBLE = [
     ("NaN", _set(("metrics", "both", "realistic", "mrr"), float("nan")), "finite number"),
     ("an unknown rank type", _set(("metrics", "both", "lucky"), {"mrr": 1.0}), "expected a rank type"),
     ("a newer schema", _set(("schema_version",), 99), "schema_version 99"),
+    ("a fingerprint that is no sha256", _set(("dataset", "fingerprint"), "=HYPERLINK(\"http://x\")"),
+     "expected a sha256, 64 lowercase hex digits"),
+    ("an upper-case fingerprint", lambda r: _set(("dataset", "fingerprint"), r["dataset"]["fingerprint"].upper())(r),
+     "64 lowercase hex digits"),
+    ("a registry that is a string", _set(("dataset", "registry"), "HQ_DIR"), "dataset.registry must be null or"),
+    ("a path that is a list", _set(("dataset", "path"), ["x"]), "dataset.path must be a string"),
+    ("relations that are no labels", _set(("protocol", "relations"), "REL_A"), "protocol.relations must be a list"),
+    ("an entity scope without a count", _set(("protocol", "entities"), {"sha256": "x"}), "protocol.entities must be"),
+    ("a per-relation side missing outside a hosted protocol",
+     lambda r: _set(("per_relation", _first_relation(r), "head"), None)(r), ".head must be an object"),
 ]
 
 
@@ -111,4 +121,17 @@ def test_impossible_records_are_refused_with_the_reason(records, name, change, r
     record = copy.deepcopy(records[(1, 3, 10)])
     change(record)
     with pytest.raises(RecordError, match=reason):
+        validate_record(record)
+
+
+def test_a_hosted_protocol_may_leave_a_side_of_a_relation_empty(records):
+    """A hosted benchmark serves each test triple on one side: a relation without head queries has
+    a null head block there; anything present is still checked."""
+    record = copy.deepcopy(next(iter(records.values())))
+    relation = _first_relation(record)
+    record["per_relation"][relation]["head"] = None
+    record["protocol"]["served_sides"] = ["head", "tail"]
+    validate_record(record)
+    record["per_relation"][relation]["tail"]["realistic"]["mrr"] = 7.0
+    with pytest.raises(RecordError, match="outside"):
         validate_record(record)

@@ -22,8 +22,8 @@ from openbench.cli import main
 from openbench.evaluation.dataset import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.scorers import build_scorer
-from openbench.evaluation.topk import OBL2021Evaluator
-from openbench.leaderboard.server import load_benchmark
+from openbench.leaderboard.hosting import PARTS
+from openbench.leaderboard.server import load_benchmark, score_predictions
 from tests.bases import TableReader, chromium
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
@@ -161,32 +161,44 @@ def test_hostile_names_never_break_the_page_or_the_server(world):
 
 
 def test_predictions_are_scored_against_the_hidden_answers(world):
+    """An upload is scored on both parts; test-dev is shown at once, test-challenge only after
+    `leaderboard reveal`; the scores equal the same scoring done locally with the store's secret."""
     url, token, dataset = world["server"].url, world["tokens"]["red"], world["dataset"]
     status, queries = request(url + "/api/benchmarks/bench/queries")
-    assert status == 200 and len(queries["tail_queries"]) == len(queries["head_queries"]) == 30
+    assert status == 200 and queries["protocol"] == "served-v1"
+    served = queries["queries"]
+    assert 0 < len(served) <= dataset.triples["test"].shape[0]  # each test triple at most once
     rng = np.random.default_rng(3)
-    predictions = np.stack([rng.choice(dataset.num_entities, 10, replace=False) for _ in range(60)])
-    buffer = io.BytesIO()
-    np.savez(buffer, predictions=predictions)
-    status, answer = request(url + "/api/benchmarks/bench/predictions?name=red%20top10", buffer.getvalue(), token,
+    predictions = np.stack([rng.choice(dataset.num_entities, 10, replace=False) for _ in range(len(served))])
+    status, answer = request(url + "/api/benchmarks/bench/predictions?name=red%20top10", _npz(predictions), token,
                              "application/octet-stream")
-    assert status == 201 and answer["verified"] == "server", answer
-    hosted = load_benchmark("bench", world["folder"] / "split")
-    local = OBL2021Evaluator(dataset, hosted.in_test_order(predictions), progress=False).evaluate()
-    assert answer["metrics"] == local["metrics"]["both"]["realistic"]
+    assert status == 201 and answer["verified"] == "server" and answer["part"] == "test-dev", answer
+    local = score_predictions(load_benchmark("bench", world["folder"] / "split", world["db"]), _npz(predictions))
+    assert answer["metrics"] == local["test-dev"]["metrics"]["both"]["realistic"]
     for bad, message in ((b"not an npz", "not a readable .npz"), (_npz(predictions[:5]), "expected an array of shape")):
         status, refused = request(url + "/api/benchmarks/bench/predictions?name=x", bad, token,
                                   "application/octet-stream")
         assert status == 400 and message in refused["error"]
     status, refused = request(url + "/api/benchmarks/nope/queries")
     assert status == 404 and "hosted: bench" in refused["error"]
-    assert request(url + "/api/benchmarks/bench/predictions?name=x", buffer.getvalue(), token, "text/csv")[0] == 415
-    status, refused = request(url + "/api/benchmarks/bench/predictions?name=red%20top10", buffer.getvalue(), token,
+    assert request(url + "/api/benchmarks/bench/predictions?name=x", _npz(predictions), token, "text/csv")[0] == 415
+    status, refused = request(url + "/api/benchmarks/bench/predictions?name=red%20top10", _npz(predictions), token,
                               "application/octet-stream")
     assert status == 409 and "already on the leaderboard" in refused["error"]
-    rows = request(url + "/api/leaderboard")[1]
-    served = [row for row in rows if row["name"] == "red top10"]
-    assert served[0]["verified"] == "server" and "listed (OBL2021" in served[0]["group"]
+
+    def shown():
+        return [row for row in request(url + "/api/leaderboard")[1] if row["name"] == "red top10"]
+
+    assert [row["protocol"]["benchmark_part"] for row in shown()] == ["test-dev"]
+    assert "test-challenge" not in request(url + "/")[1]
+    assert all(row["verified"] == "server" and row["team"] == "red" for row in shown())
+    done = CliRunner().invoke(main, ["leaderboard", "reveal", "--benchmark", "bench", "--db", str(world["db"])])
+    assert done.exit_code == 0 and "revealed 1 test-challenge row" in done.output, done.output
+    rows = {row["protocol"]["benchmark_part"]: row for row in shown()}  # the running server sees it at once
+    assert set(rows) == set(PARTS)
+    assert rows["test-challenge"]["metrics"]["mrr"]["mean"] == local["test-challenge"]["metrics"]["both"]["realistic"]["mrr"]
+    refused = CliRunner().invoke(main, ["leaderboard", "reveal", "--benchmark", "nope", "--db", str(world["db"])])
+    assert refused.exit_code == 1 and "no hosted benchmark 'nope'" in refused.output and "bench" in refused.output
 
 
 def _npz(array):
@@ -195,27 +207,33 @@ def _npz(array):
     return buffer.getvalue()
 
 
-def test_no_route_returns_a_hidden_answer(world):
-    """Every GET route, walked: no test triple appears whole, and the two query lists are in
-    orders that pair no tail query with its own head query."""
+def test_no_route_returns_a_hidden_answer_or_the_secret(world):
+    """Every GET route, walked: no test triple appears whole, the benchmark's secret nowhere, and
+    no served query names an entity that answers another served query of its relation."""
     from openbench.leaderboard.server import create_app
 
-    app = create_app(world["db"], {"bench": load_benchmark("bench", world["folder"] / "split")})
+    hosted = load_benchmark("bench", world["folder"] / "split", world["db"])
+    app = create_app(world["db"], {"bench": hosted})
     routes = [route.path.replace("{name}", "bench") for route in app.routes if "GET" in (route.methods or ())]
     assert {"/", "/api/leaderboard", "/api/benchmarks", "/api/benchmarks/bench/queries"} <= set(routes)
     dataset = world["dataset"]
     test = dataset.triples["test"].tolist()
     labels = [(dataset.entity_labels[h], dataset.relation_labels[r], dataset.entity_labels[t]) for h, r, t in test]
+    with sqlite3.connect(world["db"]) as connection:
+        secret = connection.execute("SELECT secret FROM benchmarks WHERE name = 'bench'").fetchone()[0]
     for route in routes:
         status, body = request(world["server"].url + route)
         assert status == 200, route
         text = json.dumps(body) if not isinstance(body, str) else body
+        assert secret not in text, route
         for h, r, t in labels:
             assert json.dumps([h, r, t]) not in text and f"{h}\t{r}\t{t}" not in text, route
-    queries = request(world["server"].url + "/api/benchmarks/bench/queries")[1]
-    paired = sum(1 for (h, r), (r2, t) in zip(queries["tail_queries"], queries["head_queries"])
-                 if r == r2 and (h, r, t) in set(labels))
-    assert paired <= 3  # the orders are independent permutations: pairing is chance, not the test triples
+    queries = request(world["server"].url + "/api/benchmarks/bench/queries")[1]["queries"]
+    query, triple = hosted.served.answers_of(np.arange(len(queries)))
+    answered = {(queries[q][1], labels[t][2] if queries[q][2] is None else labels[t][0])
+                for q, t in zip(query.tolist(), triple.tolist())}
+    named = {(relation, head or tail) for head, relation, tail in queries}
+    assert answered and not named & answered
 
 
 def test_concurrent_clients_lose_nothing(world, tmp_path):
@@ -304,3 +322,182 @@ def test_the_live_page_shows_the_store(world):
     displayed = [row["name"] + ("†" if row["published"] else "") + ("*" if row["nonstandard_protocol"] else "")
                  for row in stored]
     assert sorted(displayed) == sorted(shown)  # the page's rows are the store's rows
+
+
+class LoggedServer(Server):
+    """A Server whose stderr goes to a file, read after the test: no traceback may appear there."""
+
+    def start(self):
+        self.log = open(self.db.parent / f"server-{self.port}.log", "w+b")
+        command = [sys.executable, "-m", "openbench", "leaderboard", "serve", "--db", str(self.db), "--port",
+                   str(self.port), "--benchmark", f"bench={self.benchmark_dir}", *self.extra]
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/api/benchmarks", timeout=2).read()
+                return self
+            except OSError:
+                if self.process.poll() is not None:
+                    self.log.seek(0)
+                    raise RuntimeError(self.log.read().decode()) from None
+                time.sleep(0.2)
+        raise RuntimeError("the server did not start within 60 s")
+
+    def peak_memory_mb(self) -> float:
+        with open(f"/proc/{self.process.pid}/status") as status:
+            line = next(line for line in status if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
+
+    def logged(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+
+def _raw(url, request_bytes: bytes) -> int:
+    """The status of a hand-written HTTP request (headers urllib would not send)."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(request_bytes)
+        head = connection.recv(65536).decode(errors="replace")
+    return int(head.split(" ", 2)[1])
+
+
+@pytest.fixture(scope="module")
+def hardened(world):
+    server = LoggedServer(world["db"], world["folder"] / "split", "--max-body-mb", "1", "--daily-limit", "3",
+                          "--rate", "1000", "--burst", "1000").start()
+    yield server
+    server.stop()
+
+
+def _team(db, name):
+    result = CliRunner().invoke(main, ["leaderboard", "token", "create", "--db", str(db), "--name", name])
+    assert result.exit_code == 0, result.output
+    return result.output.strip()
+
+
+def test_a_token_has_one_spelling(world, hardened):
+    token = _team(world["db"], "spelling")
+    prefix, number, secret = token.split("_", 2)
+    variants = [f"obt_0{number}_{secret}", f"obt_00{number}_{secret}", f"obt_+{number}_{secret}",
+                f"OBT_{number}_{secret}", f"obt_{number}_{secret}x", f"obt_{number}_{secret[:-1]}",
+                "obt_99999999999999999999_a", f"obt_{2 ** 63}_{secret}", f"obt_{number}_{secret} x"]
+    url = hardened.url + "/api/submissions?name=spell"
+    for variant in variants:
+        assert request(url, b"{}", variant)[0] == 401, variant
+    host = hardened.url.split("//")[1]
+    arabic = f"obt_{'١' * len(number)}_{secret}"  # int() reads these digits too
+    assert _raw(hardened.url, f"POST /api/submissions?name=spell HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer "
+                              f"{arabic}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}"
+                              .encode()) == 401
+    assert request(url, b"{}", token)[0] == 400  # the canonical token is let in (and the record refused)
+
+
+def test_rate_limits_key_on_the_token_not_its_spelling(world):
+    """Issue 36: `obt_01_…`, `obt_001_…` authenticated as one token while the limiter keyed on the
+    raw string (40 requests in a burst of 10, none refused)."""
+    server = Server(world["db"], world["folder"] / "split", "--rate", "0.01", "--burst", "10").start()
+    try:
+        token = _team(world["db"], "burst")
+        _, number, secret = token.split("_", 2)
+        url = server.url + "/api/submissions?name=b"
+        spellings = [f"obt_{'0' * i}{number}_{secret}" for i in range(1, 40)]
+        assert {request(url, b"{}", spelling)[0] for spelling in spellings} == {401}
+        statuses = [request(url, b"{}", token)[0] for _ in range(40)]
+        assert statuses.count(400) == 10 and statuses.count(429) == 30  # a burst of ten, then refused
+    finally:
+        server.stop()
+
+
+def test_malformed_requests_get_a_4xx_and_leave_no_traceback(world, hardened):
+    url, token = hardened.url, _team(world["db"], "fuzz")
+    record = json.loads(_variant(world["record"], "fuzz", 0))
+    bad_records = [[], 1, "text", None, {"metrics": []},
+                   dict(record, dataset=dict(record["dataset"], registry="HQ_DIR")),
+                   dict(record, dataset=dict(record["dataset"], registry={"name": 5})),
+                   dict(record, dataset=dict(record["dataset"], path=["a"])),
+                   dict(record, dataset=dict(record["dataset"], fingerprint="=HYPERLINK(\"x\")")),
+                   dict(record, protocol=dict(record["protocol"], relations="REL_A")),
+                   dict(record, protocol=dict(record["protocol"], relations=[1, 2])),
+                   dict(record, protocol=dict(record["protocol"], entities=[1])),
+                   dict(record, protocol=dict(record["protocol"], entities={"count": "x", "sha256": 1})),
+                   dict(record, protocol=dict(record["protocol"], hits_at=[10 ** 400])),
+                   dict(record, protocol=dict(record["protocol"], benchmark_part="test-dev")),
+                   dict(record, per_relation={"REL_A": []}), dict(record, model={"name": "x", "params": []})]
+    cases = [(url + "/api/submissions?name=x", json.dumps(body).encode(), "application/json") for body in bad_records]
+    cases += [(url + "/api/submissions?name=x", b"[" * 200_000 + b"]" * 200_000, "application/json"),
+              (url + "/api/submissions?name=x", b"\xff\xfe{}", "application/json"),
+              (url + "/api/submissions?name=x", b'{"a": NaN, "b": 1e999}', "application/json"),
+              (url + "/api/submissions?name=x&model_type=neural", json.dumps(record).encode(), "application/json"),
+              (url + "/api/submissions?name=x&paper=javascript:alert(1)", json.dumps(record).encode(),
+               "application/json"),
+              (url + "/api/submissions?name=%ff%fe%00", b"{}", "application/json"),
+              (url + "/api/benchmarks/bench/predictions?name=x", b"", "application/octet-stream")]
+    for target, body, content_type in cases:
+        status, answer = request(target, body, token, content_type)
+        assert 400 <= status < 500 and "error" in answer, (target, body[:80], status, answer)
+    for target in ("/api/leaderboard?task=x", "/api/leaderboard?sort=%00", "/api/leaderboard?dataset=%25%25",
+                   "/api/leaderboard?dataset=" + "x" * 5000, "/api/benchmarks/" + "%ff" * 300 + "/queries",
+                   "/api/nowhere"):
+        assert request(url + target)[0] < 500, target
+    assert request(url + "/api/benchmarks/bench/queries", b"x", token, method="POST")[0] == 405
+    host = url.split("//")[1]
+    auth = f"Authorization: Bearer {token}\r\n"
+    assert _raw(url, f"POST /api/submissions?name=x HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json"
+                     f"\r\nContent-Length: 12abc\r\n\r\n{{}}".encode()) in range(400, 500)
+    assert _raw(url, f"POST /api/submissions?name=x HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer \xe9\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}".encode("latin-1")) == 401
+    log = hardened.logged()
+    assert "Traceback" not in log and " 500 " not in log, log[-3000:]
+
+
+def test_an_npz_that_inflates_to_a_gigabyte_costs_no_memory(world, hardened):
+    """Issue 36: a 1.04 MB .npz whose member expands to 1 GiB raised the server's peak from 271 to
+    1,298 MB before the shape check refused it. Headers are read first now."""
+    token = _team(world["db"], "bomb")
+    queries = len(request(hardened.url + "/api/benchmarks/bench/queries")[1]["queries"])
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, predictions=np.zeros((queries, (1 << 30) // (8 * queries)), dtype=np.int64))
+    assert len(buffer.getvalue()) < 1 << 20
+    before = hardened.peak_memory_mb()
+    status, answer = request(hardened.url + "/api/benchmarks/bench/predictions?name=bomb", buffer.getvalue(), token,
+                             "application/octet-stream")
+    assert status == 400 and "accepted here" in answer["error"], answer
+    assert hardened.peak_memory_mb() - before < 64
+
+
+def test_the_daily_limit_counts_every_upload_refused_or_not(world, hardened):
+    token = _team(world["db"], "daily")
+    queries = len(request(hardened.url + "/api/benchmarks/bench/queries")[1]["queries"])
+    lists = np.tile(np.arange(5), (queries, 1))
+    url = hardened.url + "/api/benchmarks/bench/predictions?name=daily"
+    statuses = [request(url, body, token, "application/octet-stream")[0]
+                for body in (b"broken", _npz(lists), _npz(lists[:1]))]
+    assert statuses == [400, 201, 400]
+    status, answer = request(url, _npz(lists + 1), token, "application/octet-stream")
+    assert status == 429 and "next is allowed from" in answer["error"] and "(UTC)" in answer["error"]
+    other = _team(world["db"], "daily-other")  # the limit is the team's, per benchmark and day
+    assert request(url.replace("daily", "daily2"), _npz(lists + 1), other, "application/octet-stream")[0] == 201
+
+
+def test_a_store_holding_objects_openbench_did_not_create_is_refused_untouched(world, tmp_path):
+    """Issue 36: a trigger planted in the store ran on the next submit."""
+    db = tmp_path / "planted.sqlite"
+    _team(db, "victim")
+    with sqlite3.connect(db) as connection:
+        connection.execute("CREATE TRIGGER wipe AFTER INSERT ON submissions BEGIN DELETE FROM tokens; END")
+        connection.execute("CREATE VIEW everything AS SELECT * FROM tokens")
+    before = db.read_bytes()
+    path = tmp_path / "record.json"
+    path.write_text(_variant(world["record"], "victim", 0).decode())
+    for command in (["leaderboard", "submit", str(path), "--name", "x", "--db", str(db)],
+                    ["leaderboard", "show", "--db", str(db)],
+                    ["leaderboard", "token", "create", "--name", "y", "--db", str(db)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 1 and "not created by openbench: trigger wipe, view everything" in result.output
+    served = subprocess.run([sys.executable, "-m", "openbench", "leaderboard", "serve", "--db", str(db), "--port",
+                             str(_free_port())], capture_output=True, text=True, timeout=60)
+    assert served.returncode == 1 and "trigger wipe" in served.stderr and "Traceback" not in served.stderr
+    assert db.read_bytes() == before

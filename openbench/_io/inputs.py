@@ -24,7 +24,7 @@ import numpy as np
 from openbench.errors import InputError
 
 __all__ = ["open_binary", "iter_raw_lines", "iter_lines", "read_text", "read_json", "parse_json", "load_npy",
-           "load_npz", "read_table", "line_of_row", "strip_bom", "JSON_MAX_DEPTH"]
+           "load_npz", "read_npz", "NPZ_MAX_MEMBERS", "read_table", "line_of_row", "strip_bom", "JSON_MAX_DEPTH"]
 
 PathLike = Union[str, Path]
 Selection = Union[Dict[str, str], Dict[int, str]]
@@ -230,19 +230,79 @@ def load_npy(path: PathLike) -> np.ndarray:
     return array
 
 
-def load_npz(path: PathLike) -> Dict[str, np.ndarray]:
-    """Every array of a ``.npz`` archive (never unpickled), fully read into a dict."""
+def load_npz(path: PathLike, max_bytes: Optional[int] = None) -> Dict[str, np.ndarray]:
+    """Every array of a ``.npz`` archive (never unpickled), fully read into a dict; with
+    ``max_bytes``, refused before any data is inflated when its members' ``.npy`` headers declare
+    more (see :func:`read_npz`)."""
     path = Path(path)
     _require_file(path)
+    if path.stat().st_size == 0:
+        raise InputError("the file is empty; expected a .npz array file", path)
+    with open(path, "rb") as handle:
+        if handle.read(len(_NPY_MAGIC)) == _NPY_MAGIC:
+            raise InputError("this is a single .npy array; expected a .npz archive", path)
+    return read_npz(path, str(path), max_bytes)
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+NPZ_MAX_MEMBERS = 64
+
+
+def read_npz(source: Union[PathLike, bytes], label: Optional[str] = None,
+             max_bytes: Optional[int] = None) -> Dict[str, np.ndarray]:
+    """The arrays of a ``.npz`` (a path, or its bytes: an upload), each member's ``.npy`` header
+    read and checked *before* its data is inflated: no object arrays (pickles), at most
+    :data:`NPZ_MAX_MEMBERS` members, their declared sizes summing to at most ``max_bytes``, and
+    exactly the declared bytes inflated (a member that holds more is refused after one byte more,
+    so a small archive that expands to gigabytes costs nothing). Failures are InputErrors naming
+    ``label`` and the member."""
+    import io
+
+    where = label or "the .npz"
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise InputError("this is a single .npy array; expected a .npz archive", path)
-            return {name: archive[name] for name in archive.files}
-    except InputError:
-        raise
-    except Exception as error:  # truncated members, bad CRCs, pickles, foreign files
-        raise _numpy_problem(path, error, ".npz") from None
+        archive = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+        raise InputError(f"not a readable .npz archive ({type(error).__name__}: {error})", where) from None
+    arrays: Dict[str, np.ndarray] = {}
+    declared = 0
+    with archive:
+        members = [info for info in archive.infolist() if not info.is_dir()]
+        if len(members) > NPZ_MAX_MEMBERS:
+            raise InputError(f"{len(members)} members; a .npz of openbench holds at most {NPZ_MAX_MEMBERS}", where)
+        for info in members:
+            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            try:
+                with archive.open(info) as member:
+                    shape, fortran, dtype = _npy_header(member)
+                    size = int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    declared += size
+                    if max_bytes is not None and declared > max_bytes:
+                        raise InputError(f"member {name!r} declares {dtype} {tuple(shape)}, more than the "
+                                         f"{max_bytes} bytes accepted here", where)
+                    data = member.read(size + 1)
+            except InputError:
+                raise
+            except Exception as error:  # bad headers, CRCs, truncated or encrypted members
+                raise InputError(f"member {name!r} is not a readable .npy array ({type(error).__name__}: {error})",
+                                 where) from None
+            if len(data) != size:
+                state = "ends early (truncated)" if len(data) < size else "holds more data than its header declares"
+                raise InputError(f"member {name!r} {state}", where)
+            arrays[name] = np.frombuffer(data, dtype=dtype).reshape(shape, order="F" if fortran else "C").copy()
+    return arrays
+
+
+def _npy_header(member) -> tuple:
+    """(shape, fortran order, dtype) of a ``.npy`` stream, positioned after the header; object
+    dtypes (which only a pickle can hold) are refused."""
+    version = np.lib.format.read_magic(member)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f"unsupported .npy format version {version}")
+    shape, fortran, dtype = readers[version](member)
+    if dtype.hasobject:
+        raise ValueError("the array holds Python objects, which only a pickle can store; pickles are never loaded")
+    return shape, fortran, dtype
 
 
 # ------------------------------------------------------------------------------------------

@@ -281,7 +281,12 @@ class Evaluator:
         triples = self.scoped(self.evaluation_triples())
         counts = self.produce(triples, batch_size)
         counts = {side: counts[side] for side in self.sides}
-        return self.record(counts, triples[:, 1], time.perf_counter() - started).to_dict()
+        return self.record(counts, self.side_relations(triples), time.perf_counter() - started).to_dict()
+
+    def side_relations(self, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """{side: (T_side,) relation id of each of that side's counts}; here every side ranks every
+        triple of ``triples`` (T, 3), so each is ``triples[:, 1]``."""
+        return {side: triples[:, 1] for side in self.sides}
 
     def scoped(self, triples: torch.Tensor) -> torch.Tensor:
         """(T', 3): the triples of ``triples`` (T, 3) in the evaluation scope (the chosen relations,
@@ -345,10 +350,12 @@ class Evaluator:
                 "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
                 "registry": self.dataset.registry}
 
-    def record(self, counts: Dict[str, RankCounts], relations: torch.Tensor, seconds: float) -> ResultRecord:
+    def record(self, counts: Dict[str, RankCounts], relations: Dict[str, torch.Tensor],
+               seconds: float) -> ResultRecord:
         """The one reduction (metrics per side, relation and macro) and the one record.
 
-        :param counts: {"head", "tail"} counts, each (T,); ``relations`` (T,) the relation ids.
+        :param counts: {"head", "tail"} counts, each (T_side,); ``relations`` {side: (T_side,)}
+            the relation ids of those counts (:meth:`side_relations`).
         """
         metrics, per_relation, macro = summarize(counts.get("head"), counts.get("tail"), relations,
                                                  self.dataset.relation_labels, self.hits_at)

@@ -16,7 +16,7 @@ Sums are float64, counts int64.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
@@ -89,24 +89,30 @@ def metric_block(means: Dict[str, float], hits_at: Sequence[int]) -> Dict[str, D
     return block
 
 
-def summarize(head: Optional[RankCounts], tail: Optional[RankCounts], relations: torch.Tensor,
-              relation_labels: List[str], hits_at: Sequence[int]):
+def summarize(head: Optional[RankCounts], tail: Optional[RankCounts],
+              relations: Union[torch.Tensor, Dict[str, torch.Tensor]], relation_labels: List[str],
+              hits_at: Sequence[int]):
     """Metrics for head, tail and both sides, per relation, and macro-averaged over relations.
 
-    :param head: counts of the head-side queries (T,); ``tail`` those of the tail side (T,). A side
-        not evaluated is None: its blocks are null and ``both`` is the other side alone.
-    :param relations: (T,) relation id of each evaluation triple.
+    :param head: counts of the head-side queries (T_head,); ``tail`` those of the tail side
+        (T_tail,). A side not evaluated is None: its blocks are null and ``both`` is the other side
+        alone.
+    :param relations: (T,) relation id of each evaluation triple, when both sides rank the same
+        triples; or {side: (T_side,)} when they rank different ones (a hosted benchmark serves each
+        triple on one side): a relation without queries of a side then has a null block there.
     :returns: (metrics, per_relation, macro_relation) shaped as in the result JSON.
     """
     n_relations = len(relation_labels)
-    relations = relations.to(torch.long).cpu()
     evaluated = {side: counts for side, counts in (("head", head), ("tail", tail)) if counts is not None}
     if not evaluated:
         raise ValueError("summarize needs the counts of at least one side")
+    if isinstance(relations, torch.Tensor):
+        relations = {side: relations for side in evaluated}
+    side_relations = {side: relations[side].to(torch.long).cpu() for side in evaluated}
     sides = {side: task_values(counts.to("cpu"), hits_at) for side, counts in evaluated.items()}
     first = next(iter(sides.values()))
     sides["both"] = {key: torch.cat([values[key] for values in sides.values()]) for key in first}
-    side_relations = {"head": relations, "tail": relations, "both": torch.cat([relations] * len(evaluated))}
+    side_relations["both"] = torch.cat([side_relations[side] for side in evaluated])
 
     metrics: Dict[str, Optional[dict]] = {}
     per_relation: Dict[str, dict] = {}
@@ -123,7 +129,7 @@ def summarize(head: Optional[RankCounts], tail: Optional[RankCounts], relations:
             per_relation.setdefault(label, {})[side] = metric_block(
                 {key: float(v[relation]) for key, v in by_relation.items()}, hits_at)
     for blocks in per_relation.values():
-        blocks.update({side: None for side in SIDE_NAMES if side not in sides})
+        blocks.update({side: None for side in SIDE_NAMES if side not in blocks})
     return metrics, per_relation, macro_average(per_relation)
 
 
@@ -131,17 +137,16 @@ def macro_average(per_relation: Dict[str, dict]) -> dict:
     """Unweighted mean over relations of every metric; relations where a value is undefined are skipped."""
     if not per_relation:
         return {}
-    template = next(iter(per_relation.values()))
     macro: dict = {}
-    for side, block in template.items():
-        if block is None:  # a side not evaluated
+    for side in next(iter(per_relation.values())):
+        blocks = [rel[side] for rel in per_relation.values() if rel.get(side) is not None]
+        if not blocks:  # a side not evaluated
             macro[side] = None
             continue
         macro[side] = {}
-        for rank_type, metrics in block.items():
+        for rank_type, metrics in blocks[0].items():
             macro[side][rank_type] = {}
             for name in metrics:
-                present = [rel[side][rank_type][name] for rel in per_relation.values()
-                           if side in rel and rel[side][rank_type][name] is not None]
+                present = [block[rank_type][name] for block in blocks if block[rank_type][name] is not None]
                 macro[side][rank_type][name] = sum(present) / len(present) if present else None
     return macro

@@ -33,7 +33,7 @@ from openbench.record import Protocol
 from openbench.evaluation.scorers import file_sha256
 
 __all__ = ["QUERY_CHUNK", "read_safran_predictions", "TopKEvaluator", "read_obl2021_submission", "obl2021_counts",
-           "OBL2021Evaluator"]
+           "OBL2021Evaluator", "listed_counts", "ServedListEvaluator"]
 
 QUERY_CHUNK = 4096
 Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
@@ -261,4 +261,98 @@ class OBL2021Evaluator(Evaluator):
         protocol.candidates = "listed (OBL2021 top-10, order as submitted)"
         protocol.tie_rule = "none visible: the submitted order is the rank"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=False, not_listed=self.not_listed)
+        return protocol
+
+
+def listed_counts(lists: np.ndarray, true_ids: np.ndarray, known: Tuple[torch.Tensor, torch.Tensor],
+                  num_entities: int) -> RankCounts:
+    """Counts of ranked lists with the other known answers filtered out.
+
+    :param lists: (n, k) int64 entity ids, best first, distinct within a row.
+    :param true_ids: (n,) the answer each row is scored for.
+    :param known: (rows (M,), entity ids (M,)): the other known answers of each row's query (the
+        answer itself excluded), removed from its list before the answer's position is read.
+    :returns: ``n_greater`` (n,) float64, the listed entries left before the answer (+inf where it
+        is not listed); ``n_equal`` zeros (the order is the rank); ``n_candidates`` (n,) the
+        entities less the known answers.
+    """
+    rows, cols = (tensor.cpu().numpy() for tensor in known)
+    n = len(true_ids)
+    greater = np.full(n, np.inf)
+    for start in range(0, n, QUERY_CHUNK):
+        chunk = lists[start:start + QUERY_CHUNK]
+        inside = (rows >= start) & (rows < start + len(chunk))
+        known_codes = (rows[inside] - start) * num_entities + cols[inside]
+        entries = np.arange(len(chunk))[:, None] * num_entities + chunk
+        kept = ~np.isin(entries, known_codes)
+        match = (chunk == true_ids[start:start + len(chunk), None]) & kept
+        listed = match.any(axis=1)
+        position = match.argmax(axis=1)
+        before = np.cumsum(kept, axis=1) - kept  # kept entries strictly before each column
+        found = before[np.arange(len(chunk)), position].astype(np.float64)
+        greater[start:start + len(chunk)] = np.where(listed, found, np.inf)
+    candidates = num_entities - np.bincount(rows, minlength=n)
+    return RankCounts(torch.from_numpy(greater), torch.zeros(n, dtype=torch.long), torch.from_numpy(candidates))
+
+
+class ServedListEvaluator(Evaluator):
+    """Ranked lists of served queries, scored against the answers only the server knows.
+
+    Each answer is one test triple ranked on the side its query was served; the known answers of
+    every split (the query's other test answers included) are filtered out of the list first, so
+    the metrics are the filtered ones, truncated at the list length.
+
+    :param answers: (A, 3) the answered test triples; ``tail_side`` (A,) bool, True where the
+        triple was served as a tail query ``(h, r, ?)``; ``lists`` (A, k) int64 the submitted list
+        of each answer's query.
+    :param extra: what the record's protocol adds (the hosted protocol, the part, the counts).
+    """
+
+    model_name = "served predictions"
+    model_kind = "served"
+
+    def __init__(self, dataset: Dataset, answers: torch.Tensor, tail_side: np.ndarray, lists: np.ndarray,
+                 extra: dict, source_sha256: Optional[str] = None, **options):
+        order = np.argsort(tail_side, kind="stable")  # head answers first, then tail answers
+        self.answers, self.lists = answers[torch.from_numpy(order)], lists[order]
+        self.n_head = int((~tail_side).sum())
+        served = [side for side, present in (("head", self.n_head > 0), ("tail", self.n_head < len(order)))
+                  if present]
+        super().__init__(dataset, device="cpu", sides=served, **options)
+        self.extra, self.source_sha256 = dict(extra), source_sha256
+
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """Refused: ranked lists give no score to a triple (n, 3) outside them."""
+        raise UsageError("served predictions rank the served queries only; they score no other triple")
+
+    def model_description(self) -> dict:
+        """The list length and the upload's sha256."""
+        return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": int(self.lists.shape[1])},
+                "source_sha256": self.source_sha256}
+
+    def evaluation_triples(self) -> torch.Tensor:
+        """(A, 3) the answered triples, head answers first."""
+        return self.answers
+
+    def side_relations(self, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """Head answers are the first ``n_head`` triples, tail answers the rest."""
+        parts = {"head": triples[:self.n_head, 1], "tail": triples[self.n_head:, 1]}
+        return {side: parts[side] for side in self.sides}
+
+    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """(A_side,) counts of each side's answers (see :func:`listed_counts`)."""
+        counts = {}
+        for side, rows in (("head", slice(0, self.n_head)), ("tail", slice(self.n_head, None))):
+            if side in self.sides:
+                batch = triples[rows]
+                counts[side] = listed_counts(self.lists[rows], batch[:, 0 if side == "head" else 2].numpy(),
+                                             self._filter_pairs(batch, side), self.num_entities)
+        return counts
+
+    def protocol(self) -> Protocol:
+        """Served queries, each ranked list re-filtered with every known answer."""
+        protocol = super().protocol()
+        protocol.candidates = "listed (served queries, re-filtered)"
+        protocol.tie_rule = "none visible: the submitted order is the rank"
+        protocol.extra.update(mrr_is_lower_bound=True, refiltered=True, **self.extra)
         return protocol

@@ -11,16 +11,18 @@ import html
 import io
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from openbench.record import CLASSIFICATION_METRICS
 
-__all__ = ["METRICS", "FLAGS", "LEGEND", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page"]
+__all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
+           "legend", "safe_link"]
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
 FLAGS = {"published": "†", "nonstandard": "*"}
-LEGEND = ("† published result, not reproduced here (protocol unknown: LibKGE, LinkExplorer 2022); "
-          "* protocol differs from the dataset's standard one")
+LEGEND_PARTS = {"published": "† published result, not reproduced here (protocol unknown: LibKGE, LinkExplorer 2022)",
+                "nonstandard": "* protocol differs from the dataset's standard one"}
+LEGEND = "; ".join(LEGEND_PARTS.values())
 
 
 def _value(row: dict, metric: str, plain: bool = False) -> str:
@@ -33,11 +35,27 @@ def _value(row: dict, metric: str, plain: bool = False) -> str:
     return f"{mean:.3f} ± {std:.3f}" if std is not None else f"{mean:.3f}"
 
 
+def _flags(row: dict) -> str:
+    return (FLAGS["published"] if row["published"] else "") + (FLAGS["nonstandard"] if row.get("nonstandard_protocol")
+                                                               else "")
+
+
 def _name(row: dict) -> str:
-    flags = FLAGS["published"] if row["published"] else ""
-    flags += FLAGS["nonstandard"] if row.get("nonstandard_protocol") else ""
     scope = f" [{row['scope']}]" if row.get("scope") else ""
-    return row["name"] + flags + scope
+    return row["name"] + _flags(row) + scope
+
+
+def legend(rows: List[dict]) -> str:
+    """The footnotes of the flags that ``rows`` use ("" when none)."""
+    used = [text for flag, text in ((FLAGS["published"], LEGEND_PARTS["published"]),
+                                    (FLAGS["nonstandard"], LEGEND_PARTS["nonstandard"]))
+            if any(flag in _flags(row) for row in rows)]
+    return "; ".join(used)
+
+
+def _served(rows: List[dict]) -> bool:
+    """Whether the rows come from a served board (teams, server-scored rows): then they show both."""
+    return any(row.get("team") or row.get("verified") == "server" for row in rows)
 
 
 def _dataset(row: dict) -> str:
@@ -66,13 +84,15 @@ def export_page(db, output_dir, dataset=None) -> Path:
     """Write the leaderboard's HTML page as ``output_dir/index.html`` (the folder replaced as a whole,
     only over one openbench wrote); returns the page."""
     from openbench._io import check_output_folder, replace_folder
-    from openbench.leaderboard.store import default_path, read_rows
+    from openbench.leaderboard.store import default_path, read_page_rows
 
     database = Path(db) if db else default_path()
     check_output_folder(output_dir, [database])
-    text = render(read_rows(db, dataset=dataset), "html")
-    replace_folder(Path(output_dir), lambda staging: (staging / "index.html").write_text(text, encoding="utf-8"),
-                   inputs=[database], kind="leaderboard page")
+    text = render(read_page_rows(db, dataset=dataset), "html")
+    def fill(staging: Path) -> None:
+        (staging / "index.html").write_text(text, encoding="utf-8")
+
+    replace_folder(Path(output_dir), fill, inputs=[database], kind="leaderboard page")
     return Path(output_dir) / "index.html"
 
 
@@ -99,7 +119,8 @@ def _csv_text(text: str) -> str:
 
 def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
     """The rows in ``fmt``: a table (one per dataset and task, ranked within it), Markdown, CSV,
-    JSON or the HTML page; ``sort`` adds its column where the standard ones lack it."""
+    JSON or the HTML page; ``sort`` adds its column where the standard ones lack it. Every text
+    cell is escaped for its target."""
     if fmt == "json":
         return json.dumps(rows, indent=2) + "\n"
     if fmt == "csv":
@@ -108,43 +129,62 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
         return page(rows)
     if not rows:
         return "(no rows)\n"
+    served = _served(rows)
     parts = []
     for group, members in _groups(rows):
         columns = _columns(members, sort)
-        header = ["#", "model", "type", *columns, "runs"]
-        body = [[str(i), _name(row), row.get("model_type") or "", *(_value(row, m) for m in columns),
+        header = ["#", "model", *(["team", "verified"] if served else []), "type", *columns, "runs"]
+        body = [[str(i), _name(row), *([row.get("team") or "", row.get("verified") or ""] if served else []),
+                 row.get("model_type") or "", *(_value(row, m) for m in columns),
                  str(row["runs"]) if row["runs"] is not None else "-"] for i, row in enumerate(members, start=1)]
         if fmt == "md":
             lines = [f"### {_markdown_cell(group)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(_markdown_cell(cell) for cell in line) + " |" for line in body]
         else:
+            body = [[_plain_cell(cell) for cell in line] for line in body]
             widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-            lines = [f"dataset {group}"]
+            lines = [f"dataset {_plain_cell(group)}"]
             lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
                       for line in [header, *body]]
         parts.append("\n".join(lines))
-    return "\n\n".join(parts) + f"\n\n{LEGEND}\n"
+    footnotes = legend(rows)
+    return "\n\n".join(parts) + (f"\n\n{_markdown_cell(footnotes) if fmt == 'md' else footnotes}\n" if footnotes
+                                  else "\n")
+
+
+def _plain_cell(text: str) -> str:
+    """A text-table cell on one line: control characters (newlines, escapes) shown as spaces."""
+    return "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
 
 
 def _csv(rows: List[dict]) -> str:
     columns = _columns(rows)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["group", "name", "model_type", "dataset", "fingerprint", "side", "rank_type",
-                     *(f"{m}_{part}" for m in columns for part in ("mean", "std")), "runs", "published",
-                     "nonstandard_protocol"])
+    writer.writerow(["group", "name", "team", "verified", "model_type", "dataset", "fingerprint", "scope", "side",
+                     "rank_type", *(f"{m}_{part}" for m in columns for part in ("mean", "std")), "runs", "published",
+                     "nonstandard_protocol", "paper", "code"])
     for row in rows:
         cells = []
         for metric in columns:
             cell = row["metrics"].get(metric) or {}
             cells += ["" if cell.get("mean") is None else repr(cell["mean"]),
                       "" if cell.get("std") is None else repr(cell["std"])]
-        writer.writerow([_csv_text(row.get("group") or ""), _csv_text(row["name"]),
-                         _csv_text(row.get("model_type") or ""), _csv_text(row["dataset"].get("name") or ""),
-                         row["dataset"].get("fingerprint") or "", row["side"], row["rank_type"], *cells,
-                         "" if row["runs"] is None else row["runs"], row["published"],
-                         "" if row.get("nonstandard_protocol") is None else row["nonstandard_protocol"]])
+        texts = [row.get("group"), row["name"], row.get("team"), row.get("verified"), row.get("model_type"),
+                 row["dataset"].get("name"), row["dataset"].get("fingerprint"), row.get("scope"), row["side"],
+                 row["rank_type"]]
+        writer.writerow([_csv_text(str(text or "")) for text in texts] + cells
+                        + ["" if row["runs"] is None else row["runs"], row["published"],
+                           "" if row.get("nonstandard_protocol") is None else row["nonstandard_protocol"],
+                           _csv_text(row.get("paper") or ""), _csv_text(row.get("code") or "")])
     return buffer.getvalue()
+
+
+def safe_link(url: Optional[str]) -> Optional[str]:
+    """``url`` where it is an http(s) URL a page may link to, else None (javascript:, data:, ...)."""
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        return None
+    return None if any(c.isspace() or ord(c) < 32 for c in url) else url
 
 
 def plot_svg(rows: List[dict], width: int = 720, bar_height: int = 9) -> str:
@@ -176,28 +216,37 @@ def plot_svg(rows: List[dict], width: int = 720, bar_height: int = 9) -> str:
 
 _SCRIPT = """
 const rows = JSON.parse(document.getElementById("rows").textContent);
-const columnsByGroup = COLUMNS;
+const columnsByTable = COLUMNS;
 function metric(row, key) { const cell = row.metrics[key]; return cell ? cell.mean : null; }
 function text(row, key) {
   if (key === "name") return row.name + (row.published ? "\\u2020" : "") + (row.nonstandard_protocol ? "*" : "")
     + (row.scope ? " [" + row.scope + "]" : "");
   if (key === "runs") return row.runs === null ? "-" : String(row.runs);
   if (key === "model_type") return row.model_type || "";
+  if (key === "team") return row.team || "";
+  if (key === "verified") return row.published ? "published" : (row.verified || "self");
   const cell = row.metrics[key];
   if (!cell || cell.mean === null) return "-";
   return cell.mean.toFixed(3) + (cell.std === null ? "" : " \\u00b1 " + cell.std.toFixed(3));
 }
 function escaped(value) {
-  return value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+  return value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+    .replace(/'/g, "&#39;");
 }
+function cell(row, key) {
+  if (key !== "links") return escaped(text(row, key));
+  return row.links.map(link => `<a href="${escaped(link.url)}" rel="nofollow noopener noreferrer">${escaped(link.label)}</a>`)
+    .join(" ");
+}
+const TEXT_KEYS = ["name", "model_type", "team", "verified", "links"];
 function value(row, key) {
-  if (["name", "model_type"].includes(key)) return text(row, key);
+  if (TEXT_KEYS.includes(key)) return key === "links" ? row.links.length : text(row, key);
   if (key === "runs") return row.runs;
   return metric(row, key);
 }
 function build(table, order) {
-  const group = table.dataset.group, columns = columnsByGroup[group];
-  const sorted = rows.filter(r => r.page_group === group).sort((a, b) => {
+  const id = table.dataset.table, columns = columnsByTable[id];
+  const sorted = rows.filter(r => r.page_table === id).sort((a, b) => {
     const x = value(a, order.key), y = value(b, order.key);
     if (x === y) return 0;
     if (x === null) return 1;
@@ -206,16 +255,16 @@ function build(table, order) {
   });
   const head = "<thead><tr>" + columns.map(c => `<th data-key="${escaped(c.key)}">${escaped(c.label)}</th>`).join("")
     + "</tr></thead>";
-  const body = sorted.map(r => "<tr>" + columns.map(c => `<td data-key="${escaped(c.key)}">${escaped(text(r, c.key))}</td>`)
+  const body = sorted.map(r => "<tr>" + columns.map(c => `<td data-key="${escaped(c.key)}">${cell(r, c.key)}</td>`)
     .join("") + "</tr>").join("");
   table.innerHTML = head + "<tbody>" + body + "</tbody>";
   table.querySelectorAll("th").forEach(th => th.addEventListener("click", () => {
     const key = th.dataset.key;
-    build(table, {key: key, descending: order.key === key ? !order.descending : !["name", "model_type"].includes(key)});
+    build(table, {key: key, descending: order.key === key ? !order.descending : !TEXT_KEYS.includes(key)});
   }));
 }
 document.querySelectorAll("table.leaderboard").forEach(table => {
-  const first = columnsByGroup[table.dataset.group][2];
+  const first = columnsByTable[table.dataset.table].find(c => !TEXT_KEYS.includes(c.key));
   build(table, {key: first ? first.key : "name", descending: true});
 });
 """
@@ -230,19 +279,51 @@ def _json_for_html(value) -> str:
     return text
 
 
+def _sections(rows: List[dict]) -> List[tuple]:
+    """(dataset label, [(table label, its rows)]) in the order the rows come: one section per
+    dataset fingerprint (published rows, which have none, per dataset name), one table per task,
+    protocol family and scope within it."""
+    sections: dict = {}
+    for row in rows:
+        dataset = row["dataset"]
+        if dataset.get("fingerprint"):
+            key, label = dataset["fingerprint"], dataset.get("label") or _dataset(row)
+        else:
+            key, label = f"published {dataset.get('name')}", f"{dataset.get('name')}: published results"
+        family = row.get("family") or "ranking"
+        table = f"{family}; scope: {row['scope']}" if row.get("scope") else family
+        sections.setdefault(key, (label, {}))[1].setdefault(table, []).append(row)
+    return [(label, list(tables.items())) for label, tables in sections.values()]
+
+
+def _page_row(row: dict, table: str) -> dict:
+    links = [{"label": label, "url": url} for label in ("paper", "code") for url in [safe_link(row.get(label))] if url]
+    return dict(row, page_table=table, links=links)
+
+
 def page(rows: List[dict]) -> str:
-    """The self-contained HTML page: per dataset and task a sortable table and a plot."""
-    sections, columns_by_group, groups = [], {}, _groups(rows)
-    for number, (group, members) in enumerate(groups):
-        columns = [{"key": "name", "label": "model"}, {"key": "model_type", "label": "type"}]
-        columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(members)]
-        columns.append({"key": "runs", "label": "runs"})
-        columns_by_group[str(number)] = columns
-        sections.append(f'<section><h2>{html.escape(group)}</h2>\n<table class="leaderboard" id="leaderboard-{number}" '
-                        f'data-group="{number}"></table>\n{plot_svg(members)}</section>')
-    grouped = [dict(row, page_group=str(number)) for number, (_, members) in enumerate(groups) for row in members]
-    script = _SCRIPT.replace("COLUMNS", _json_for_html(columns_by_group))
+    """The self-contained HTML page: per dataset a section, in it per task, protocol family and
+    scope a sortable table (model, team, verification, type, metrics, runs, links) and a plot."""
+    sections: List[str] = []
+    columns_by_table: Dict[str, List[dict]] = {}
+    shown: List[dict] = []
+    for label, tables in _sections(rows):
+        parts = [f"<section><h2>{html.escape(label)}</h2>"]
+        for caption, members in tables:
+            number = str(len(columns_by_table))
+            columns = [{"key": "name", "label": "model"}, {"key": "team", "label": "team"},
+                       {"key": "verified", "label": "verified"}, {"key": "model_type", "label": "type"}]
+            columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(members)]
+            columns += [{"key": "runs", "label": "runs"}, {"key": "links", "label": "links"}]
+            columns_by_table[number] = columns
+            parts.append(f'<h3>{html.escape(caption)}</h3>\n<table class="leaderboard" id="leaderboard-{number}" '
+                         f'data-table="{number}"></table>\n{plot_svg(members)}')
+            shown += [_page_row(row, number) for row in members]
+        sections.append("\n".join(parts) + "</section>")
+    script = _SCRIPT.replace("COLUMNS", _json_for_html(columns_by_table))
     body = "\n".join(sections) or "<p>No results yet.</p>"
+    footnotes = legend(rows)
+    note = f'<p class="legend">{html.escape(footnotes)}</p>\n' if footnotes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>openbench leaderboard</title>
 <style>
@@ -252,11 +333,11 @@ th {{ cursor: pointer; text-align: left; background: #f4f4f4; }} td {{ font-vari
 </style></head>
 <body>
 <h1>openbench leaderboard</h1>
-<p>One table per dataset and task (models are comparable only within one); one row per model and protocol;
-mean ± standard deviation over seeds. Click a column to sort.</p>
+<p>One section per dataset, one table per task and protocol (models are comparable only within one); one row per
+model and protocol; mean ± standard deviation over seeds; verified: server where the board scored the row against
+hidden test answers, self where the submitter computed it. Click a column to sort.</p>
 {body}
-<p class="legend">{html.escape(LEGEND)}</p>
-<script id="rows" type="application/json">{_json_for_html(grouped)}</script>
+{note}<script id="rows" type="application/json">{_json_for_html(shown)}</script>
 <script>{script}</script>
 </body></html>
 """

@@ -4,86 +4,157 @@ Starlette (the ASGI toolkit FastAPI is built on) and uvicorn are small, well kep
 record schema is openbench's own (:mod:`openbench.record`), so FastAPI's pydantic layer would add
 a second schema without adding a check. Routes:
 
-* ``GET /``: the page (one sortable table and plot per dataset and task), rendered per request;
+* ``GET /``: the page (per dataset: ranking, classification and scoped tables), rendered per request;
 * ``GET /api/leaderboard?dataset=&task=&sort=&scoped=``: the rows, as ``leaderboard show --format json``;
 * ``POST /api/submissions?name=&model_type=&paper=&code=&notes=`` with ``Authorization: Bearer
   TOKEN`` and a result record (``application/json``) → 201 ``{"id": …}``; 400 with the reason,
   401 (no or a bad token), 409 (already on the board), 413 (too large), 415, 429 (rate limit);
 * ``GET /api/benchmarks``; ``GET /api/benchmarks/NAME/queries``: a hosted benchmark's entity and
-  relation labels and its test queries, tail queries ``(h, r, ?)`` and head queries ``(?, r, t)``,
-  each list in its own seeded order, so that no query pairs up with another into a test triple;
-* ``POST /api/benchmarks/NAME/predictions?name=…`` (token): an OBL2021 submission (``.npz`` whose
-  one array is ``(n_tail + n_head, k)`` entity ids, rows in the served query order) scored against
-  the hidden answers with openbench's OBL2021 evaluator; stored as ``verified: server``.
+  relation labels and its served queries (:mod:`openbench.leaderboard.hosting`: each test triple
+  at most once, on one side, and no query naming an answer of its relation);
+* ``POST /api/benchmarks/NAME/predictions?name=…`` (token): an ``.npz`` whose one integer array
+  is ``(queries, k)`` entity indices, row j ranking served query j, scored against the hidden
+  answers of both parts; the test-dev score is returned and shown, the test-challenge one is
+  stored hidden until ``leaderboard reveal``. Rows are ``verified: server``.
 
-No route returns a test answer: the answers stay in the server's loaded dataset. Writes are one
-SQLite transaction each (``BEGIN IMMEDIATE``), acknowledged after COMMIT. Each token may make
-``rate`` requests per second on average, in bursts of ``burst`` (a token bucket in memory).
+No route returns a test answer, and no refusal says anything derived from one: uploads are
+checked in served order and every message names served rows only. Writes are one SQLite
+transaction each (``BEGIN IMMEDIATE``), acknowledged after COMMIT. Each token may make ``rate``
+requests per second on average, in bursts of ``burst`` (a token bucket per token id, in memory);
+``daily_limit`` caps a team's scored uploads per benchmark and UTC day (every upload counts,
+refused or not).
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
-import io
-import json
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional
 
 import numpy as np
+import torch
 
-from openbench.errors import OpenbenchError
+from openbench._io.inputs import parse_json, read_npz
+from openbench.errors import InputError, OpenbenchError
+from openbench.leaderboard.hosting import HOSTED_PROTOCOL, PARTS, SIDE_NAMES, ServedQueries, serve_queries
 from openbench.leaderboard.render import render
-from openbench.leaderboard.store import DuplicateRun, Leaderboard, LeaderboardError, connect, open_leaderboard
+from openbench.leaderboard.store import (DuplicateRun, Leaderboard, LeaderboardError, LimitReached, connect,
+                                         open_leaderboard, page_rows)
 
-__all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "serve", "MAX_BODY_BYTES"]
+if TYPE_CHECKING:
+    from openbench.evaluation.dataset import Dataset
+
+__all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions",
+           "serve", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 LIST_LENGTH_LIMIT = 100
+INFLATE_FACTOR = 4  # an upload's arrays may declare at most this many times the body limit
+WRITES = ("submit", "submit_parts", "count_attempt")
 
 
 @dataclass
 class Benchmark:
-    """A hosted benchmark: the loaded dataset (answers stay here) and the served query orders
-    (``tail_order[j]``: the test triple of served tail query j; ``head_order`` likewise)."""
+    """A hosted benchmark: the loaded dataset (the answers stay here) and its served queries."""
 
     name: str
-    dataset: object
-    tail_order: np.ndarray
-    head_order: np.ndarray
+    dataset: "Dataset"
+    served: ServedQueries
 
     def queries(self) -> dict:
-        test = self.dataset.triples["test"].numpy()
+        """What ``GET /api/benchmarks/NAME/queries`` serves: labels and queries, no answer."""
         entities, relations = self.dataset.entity_labels, self.dataset.relation_labels
-        return {"benchmark": self.name, "entities": list(entities), "relations": list(relations),
-                "tail_queries": [[entities[h], relations[r]] for h, r in test[self.tail_order, :2].tolist()],
-                "head_queries": [[relations[r], entities[t]] for r, t in test[self.head_order, 1:].tolist()],
-                "format": "an .npz with one array of shape (len(tail_queries) + len(head_queries), k), k <= "
-                          f"{LIST_LENGTH_LIMIT}: row j < len(tail_queries) ranks tail query j, the rest the head "
-                          "queries in order; entries are indices into entities, best first"}
+        rows = []
+        for side, relation, anchor in zip(self.served.side.tolist(), self.served.relation.tolist(),
+                                          self.served.anchor.tolist()):
+            rows.append([entities[anchor], relations[relation], None] if side == 1 else
+                        [None, relations[relation], entities[anchor]])
+        return {"benchmark": self.name, "protocol": HOSTED_PROTOCOL, "entities": list(entities),
+                "relations": list(relations), "queries": rows,
+                "format": f"an .npz holding one integer array of shape ({len(rows)}, k), 1 <= k <= "
+                          f"{LIST_LENGTH_LIMIT}: row j ranks the missing entity (null) of query j, as indices into "
+                          "entities, best first, distinct within a row; known training and validation answers "
+                          "may be listed (they are filtered out before scoring)"}
 
-    def in_test_order(self, predictions: np.ndarray) -> np.ndarray:
-        """The served-order rows put back into OBL2021's order (tail rows of test triples 0..T-1,
-        then head rows)."""
-        tasks = len(self.tail_order)
-        ordered = np.empty_like(predictions)
-        ordered[self.tail_order] = predictions[:tasks]
-        ordered[tasks + self.head_order] = predictions[tasks:]
-        return ordered
+    def relation_summary(self) -> Dict[str, tuple]:
+        """{relation label: (test triples served, test triples held)}: the organiser's report."""
+        labels = self.dataset.relation_labels
+        return {labels[r]: (self.served.kept.get(r, 0), held) for r, held in self.served.test_triples.items()}
 
 
-def load_benchmark(name: str, folder) -> Benchmark:
+def load_benchmark(name: str, folder, db) -> Benchmark:
+    """The benchmark ``name`` over the split at ``folder``, its secret read from (or made in) the
+    store at ``db``."""
     from openbench.evaluation.dataset import load_dataset
 
     dataset = load_dataset(folder)
-    tasks = dataset.triples["test"].shape[0]
-    seed = int.from_bytes(hashlib.sha256(f"{name}\n{dataset.fingerprint}".encode()).digest()[:8], "big")
-    rng = np.random.default_rng(seed)
-    return Benchmark(name, dataset, rng.permutation(tasks), rng.permutation(tasks))
+    board = open_leaderboard(db)
+    try:
+        secret = board.benchmark_secret(name, dataset.fingerprint)
+    finally:
+        board.close()
+    return Benchmark(name, dataset, serve_queries(dataset.triples["test"].numpy(), secret))
+
+
+def read_predictions(raw: bytes, queries: int, max_bytes: int) -> np.ndarray:
+    """The submitted (queries, k) int64 array, every check in served order (row j is query j)."""
+    arrays = read_npz(raw, "the upload", max_bytes)
+    if len(arrays) != 1:
+        raise InputError(f"the .npz must hold exactly one array, found {len(arrays)}", "the upload")
+    predictions = next(iter(arrays.values()))
+    if predictions.ndim != 2 or predictions.shape[0] != queries or not 1 <= predictions.shape[1] <= LIST_LENGTH_LIMIT:
+        raise InputError(f"expected an array of shape ({queries}, k) with 1 <= k <= {LIST_LENGTH_LIMIT}, found "
+                         f"{predictions.shape}", "the upload")
+    if not np.issubdtype(predictions.dtype, np.integer):
+        raise InputError(f"entity indices must be integers, found {predictions.dtype}", "the upload")
+    return predictions.astype(np.int64)
+
+
+def _check_rows(predictions: np.ndarray, num_entities: int) -> None:
+    """Ids in range and distinct within each row; the first bad *served* row is named."""
+    outside = np.flatnonzero(((predictions < 0) | (predictions >= num_entities)).any(axis=1))
+    if len(outside):
+        raise InputError(f"row {int(outside[0])} holds an id outside [0, {num_entities})", "the upload")
+    ordered = np.sort(predictions, axis=1)
+    repeated = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+    if len(repeated):
+        raise InputError(f"row {int(repeated[0])} lists an entity twice; each row must hold distinct ids",
+                         "the upload")
+
+
+def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES * INFLATE_FACTOR) -> Dict[str, dict]:
+    """{part: the record} of an upload, scored against the hidden answers of each part."""
+    from openbench.evaluation.topk import ServedListEvaluator
+
+    served = hosted.served
+    predictions = read_predictions(raw, len(served), max_bytes)
+    _check_rows(predictions, hosted.dataset.num_entities)
+    query, triple = served.answers_of(np.arange(len(served)))
+    test = hosted.dataset.triples["test"]
+    digest = hashlib.sha256(raw).hexdigest()
+    records = {}
+    for index, part in enumerate(PARTS):
+        chosen = served.part[query] == index
+        if not chosen.any():
+            continue
+        rows = query[chosen]
+        part_queries = np.flatnonzero(served.part == index)
+        extra = {"hosted_protocol": HOSTED_PROTOCOL, "benchmark": hosted.name, "benchmark_part": part,
+                 "served_sides": [SIDE_NAMES[s] for s in sorted(set(served.side.tolist()))],
+                 "served_queries": {SIDE_NAMES[s]: int((served.side[part_queries] == s).sum()) for s in (0, 1)},
+                 "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values()))}
+        evaluator = ServedListEvaluator(hosted.dataset, test[torch.from_numpy(triple[chosen])], served.side[rows] == 1,
+                                        predictions[rows], extra, digest, progress=False)
+        record = evaluator.evaluate()
+        record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
+        records[part] = record
+    return records
 
 
 class RateLimiter:
@@ -106,8 +177,14 @@ class RateLimiter:
             return True
 
 
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, headers: Optional[dict] = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers
+
+
 def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: int = MAX_BODY_BYTES,
-               rate: float = 20.0, burst: int = 60):
+               rate: float = 20.0, burst: int = 60, daily_limit: Optional[int] = None):
     """The ASGI application over the store at ``db`` (checked and migrated once, here)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -120,6 +197,7 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
     benchmarks = dict(benchmarks or {})
     limiter = RateLimiter(rate, burst)
     local = threading.local()
+    write_lock = threading.Lock()
 
     def board() -> Leaderboard:
         """One connection per worker thread (sqlite3 connections stay in their thread)."""
@@ -127,16 +205,14 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
             local.board = connect(path)
         return local.board
 
-    write_lock = threading.Lock()
-
     async def on_board(method: str, *args, **kwargs):
         """``board().<method>(...)`` in a worker thread, on that thread's own connection. Writes
         queue on one lock in this process: SQLite's own busy handler backs off by sleeping (up to
         100 ms a try), which turns contention into long tails."""
         def call():
-            if method == "submit":
+            if method in WRITES:
                 with write_lock:
-                    return board().submit(*args, **kwargs)
+                    return getattr(board(), method)(*args, **kwargs)
             return getattr(board(), method)(*args, **kwargs)
         return await run_in_threadpool(call)
 
@@ -145,7 +221,9 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
 
     async def body_of(request: Request) -> bytes:
         declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > max_body):
+        if declared is not None and not (declared.isascii() and declared.isdigit()):
+            raise _Refused(400, f"Content-Length {declared[:40]!r} is not a byte count")
+        if declared is not None and int(declared) > max_body:
             raise _Refused(413, f"the body is larger than {max_body} bytes")
         chunks, size = [], 0
         async for chunk in request.stream():
@@ -156,13 +234,15 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
         return b"".join(chunks)
 
     async def team_of(request: Request) -> str:
+        """The team of the request's token; the token's id (not its spelling) is rate limited."""
         header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        team = await on_board("team_of", token) if token else None
-        if team is None:
+        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        found = await on_board("authenticate", token) if token else None
+        if found is None:
             raise _Refused(401, "a valid token is needed: Authorization: Bearer <token>",
                            {"WWW-Authenticate": "Bearer"})
-        if not limiter.allow(token):
+        token_id, team = found
+        if not limiter.allow(f"token {token_id}"):
             raise _Refused(429, f"too many requests: at most {rate:g} per second per token (bursts of {burst})",
                            {"Retry-After": "1"})
         return team
@@ -176,41 +256,44 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
                 "code": query.get("code"), "notes": query.get("notes")}
 
     async def home(request: Request):
-        def page():
-            current = board()
-            rows = current.rows() + current.rows(task="classification") + current.rows(scoped=True)
-            return render(rows, "html")
-        return HTMLResponse(await run_in_threadpool(page))
+        return HTMLResponse(await run_in_threadpool(lambda: render(page_rows(board()), "html")))
 
     async def leaderboard(request: Request):
         query = request.query_params
         try:
             rows = await on_board("rows", dataset=query.get("dataset"), sort=query.get("sort"),
-                                           task=query.get("task", "ranking"),
-                                           scoped=query.get("scoped", "") in ("1", "true"))
+                                  task=query.get("task", "ranking"), scoped=query.get("scoped", "") in ("1", "true"))
         except LeaderboardError as problem:
             return error(400, str(problem))
         return JSONResponse(rows)
 
-    async def receive(request: Request, content_types: tuple, what: str):
-        """(team, the submission's fields, the body) of an authorised POST, or _Refused."""
+    async def receive(request: Request, content_types: tuple, what: str, benchmark: Optional[str] = None):
+        """(team, the submission's fields, the body) of an authorised POST, or _Refused. A scored
+        upload is counted before its body is read: refused or accepted, it costs the same."""
         team = await team_of(request)
-        if request.headers.get("content-type", "").split(";")[0].strip() not in content_types:
+        if request.headers.get("content-type", "").split(";")[0].strip().lower() not in content_types:
             raise _Refused(415, f"{what} is sent as {' or '.join(content_types)}")
-        return team, fields_of(request), await body_of(request)
+        fields = fields_of(request)
+        if benchmark is not None:
+            await on_board("count_attempt", team, benchmark, daily_limit)
+        return team, fields, await body_of(request)
 
     def refusal(problem: Exception) -> JSONResponse:
         if isinstance(problem, _Refused):
             return error(problem.status, problem.message, problem.headers)
+        if isinstance(problem, LimitReached):
+            wait = max(1, int((problem.reset - datetime.datetime.now(datetime.timezone.utc)).total_seconds()))
+            return error(429, str(problem), {"Retry-After": str(wait)})
         return error(409 if isinstance(problem, DuplicateRun) else 400, str(problem))
 
     async def submit(request: Request):
         try:
             team, fields, raw = await receive(request, ("application/json",), "a result record")
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as problem:
-                raise _Refused(400, f"the body is not JSON ({problem})") from None
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as problem:
+                raise _Refused(400, f"the body is not UTF-8 JSON ({problem})") from None
+            record = parse_json(text, None, "the result record")
             row_id = await on_board("submit", record, team=team, verified="self", **fields)
         except (_Refused, OpenbenchError) as problem:
             return refusal(problem)
@@ -219,25 +302,30 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
     async def benchmark_list(request: Request):
         return JSONResponse(sorted(benchmarks))
 
+    def hosted_of(request: Request) -> Benchmark:
+        name = request.path_params["name"]
+        if name not in benchmarks:
+            raise _Refused(404, f"no benchmark {name[:100]!r}; hosted: {', '.join(sorted(benchmarks)) or 'none'}")
+        return benchmarks[name]
+
     async def queries(request: Request):
-        hosted = benchmarks.get(request.path_params["name"])
-        if hosted is None:
-            return error(404, f"no benchmark {request.path_params['name']!r}; hosted: {', '.join(sorted(benchmarks))}")
+        try:
+            hosted = hosted_of(request)
+        except _Refused as problem:
+            return refusal(problem)
         return JSONResponse(hosted.queries())
 
     async def predictions(request: Request):
-        hosted = benchmarks.get(request.path_params["name"])
-        if hosted is None:
-            return error(404, f"no benchmark {request.path_params['name']!r}; hosted: {', '.join(sorted(benchmarks))}")
         try:
+            hosted = hosted_of(request)
             team, fields, raw = await receive(request, ("application/octet-stream", "application/x-npz"),
-                                              "predictions (an .npz file)")
-            record = await run_in_threadpool(_score, hosted, raw)
-            row_id = await on_board("submit", record, team=team, verified="server", **fields)
+                                              "predictions (an .npz file)", hosted.name)
+            records = await run_in_threadpool(score_predictions, hosted, raw, max_body * INFLATE_FACTOR)
+            ids = await on_board("submit_parts", records, hosted.name, team=team, **fields)
         except (_Refused, OpenbenchError) as problem:
             return refusal(problem)
-        return JSONResponse({"id": row_id, "team": team, "verified": "server",
-                             "metrics": record["metrics"]["both"]["realistic"]}, status_code=201)
+        return JSONResponse({"id": ids["test-dev"], "team": team, "verified": "server", "part": "test-dev",
+                             "metrics": records["test-dev"]["metrics"]["both"]["realistic"]}, status_code=201)
 
     return Starlette(routes=[
         Route("/", home), Route("/api/leaderboard", leaderboard), Route("/api/submissions", submit, methods=["POST"]),
@@ -245,44 +333,19 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
         Route("/api/benchmarks/{name}/predictions", predictions, methods=["POST"])])
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, message: str, headers: Optional[dict] = None):
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, headers
-
-
-def _score(hosted: Benchmark, raw: bytes) -> dict:
-    """The OBL2021 evaluation of submitted rows (served order) against the hidden answers."""
-    from openbench.evaluation.topk import OBL2021Evaluator
-
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as archive:
-            arrays = [archive[key] for key in archive.files]
-    except Exception as problem:  # numpy raises many kinds for a bad archive
-        raise _Refused(400, f"not a readable .npz without pickles ({type(problem).__name__}: {problem})") from None
-    if len(arrays) != 1:
-        raise _Refused(400, f"the .npz must hold exactly one array, found {len(arrays)}")
-    predictions = arrays[0]
-    tasks = len(hosted.tail_order)
-    if predictions.ndim != 2 or predictions.shape[0] != 2 * tasks or not 1 <= predictions.shape[1] <= LIST_LENGTH_LIMIT:
-        raise _Refused(400, f"expected an array of shape ({2 * tasks}, k) with 1 <= k <= {LIST_LENGTH_LIMIT}, found "
-                            f"{predictions.shape}")
-    if not np.issubdtype(predictions.dtype, np.integer):
-        raise _Refused(400, f"entity indices must be integers, found {predictions.dtype}")
-    evaluator = OBL2021Evaluator(hosted.dataset, hosted.in_test_order(predictions.astype(np.int64)), progress=False)
-    record = evaluator.evaluate()
-    record["model"]["source_sha256"] = hashlib.sha256(raw).hexdigest()
-    record["protocol"]["benchmark"] = hosted.name
-    record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
-    return record
-
-
 def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Dict[str, str]] = None,
-          max_body: int = MAX_BODY_BYTES, rate: float = 20.0, burst: int = 60) -> None:
+          max_body: int = MAX_BODY_BYTES, rate: float = 20.0, burst: int = 60,
+          daily_limit: Optional[int] = None) -> None:
     """Run the server until interrupted."""
     import uvicorn
 
-    hosted = {name: load_benchmark(name, folder) for name, folder in (benchmarks or {}).items()}
-    app = create_app(db, hosted, max_body=max_body, rate=rate, burst=burst)
+    hosted = {name: load_benchmark(name, folder, db) for name, folder in (benchmarks or {}).items()}
+    for name, benchmark in hosted.items():
+        kept = benchmark.relation_summary()
+        logger.info("benchmark %s: %d queries serve %d of %d test triples (left out: %s); per relation: %s", name,
+                    len(benchmark.served), sum(k for k, _ in kept.values()), sum(h for _, h in kept.values()),
+                    ", ".join(f"{key} {value}" for key, value in benchmark.served.left_out.items()),
+                    "; ".join(f"{label} {k}/{h}" for label, (k, h) in kept.items()))
+    app = create_app(db, hosted, max_body=max_body, rate=rate, burst=burst, daily_limit=daily_limit)
     logger.info("serving %s on http://%s:%d (%d benchmark(s))", db, host, port, len(hosted))
     uvicorn.run(app, host=host, port=port, log_level="warning")

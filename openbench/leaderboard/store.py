@@ -9,16 +9,21 @@ form one group, shown as mean ± std over its runs.
 
 The database carries an application id and a schema version (``PRAGMA user_version``), migrated
 forward on open; a file that is not an SQLite database, or another program's database, is
-reported and left untouched. Every submit is one ``BEGIN IMMEDIATE`` transaction, so concurrent
+reported and left untouched, and so is a store holding a table, view, index or trigger that the
+migrations did not create (or one of theirs changed): a planted trigger would run on the next
+write. A served board keeps its teams' tokens (salted digests), its hosted benchmarks' secrets,
+their uploads per day and the test-challenge rows hidden until :meth:`Leaderboard.reveal`. Every submit is one ``BEGIN IMMEDIATE`` transaction, so concurrent
 submitters queue instead of losing rows. The published OpenBioLink2020 HQ_DIR leaderboard is a
 separate, read-only table, shown beside the submitted rows and marked as not reproduced here.
 """
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import sqlite3
 import statistics
@@ -31,7 +36,8 @@ from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validat
 
 __all__ = ["DuplicateRun", "APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
-           "submit_file", "read_rows", "open_leaderboard", "connect", "scope_of", "dataset_label", "TOKEN_PREFIX", "VERIFIED"]
+           "submit_file", "read_rows", "read_page_rows", "page_rows", "open_leaderboard", "connect", "scope_of", "dataset_label",
+           "TOKEN_PREFIX", "TOKEN_PATTERN", "VERIFIED", "LimitReached", "expected_schema", "URL_SCHEMES"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
 SIDES = ("both", "head", "tail")
@@ -82,9 +88,30 @@ MIGRATIONS = [
         created_at TEXT NOT NULL, revoked_at TEXT
     );
     """,
+    # version 3: hosted benchmarks keep their secret here (never served); rows of the hidden
+    # test-challenge part stay hidden until the organiser reveals them; scored uploads are counted
+    """
+    ALTER TABLE submissions ADD COLUMN benchmark TEXT;
+    ALTER TABLE submissions ADD COLUMN part TEXT;
+    ALTER TABLE submissions ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE benchmarks (
+        name TEXT PRIMARY KEY, secret TEXT NOT NULL, fingerprint TEXT NOT NULL, created_at TEXT NOT NULL,
+        revealed_at TEXT
+    );
+    CREATE TABLE attempts (
+        id INTEGER PRIMARY KEY, team TEXT NOT NULL, benchmark TEXT NOT NULL, day TEXT NOT NULL, at TEXT NOT NULL
+    );
+    CREATE INDEX attempts_by_team ON attempts (team, benchmark, day);
+    """,
 ]
 TOKEN_PREFIX = "obt"
+# the one token syntax: obt_<id>_<secret>, the id a canonical decimal (no sign, no leading zero,
+# at most 18 digits: always an SQLite integer), the secret as secrets.token_urlsafe(32) makes it
+TOKEN_PATTERN = re.compile(r"obt_([1-9][0-9]{0,17})_([A-Za-z0-9_-]{43})")
 VERIFIED = ("self", "server")
+URL_SCHEMES = ("http://", "https://")
+# what SQLite itself may add to a store (ANALYZE's statistics): data, never code
+SQLITE_OWN_TABLES = ("sqlite_stat1", "sqlite_stat2", "sqlite_stat3", "sqlite_stat4")
 
 
 class LeaderboardError(OpenbenchError):
@@ -93,6 +120,14 @@ class LeaderboardError(OpenbenchError):
 
 class DuplicateRun(LeaderboardError):
     """The same dataset, protocol, model and seed is already on the board."""
+
+
+class LimitReached(LeaderboardError):
+    """A team's scored uploads of the UTC day are used up; ``reset`` is when the next one is allowed."""
+
+    def __init__(self, message: str, reset: datetime.datetime):
+        super().__init__(message)
+        self.reset = reset
 
 
 def default_path() -> Path:
@@ -151,37 +186,84 @@ class Leaderboard:
         :param verified: ``"self"`` (a result JSON the submitter computed) or ``"server"`` (scored
             by the server against hidden test answers).
         """
-        validate(record)
+        fields = self._fields(name, model_type, paper, code, notes, team, verified)
+        keys, row = self._row(record, fields)
+        if "hosted_protocol" in record["protocol"] or "benchmark_part" in record["protocol"]:
+            raise LeaderboardError("a hosted benchmark's rows are scored by its server only (submit-predictions); "
+                                   "a record claiming its protocol is refused")
+        with self._transaction() as connection:
+            return self._insert(connection, keys, row, fields, record.get("task", "ranking"))
+
+    def submit_parts(self, records: Dict[str, dict], benchmark: str, name: str, model_type: str = "other",
+                     paper: Optional[str] = None, code: Optional[str] = None, notes: Optional[str] = None,
+                     team: Optional[str] = None) -> Dict[str, int]:
+        """Store the server-scored records of a hosted benchmark's parts ({part: record}) in one
+        transaction; the test-challenge row stays hidden until :meth:`reveal`. Returns {part: id}."""
+        fields = self._fields(name, model_type, paper, code, notes, team, "server")
+        prepared = {part: self._row(record, fields) for part, record in records.items()}
+        with self._transaction() as connection:
+            state = connection.execute("SELECT revealed_at FROM benchmarks WHERE name = ?", (benchmark,)).fetchone()
+            if state is None:
+                raise LeaderboardError(f"no hosted benchmark {benchmark!r} in this store")
+            ids = {}
+            for part, (keys, row) in prepared.items():
+                hidden = part == "test-challenge" and state["revealed_at"] is None
+                ids[part] = self._insert(connection, keys, row, fields, "ranking",
+                                         {"benchmark": benchmark, "part": part, "hidden": int(hidden)})
+            return ids
+
+    @staticmethod
+    def _fields(name: str, model_type: str, paper: Optional[str], code: Optional[str], notes: Optional[str],
+                team: Optional[str], verified: str) -> dict:
+        """The submitter's fields, checked: a name, a known model type and verification, links that
+        are http(s) URLs (a page shows them as links: no javascript: or data: URL gets that far)."""
         if verified not in VERIFIED:
             raise LeaderboardError(f"verified {verified!r}: expected one of {', '.join(VERIFIED)}")
         if model_type not in MODEL_TYPES:
             raise LeaderboardError(f"model type {model_type!r}: expected one of {', '.join(MODEL_TYPES)}")
-        if not name.strip():
+        if not isinstance(name, str) or not name.strip():
             raise LeaderboardError("a submission needs a name")
+        for label, link in (("paper", paper), ("code", code)):
+            if link is not None and (not isinstance(link, str) or not link.lower().startswith(URL_SCHEMES)
+                                     or any(c.isspace() or ord(c) < 32 for c in link)):
+                raise LeaderboardError(f"--{label} {link!r}: expected an http:// or https:// URL")
+        return {"name": name.strip(), "model_type": model_type, "paper": paper, "code": code, "notes": notes,
+                "team": team, "verified": verified}
+
+    @staticmethod
+    def _row(record: dict, fields: dict) -> tuple:
+        """(run keys, the submissions row) of a validated record."""
+        validate(record)
         dataset, model = record["dataset"], record["model"]
         registry = dataset.get("registry") or {}
         keys = (dataset["fingerprint"], _canonical(record["protocol"]),
                 _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
                 _canonical(record.get("seed")))
         task = record.get("task", "ranking")
-        row = (name.strip(), model_type, paper, code, notes, registry.get("name"), registry.get("version"), *keys,
-               _canonical(_headline_metrics(record)), json.dumps(record), _now(), team, verified, task,
-               scope_of(record["protocol"]) if task == "ranking" else None,
-               dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path")))
-        with self._transaction() as connection:
-            duplicate = connection.execute(
-                "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
-                "model_key = ? AND seed_key = ?", keys).fetchone()
-            if duplicate:
-                raise DuplicateRun(f"a run with the same dataset, protocol, model and seed is already on the "
-                                       f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
-            self._check_name(connection, name.strip(), keys, record.get("task", "ranking"), team)
-            cursor = connection.execute(
-                "INSERT INTO submissions (name, model_type, paper, code, notes, dataset_name, dataset_version, "
-                "dataset_fingerprint, protocol_key, model_key, seed_key, metrics_json, result_json, submitted_at, "
-                "team, verified, task, scope, dataset_label) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
-            return int(cursor.lastrowid)
+        row = {"name": fields["name"], "model_type": fields["model_type"], "paper": fields["paper"],
+               "code": fields["code"], "notes": fields["notes"], "dataset_name": registry.get("name"),
+               "dataset_version": registry.get("version"), "dataset_fingerprint": keys[0], "protocol_key": keys[1],
+               "model_key": keys[2], "seed_key": keys[3], "metrics_json": _canonical(_headline_metrics(record)),
+               "result_json": json.dumps(record), "submitted_at": _now(), "team": fields["team"],
+               "verified": fields["verified"], "task": task,
+               "scope": scope_of(record["protocol"]) if task == "ranking" else None,
+               "dataset_label": dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path"))}
+        return keys, row
+
+    def _insert(self, connection: sqlite3.Connection, keys: tuple, row: dict, fields: dict, task: str,
+                extra: Optional[dict] = None) -> int:
+        duplicate = connection.execute(
+            "SELECT id, name FROM submissions WHERE dataset_fingerprint = ? AND protocol_key = ? AND "
+            "model_key = ? AND seed_key = ?", keys).fetchone()
+        if duplicate:
+            raise DuplicateRun(f"a run with the same dataset, protocol, model and seed is already on the "
+                               f"leaderboard (#{duplicate[0]}, {duplicate[1]!r}); submit another seed")
+        self._check_name(connection, fields["name"], keys, task, fields["team"])
+        values = dict(row, **(extra or {}))
+        columns = ", ".join(values)
+        cursor = connection.execute(f"INSERT INTO submissions ({columns}) VALUES ({', '.join('?' * len(values))})",
+                                    tuple(values.values()))
+        return int(cursor.lastrowid or 0)
 
     def _check_name(self, connection: sqlite3.Connection, name: str, keys: tuple, task: str,
                     team: Optional[str] = None) -> None:
@@ -225,14 +307,12 @@ class Leaderboard:
         columns = ("id, name, model_type, paper, code, notes, dataset_name, dataset_version, dataset_fingerprint, "
                    "protocol_key, model_key, seed_key, metrics_json, team, verified, task, scope, dataset_label")
         for row in self.connection.execute(f"SELECT {columns} FROM submissions WHERE task = ? AND "
-                                           f"(scope IS NOT NULL) = ? ORDER BY id", (task, scoped)):
+                                           f"(scope IS NOT NULL) = ? AND hidden = 0 ORDER BY id", (task, scoped)):
             if dataset and not _dataset_matches(dataset, row["dataset_name"], row["dataset_fingerprint"]):
                 continue
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
-        out = [_group_row(runs, side, rank_type, task, self.path) for runs in groups.values()]
-        labels: Dict[str, str] = {}  # one label per dataset and protocol family, whatever the folder was called
-        for row in out:
-            row["group"] = labels.setdefault(row["group_key"], row["group"])
+        labels = self._dataset_labels()
+        out = [_group_row(runs, side, rank_type, task, self.path, labels) for runs in groups.values()]
         if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
@@ -257,22 +337,93 @@ class Leaderboard:
             return connection.execute("UPDATE tokens SET revoked_at = ? WHERE team = ? AND revoked_at IS NULL",
                                       (_now(), team)).rowcount
 
-    def team_of(self, token: str) -> Optional[str]:
-        """The team of a live token, else None (constant-time comparison of the digests)."""
-        parts = token.split("_", 2)
-        if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1].isdigit():
-            return None
-        row = self.connection.execute("SELECT team, salt, digest, revoked_at FROM tokens WHERE id = ?",
-                                      (int(parts[1]),)).fetchone()
+    def authenticate(self, token: str) -> Optional[tuple]:
+        """(token id, team) of a live token in the one canonical syntax, else None. The digests are
+        compared in constant time, and a token that is unknown, revoked or malformed costs the same
+        digest work as a live one."""
+        match = TOKEN_PATTERN.fullmatch(token) if isinstance(token, str) else None
+        row = None
+        if match is not None:
+            row = self.connection.execute("SELECT id, team, salt, digest, revoked_at FROM tokens WHERE id = ?",
+                                          (int(match.group(1)),)).fetchone()
         if row is None or row["revoked_at"] is not None:
-            hmac.compare_digest("0" * 64, _digest("", parts[2]))  # the same work whether or not the id exists
+            hmac.compare_digest("0" * 64, _digest("", match.group(2) if match else ""))  # the same work
             return None
-        return row["team"] if hmac.compare_digest(row["digest"], _digest(row["salt"], parts[2])) else None
+        same = hmac.compare_digest(row["digest"], _digest(row["salt"], match.group(2) if match else ""))
+        return (int(row["id"]), row["team"]) if same else None
+
+    def team_of(self, token: str) -> Optional[str]:
+        """The team of a live token, else None (see :meth:`authenticate`)."""
+        found = self.authenticate(token)
+        return found[1] if found else None
+
+    # -- hosted benchmarks ------------------------------------------------------------------
+    def benchmark_secret(self, name: str, fingerprint: str) -> bytes:
+        """The secret of hosted benchmark ``name``, made (32 random bytes) at its first serve. A
+        name first served on another split is refused: its queries would change under the teams."""
+        with self._transaction() as connection:
+            row = connection.execute("SELECT secret, fingerprint FROM benchmarks WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                secret = secrets.token_bytes(32)
+                connection.execute("INSERT INTO benchmarks (name, secret, fingerprint, created_at) VALUES (?, ?, ?, ?)",
+                                   (name, secret.hex(), fingerprint, _now()))
+                return secret
+        if row["fingerprint"] != fingerprint:
+            raise LeaderboardError(f"benchmark {name!r} was first served on another split (fingerprint "
+                                   f"{row['fingerprint'][:12]}…, this one {fingerprint[:12]}…); serve this split "
+                                   "under another name")
+        try:
+            secret = bytes.fromhex(row["secret"])
+        except (TypeError, ValueError):
+            secret = b""
+        if len(secret) != 32:
+            raise LeaderboardError(f"{self.path}: the secret of benchmark {name!r} is not 32 hex-encoded bytes; the "
+                                   "store was edited outside openbench")
+        return secret
+
+    def count_attempt(self, team: str, benchmark: str, daily_limit: Optional[int]) -> None:
+        """Count one scored upload of ``team`` to ``benchmark`` (every upload, refused or not, costs
+        the same); raises :class:`LimitReached` once ``daily_limit`` uploads of the UTC day are used."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        day = now.date().isoformat()
+        with self._transaction() as connection:
+            if daily_limit is not None:
+                used = connection.execute("SELECT count(*) FROM attempts WHERE team = ? AND benchmark = ? AND day = ?",
+                                          (team, benchmark, day)).fetchone()[0]
+                if used >= daily_limit:
+                    reset = datetime.datetime.combine(now.date() + datetime.timedelta(days=1), datetime.time(),
+                                                      tzinfo=datetime.timezone.utc)
+                    raise LimitReached(f"{team!r} used its {daily_limit} scored upload(s) to {benchmark!r} of "
+                                       f"{day} (UTC); the next is allowed from {reset.isoformat()}", reset)
+            connection.execute("INSERT INTO attempts (team, benchmark, day, at) VALUES (?, ?, ?, ?)",
+                               (team, benchmark, day, now.isoformat(timespec="seconds")))
+
+    def reveal(self, benchmark: str) -> int:
+        """Show the test-challenge rows of ``benchmark`` (and those submitted later); returns how
+        many rows became visible."""
+        with self._transaction() as connection:
+            if connection.execute("SELECT 1 FROM benchmarks WHERE name = ?", (benchmark,)).fetchone() is None:
+                known = [row[0] for row in connection.execute("SELECT name FROM benchmarks ORDER BY name")]
+                raise LeaderboardError(f"no hosted benchmark {benchmark!r} in {self.path}; it holds "
+                                       f"{', '.join(known) or 'none'}")
+            connection.execute("UPDATE benchmarks SET revealed_at = coalesce(revealed_at, ?) WHERE name = ?",
+                               (_now(), benchmark))
+            return connection.execute("UPDATE submissions SET hidden = 0 WHERE benchmark = ? AND hidden = 1",
+                                      (benchmark,)).rowcount
+
+    def _dataset_labels(self) -> Dict[str, str]:
+        """One label per dataset fingerprint, whatever folder or benchmark name its rows came with:
+        the registry name where a row has one, else the label of its first row."""
+        labels: Dict[str, str] = {}
+        for fingerprint, label in self.connection.execute(
+                "SELECT dataset_fingerprint, dataset_label FROM submissions WHERE hidden = 0 "
+                "ORDER BY dataset_name IS NULL, id"):
+            labels.setdefault(fingerprint, label or dataset_label(None, fingerprint))
+        return labels
 
     def datasets(self) -> List[str]:
         """The datasets on the board, as :func:`dataset_label` shows them."""
-        labels = {row[0] for row in self.connection.execute("SELECT DISTINCT dataset_label FROM submissions")
-                  if row[0]}
+        labels = set(self._dataset_labels().values())
         labels |= {row["dataset_name"] for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published")}
         return sorted(labels)
 
@@ -299,7 +450,7 @@ class Leaderboard:
                        "hits@10": row["hits_at_10"]}
             rows.append({"name": row["name"], "model_type": row["model_type"],
                          "dataset": {"name": row["dataset_name"], "version": None, "fingerprint": None},
-                         "group": f"{row['dataset_name']} (ranking)",
+                         "group": f"{row['dataset_name']} (ranking)", "family": "ranking (published)",
                          "side": "both", "rank_type": "unknown",
                          "metrics": {key: {"mean": value, "std": None} for key, value in metrics.items()},
                          "runs": None, "protocol": row["protocol"], "published": True,
@@ -352,11 +503,13 @@ def _candidates_note(protocol: dict) -> str:
     """Ranks against listed candidates (top-k files, OBL2021) are not comparable with full
     rankings: such rows get a table of their own."""
     candidates = protocol.get("candidates", "all") if isinstance(protocol, dict) else "all"
-    return "" if candidates in ("all", "typed") else f"; {candidates}"
+    part = protocol.get("benchmark_part") if isinstance(protocol, dict) else None
+    note = "" if candidates in ("all", "typed") else f"; {candidates}"
+    return note + (f"; {part}" if part else "")
 
 
 def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str = "ranking",
-               path: Optional[Path] = None) -> dict:
+               path: Optional[Path] = None, labels: Optional[Dict[str, str]] = None) -> dict:
     first = runs[0]
     protocol = _loads(first["protocol_key"], path, first["id"], "protocol_key")
     cells = [_loads(run["metrics_json"], path, run["id"], "metrics_json") for run in runs]
@@ -374,10 +527,12 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
         std = statistics.stdev(present) if mean is not None and len(present) > 1 else None
         metrics[key] = {"mean": mean, "std": std}
     fingerprint = first["dataset_fingerprint"]
+    label = (labels or {}).get(fingerprint) or first["dataset_label"] or dataset_label(first["dataset_name"],
+                                                                                        fingerprint)
     return {"name": first["name"], "model_type": first["model_type"],
-            "dataset": {"name": first["dataset_name"], "version": first["dataset_version"], "fingerprint": fingerprint},
-            "group": f"{first['dataset_label'] or dataset_label(first['dataset_name'], fingerprint)} "
-                     f"({task}{_candidates_note(protocol)})",
+            "dataset": {"name": first["dataset_name"], "version": first["dataset_version"], "fingerprint": fingerprint,
+                        "label": label},
+            "group": f"{label} ({task}{_candidates_note(protocol)})", "family": f"{task}{_candidates_note(protocol)}",
             "group_key": f"{fingerprint} {task}{_candidates_note(protocol)}",
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
             "protocol": protocol, "published": False,
@@ -457,6 +612,21 @@ def read_rows(db=None, **query) -> List[dict]:
         board.close()
 
 
+def page_rows(board: Leaderboard, dataset: Optional[str] = None) -> List[dict]:
+    """Every table a page shows: ranking (with the published rows), classification and scoped."""
+    return (board.rows(dataset=dataset) + board.rows(dataset=dataset, task="classification")
+            + board.rows(dataset=dataset, scoped=True))
+
+
+def read_page_rows(db=None, dataset: Optional[str] = None) -> List[dict]:
+    """:func:`page_rows` of the database at ``db``."""
+    board = open_leaderboard(db)
+    try:
+        return page_rows(board, dataset)
+    finally:
+        board.close()
+
+
 # ------------------------------------------------------------------------------------------
 # opening, migrating
 
@@ -482,12 +652,59 @@ def open_leaderboard(path=None) -> Leaderboard:
             connection.close()
             raise LeaderboardError(f"{path}: a damaged SQLite database ({problems[0]}); it was left untouched "
                                    "(restore it from a copy, or give another --db)")
+        _check_schema(connection, path)
         _migrate(connection, path)
     except sqlite3.DatabaseError as error:
         connection.close()
         raise LeaderboardError(f"{path}: a damaged or unusable SQLite database ({error}); it was left untouched "
                                "(restore it from a copy, or give another --db)") from None
+    except LeaderboardError:
+        connection.close()
+        raise
     return board
+
+
+def _normal_sql(sql: Optional[str]) -> Optional[str]:
+    return None if sql is None else " ".join(sql.split())
+
+
+def _schema_of(connection: sqlite3.Connection) -> Dict[tuple, Optional[str]]:
+    """{(type, name): its SQL, whitespace collapsed} of every table, index, view and trigger."""
+    return {(kind, name): _normal_sql(sql)
+            for kind, name, sql in connection.execute("SELECT type, name, sql FROM sqlite_master")}
+
+
+@functools.lru_cache(maxsize=None)
+def expected_schema(version: int) -> Dict[tuple, Optional[str]]:
+    """What :data:`MIGRATIONS` 1..``version`` create, as :func:`_schema_of` reads it back."""
+    reference = sqlite3.connect(":memory:")
+    try:
+        for number in range(version):
+            for statement in _statements(MIGRATIONS[number]):
+                reference.execute(statement)
+        return _schema_of(reference)
+    finally:
+        reference.close()
+
+
+def _check_schema(connection: sqlite3.Connection, path: Path) -> None:
+    """Refuse a store holding a table, index, view or trigger openbench did not create, or one of
+    its own changed (a planted trigger would run on the next submit): nothing is written."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        return  # _migrate names the newer version
+    expected, found = expected_schema(version), _schema_of(connection)
+    foreign = sorted(f"{kind} {name}" for kind, name in found
+                     if (kind, name) not in expected and not (kind == "table" and name in SQLITE_OWN_TABLES))
+    changed = sorted(f"{kind} {name}" for (kind, name), sql in found.items()
+                     if (kind, name) in expected and expected[(kind, name)] != sql)
+    missing = sorted(f"{kind} {name}" for kind, name in expected if (kind, name) not in found)
+    problems = [f"{label}: {', '.join(names)}" for label, names in
+                (("not created by openbench", foreign), ("changed outside openbench", changed),
+                 ("missing", missing)) if names]
+    if problems:
+        raise LeaderboardError(f"{path}: the store's schema is not the one openbench made ({'; '.join(problems)}); "
+                               "nothing was written. Remove what was added (or restore a copy) before using it")
 
 
 def connect(path: Path) -> Leaderboard:
