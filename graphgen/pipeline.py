@@ -26,7 +26,7 @@ from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 
 __all__ = ["STEPS", "SAMPLE_DIR", "IN_FILES", "OPTIONAL_FILES", "RECIPE_INDEX", "default_cache", "Selection",
-           "select", "download_sources", "StoredInputs", "parse", "generate", "list_sources", "list_edge_types"]
+           "select", "download_sources", "StoredInputs", "parse", "generate", "list_sources", "list_edge_types", "export_folder"]
 
 logger = logging.getLogger(__name__)
 
@@ -147,8 +147,9 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     ``sample``: read the embedded sample sources (offline). ``download=False`` or a
     ``sources_dir`` drops the download stage: the files are read as they are.
 
-    ``output_format``: TSV (OpenBioLink's layout) or one of :data:`graphgen.export.FORMATS`,
-    written into ``<output>/graph_files`` either way.
+    ``output_format``: TSV (OpenBioLink's layout), or one of :data:`graphgen.export.FORMATS`
+    written into ``<output>/<format, lower case>/`` (e.g. ``rdf-ttl/``) *beside* the TSV graph in
+    ``<output>/graph_files``, which every later step (split, export, audit) reads.
 
     When parse and build run together the parsed tables stay in memory; ``keep_in_files`` also
     writes them to ``in_files/`` (a later ``--steps build`` reads them from there).
@@ -170,7 +171,11 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
         logger.warning("also reading %s (needed for id mappings and alt ids)", ", ".join(selection.added))
     folder = Path(sources_dir) if sources_dir else Path(cache or default_cache())
     writes_in_files = "parse" in steps and ("build" not in steps or keep_in_files)
-    for target in ([output / IN_FILES] if writes_in_files else []) + ([output / GRAPH_FOLDER] if "build" in steps else []):
+    exported = None if output_format.upper() == "TSV" else output / export_folder(output_format)
+    targets = [output / IN_FILES] if writes_in_files else []
+    if "build" in steps:
+        targets += [output / GRAPH_FOLDER] + ([exported] if exported else [])
+    for target in targets:
         check_output_folder(target, [folder])  # before any download or parse: fail fast
     if "download" in steps:
         download_sources(selection, folder, progress, mirror)
@@ -182,11 +187,15 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     if "build" not in steps:
         return None
     graph = build_graph(inputs, selection.recipes, quality=quality, directed=directed, progress=progress)
-    if output_format.upper() == "TSV":
-        write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore, inputs=[folder])
-    else:
-        export(tables_of_graph(graph), output / GRAPH_FOLDER, output_format, inputs=[folder])
+    write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore, inputs=[folder])
+    if exported is not None:
+        export(tables_of_graph(graph), exported, output_format, inputs=[folder])
     return graph
+
+
+def export_folder(output_format: str) -> str:
+    """Where ``generate --output-format F`` puts the export, under its output: ``f`` lower-cased."""
+    return output_format.lower()
 
 
 def list_sources() -> str:

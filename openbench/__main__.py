@@ -1,4 +1,4 @@
-from openbench.cli import main
+from openbench.entry import main
 
 if __name__ == "__main__":
     main()

@@ -7,6 +7,7 @@ that ``--help`` imports no torch or polars): scorers and model sources from
 """
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import logging
@@ -28,7 +29,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 from openbench import __version__
-from openbench.errors import OpenbenchError
+from openbench.errors import INTERRUPTED, OpenbenchError
 from openbench.evaluation import catalog
 from openbench.layouts import SPLITS
 from graphgen.formats import EXPORT_FORMATS, OUTPUT_FORMATS
@@ -44,7 +45,7 @@ from splits import SEEN_RULES
 __all__ = ["Names", "FiniteFloat", "write_json", "main", "evaluate", "generate", "export_command", "train",
            "datasets", "datasets_list", "datasets_get", "export_kgid", "leaderboard", "leaderboard_submit",
            "leaderboard_show", "leaderboard_export", "leaderboard_reveal", "text", "metaeval_command", "rank_diseases", "rank_eval",
-           "brat_command", "metaeval_main", "split", "split_rand", "split_time", "demo"]
+           "brat_command", "metaeval_logging", "split", "split_rand", "split_time", "demo"]
 
 logger = logging.getLogger("openbench")
 
@@ -53,10 +54,24 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+_SYSTEM_ERRORS = {errno.EACCES: "check the file's permissions", errno.EPERM: "check the file's permissions",
+                  errno.ENOSPC: "free some space", errno.EDQUOT: "free some space",
+                  errno.EROFS: "a read-only file system", errno.EIO: "a device error: check the disk",
+                  errno.EMFILE: "too many open files: raise ulimit -n", errno.ENAMETOOLONG: "shorten the name",
+                  errno.ELOOP: "a loop of symbolic links"}
+
+
+def _error_code(error: OSError) -> int:
+    from openbench._io.outputs import error_code
+
+    return error_code(error)
+
+
 def _handle_errors(command):
     """Errors end a command with one line on stderr and a status, never a traceback: openbench's
-    own errors with theirs (1, or 2 for a refused output), an interrupt with 130, and anything
-    unexpected as an internal error (1; ``-vv`` shows its traceback)."""
+    own errors with theirs (1, or 2 for a refused output), an interrupt with 130, the system's
+    refusals (permissions, a full disk, ...) with what to do (1), and anything unexpected as an
+    internal error (1; ``-vv`` shows its traceback)."""
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
@@ -68,9 +83,14 @@ def _handle_errors(command):
             click.echo(f"error: {_one_line(error)}", err=True)
             sys.exit(getattr(error, "exit_code", 1))
         except KeyboardInterrupt:
-            click.echo("error: interrupted; outputs are left as they were before this run", err=True)
+            click.echo(INTERRUPTED, err=True)
             sys.exit(130)
         except Exception as error:  # a bug: one line for the user, the traceback with -vv
+            code = _error_code(error) if isinstance(error, OSError) else None
+            if code in _SYSTEM_ERRORS:
+                where = f"{error.filename}: " if getattr(error, "filename", None) else ""
+                click.echo(f"error: {where}{os.strerror(code)} ({_SYSTEM_ERRORS[code]})", err=True)
+                sys.exit(1)
             if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
                 raise
             click.echo(f"error: internal error ({type(error).__name__}: {_one_line(error)}); this is a bug in "
@@ -168,21 +188,27 @@ def _dataset_inputs(dataset_path: str, *maps) -> List[str]:
 @click.option("-q", "--quiet", is_flag=True, help="Errors only on stderr (no warnings).")
 def main(verbose: int, quiet: bool) -> None:
     """openbench: build, split and evaluate biomedical link-prediction benchmarks."""
-    level = logging.ERROR if quiet else logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 \
-        else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    # -v is openbench's own info (its packages' loggers); other libraries stay at warnings unless -vv
+    root = logging.ERROR if quiet else logging.DEBUG if verbose >= 2 else logging.WARNING
+    ours = logging.ERROR if quiet else {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
+    logging.basicConfig(level=root, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr, force=True)
+    for package in OWN_LOGGERS:
+        logging.getLogger(package).setLevel(ours)
     # progress lines (openbench/progress.py, only where stderr is no terminal) show unless --quiet
     logging.getLogger("openbench.progress").setLevel(logging.ERROR if quiet else logging.INFO)
 
 
+OWN_LOGGERS = ("openbench", "graphgen", "splits")
+
+
 def _quiet_pykeen() -> None:
-    """PyKEEN sets its logger to INFO when imported; follow the -v level of this command instead.
-    Its helpers' notes (torch_max_mem's device scan, PyKEEN's automatic batch size on CPU) and
-    PyBEL's deprecation warning about pkg_resources (PyBEL's, not openbench's to fix) stay off the
-    terminal unless -v asks for more."""
+    """PyKEEN sets its logger to INFO when imported; follow this command's level instead. Its
+    helpers' notes (torch_max_mem's device scan, PyKEEN's automatic batch size on CPU) and PyBEL's
+    deprecation warning about pkg_resources (PyBEL's, not openbench's to fix) stay off the
+    terminal unless -vv asks for everything."""
     import warnings
 
-    verbose = logging.getLogger().getEffectiveLevel() <= logging.INFO
+    verbose = logging.getLogger().getEffectiveLevel() <= logging.DEBUG  # -vv
     if not verbose:
         warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
         warnings.filterwarnings("ignore", message=".*[Aa]utomatic batch size.*")
@@ -330,7 +356,9 @@ def _sweep_table(names, results, failures) -> str:
                                            "depend on batch size, device or sharding).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Recorded in the result (evaluation is "
                                                                      "deterministic).")
-@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Result JSON file [default: stdout].")
+@click.option("--output", type=click.Path(), default=None,
+              help="Result JSON file [default: stdout]; with several models (--model-dir repeated, --sweep) the "
+                   "folder for their records.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
               help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
@@ -824,10 +852,11 @@ def brat_command(gold_dir, pred_dir, task, span_mode, type_mode, taxonomy, match
                nl=False)
 
 
-def metaeval_main() -> None:
-    """The ``meta-eval`` console script: ``openbench text metaeval`` under its original name."""
+def metaeval_logging() -> None:
+    """The ``meta-eval`` console script's logging (it has no -v/-q of its own)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    metaeval_command(prog_name="meta-eval")
+
+
 
 
 @main.group()

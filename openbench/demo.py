@@ -16,6 +16,7 @@ import numpy as np
 
 from openbench._io import replace_folder
 from openbench.layouts import SAMPLE_FILES
+from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
            "write_samples", "run_demo", "train_and_evaluate", "PIPELINE_MODELS", "run_pipeline_demo",
@@ -135,7 +136,7 @@ def trained_evaluator(dataset, model: str, folder: Path, dim: int, epochs: int, 
     from openbench.evaluation.sources import EvaluationOptions, embedding_evaluator
     from openbench.training import train_embeddings
 
-    logger.info("training %s with PyKEEN for %d epochs", model, epochs)
+    stage("demo: training %s with PyKEEN (%d epochs)", model, epochs)
     entities, relations = train_embeddings(dataset, model=model, dim=dim, epochs=epochs, seed=seed,
                                            progress=progress)
 
@@ -169,16 +170,17 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
 
     out = Path(out)
     claim_output(out, PIPELINE_ENTRIES)
-    logger.info("generating the graph from the embedded sample sources")
+    stage("demo: generating the graph from the embedded sample sources")
     generate(out / "graph", sources_dir=SAMPLE_DIR, steps=("parse", "build"), quality="nq", progress=progress)
     graph = out / "graph" / "graph_files"
-    logger.info("splitting %s", graph)
+    stage("demo: splitting %s", graph)
     split_random(graph / "edges.csv", graph / "TN_edges.csv", graph / "ALL_nodes.csv", out / "split",
                  test_frac=0.1, val=0.1, seed=seed, eval_negatives=DEMO_NEGATIVES)
     dataset = load_dataset(out / "split")
     results = {}
     for model in PIPELINE_MODELS:
         evaluator = trained_evaluator(dataset, model, out / "models" / model, dim, epochs, seed, device, progress)
+        stage("demo: evaluating %s (full filtered ranking, classification, sampled protocol)", model)
         results[model] = evaluator.evaluate()
         write_json(out / "results" / f"{model}.json", results[model])
         classification = classification_record(evaluator)

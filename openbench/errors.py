@@ -4,7 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ["OpenbenchError", "InputError", "UsageError", "ScoreError"]
+__all__ = ["OpenbenchError", "InputError", "UsageError", "ScoreError", "INTERRUPTED"]
+
+# what a Ctrl-C ends every command with (status 130): outputs are staged and swapped atomically
+INTERRUPTED = "error: interrupted; nothing was left half-written (an output being written is as it was before)"
 
 
 class OpenbenchError(Exception):

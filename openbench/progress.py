@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional
 
 from tqdm.auto import tqdm
 
-__all__ = ["PERIOD_S", "progress", "LoggedProgress"]
+__all__ = ["PERIOD_S", "progress", "LoggedProgress", "stage"]
 
 PERIOD_S = 10.0
 logger = logging.getLogger("openbench.progress")
@@ -49,3 +49,9 @@ def progress(iterable: Optional[Iterable] = None, *, enabled: bool = True, **kwa
         kwargs.setdefault("leave", False)
         return tqdm(iterable, **kwargs)
     return LoggedProgress(iterable, **kwargs)
+
+
+def stage(message: str, *args: Any) -> None:
+    """Announce a step of a long command on stderr (shown at the default verbosity, hidden by
+    ``--quiet``): what runs now, so that a bar or a silence has a name."""
+    logger.info(message, *args)

@@ -130,7 +130,7 @@ def lookup(name: str) -> RegisteredDataset:
     key = name.strip()
     match = REGISTRY.get(key) or next((e for n, e in REGISTRY.items() if n.lower() == key.lower()), None)
     if match is None:
-        raise InputError(f"unknown dataset {name!r}; registered: {', '.join(REGISTRY)}")
+        raise InputError(f"unknown dataset {name!r}{_closest(name)}; registered: {', '.join(REGISTRY)}")
     return match
 
 
@@ -332,6 +332,18 @@ def resolve(path_or_name, root=None, **options) -> Path:
     """A dataset argument: an existing path as given, a registry name as its verified copy (fetched
     by :func:`get` when missing); anything else unchanged, for the loader to report."""
     path = Path(path_or_name)
-    if not path.exists() and str(path_or_name).strip().lower() in {name.lower() for name in REGISTRY}:
+    if path.exists() or path.is_symlink():
+        return path
+    if str(path_or_name).strip().lower() in {name.lower() for name in REGISTRY}:
         return get(str(path_or_name), root, **options)
-    return path
+    raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))}; the "
+                     f"registry knows {', '.join(REGISTRY)} (openbench datasets list)", path)
+
+
+def _closest(name: str) -> str:
+    """' (did you mean X?)' for the registry name closest to ``name``, or ''."""
+    import difflib
+
+    by_lower = {known.lower(): known for known in REGISTRY}
+    found = difflib.get_close_matches(name.strip().lower(), list(by_lower), n=1, cutoff=0.6)
+    return f" (did you mean {by_lower[found[0]]}?)" if found else ""

@@ -6,7 +6,6 @@ built-in scorers, so what PyKEEN trained is evaluated by openbench's evaluator.
 from __future__ import annotations
 
 import logging
-import sys
 import warnings
 from contextlib import contextmanager
 from typing import Dict, Sequence, Tuple
@@ -48,6 +47,28 @@ def _deterministic_training():
         torch.use_deterministic_algorithms(before)
 
 
+def _epoch_progress(label: str, epochs: int, enabled: bool):
+    """A PyKEEN training callback that shows the epochs as openbench's progress (a labelled bar on
+    a terminal, a line every few seconds elsewhere) instead of PyKEEN's unlabelled bars."""
+    from pykeen.training.callbacks import TrainingCallback
+
+    from openbench.progress import progress
+
+    class EpochProgress(TrainingCallback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bar = progress(total=epochs, desc=label, unit="epoch", enabled=enabled)
+
+        def post_epoch(self, epoch: int, epoch_loss: float, **kwargs) -> None:
+            self.bar.set_postfix_str(f"loss {epoch_loss:.4f}", refresh=False)
+            self.bar.update(1)
+
+        def close(self) -> None:
+            self.bar.close()
+
+    return EpochProgress()
+
+
 def _require_pykeen():
     try:
         import pykeen  # noqa: F401
@@ -79,9 +100,13 @@ def train_embeddings(dataset: Dataset, model: str = "DistMult", dim: int = 32, e
     kge = model_resolver.make(name, triples_factory=factory, embedding_dim=dim, random_seed=seed, **arguments)
     loop = SLCWATrainingLoop(model=kge, triples_factory=factory, optimizer="Adam",
                              optimizer_kwargs={"lr": learning_rate})
-    with _deterministic_training():
-        losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
-                            use_tqdm=progress and sys.stderr.isatty(), use_tqdm_batch=False)
+    shown = _epoch_progress(f"training {model}", epochs, progress)
+    try:
+        with _deterministic_training():
+            losses = loop.train(triples_factory=factory, num_epochs=epochs, batch_size=batch_size,
+                                use_tqdm=False, callbacks=[shown])
+    finally:
+        shown.close()
     logger.info("trained %s for %d epochs, final loss %.4f", model, epochs, losses[-1] if losses else float("nan"))
     with torch.no_grad():
         entities = kge.entity_representations[0](indices=None).detach().cpu()
@@ -97,7 +122,7 @@ def _to_array(values: torch.Tensor) -> np.ndarray:
 
 def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 200, epochs: int = 100,
                    batch_size: int = 256, learning_rate: float = 0.01, seed: int = 0, device: str = "cpu",
-                   early_stopping: bool = True, inputs: Sequence = ()) -> dict:
+                   early_stopping: bool = True, inputs: Sequence = (), progress: bool = True) -> dict:
     """Train any PyKEEN model by name with PyKEEN's pipeline; save it to ``output`` atomically.
 
     ``output`` is checked before training (:func:`openbench._io.check_output_folder`; ``inputs``:
@@ -130,15 +155,19 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
                  for split, triples in dataset.triples.items()}
     validation = factories["valid"] if dataset.triples["valid"].shape[0] else None
     stopper = "early" if early_stopping and validation is not None else None
-    with _deterministic_training():
-        result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
-                          model=model_class, dimensions=dim, optimizer="Adam",
-                          optimizer_kwargs={"lr": learning_rate},
-                          training_kwargs={"num_epochs": epochs, "batch_size": batch_size,
-                                           "use_tqdm": sys.stderr.isatty(), "use_tqdm_batch": False},
-                          evaluation_kwargs={"use_tqdm": False},
-                          stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
-                          random_seed=seed, device=device)
+    shown = _epoch_progress(f"training {model_class.__name__}", epochs, progress)
+    try:
+        with _deterministic_training():
+            result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
+                              model=model_class, dimensions=dim, optimizer="Adam",
+                              optimizer_kwargs={"lr": learning_rate},
+                              training_kwargs={"num_epochs": epochs, "batch_size": batch_size, "use_tqdm": False,
+                                               "callbacks": [shown]},
+                              evaluation_kwargs={"use_tqdm": False},
+                              stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
+                              random_seed=seed, device=device)
+    finally:
+        shown.close()
     description = {"kind": "pykeen", "model": model_class.__name__, "dimensions": dim, "epochs": epochs,
                    "epochs_run": len(result.losses), "batch_size": batch_size, "learning_rate": learning_rate,
                    "seed": seed, "early_stopping": stopper is not None, "dataset": dataset.path,

@@ -119,3 +119,90 @@ def test_results_on_stdout_progress_lines_on_stderr_when_it_is_no_terminal(input
     quiet = _run("--quiet", "evaluate", "--dataset", folder, "--entity-embeddings", ent, "--relation-embeddings",
                  rel, "--model", "DistMult", "--batch-size", "1")
     assert "openbench.progress" not in quiet.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# issue 37: what a newcomer trips over
+
+
+@pytest.mark.slow
+def test_ctrl_c_at_any_moment_is_one_line_and_status_130(tmp_path):
+    """Issue 37: a Ctrl-C in the first ~0.9 s (while the command's modules import) printed a full
+    traceback. From the first moments to mid-run, it ends with one line and status 130."""
+    import signal
+    import time
+
+    for delay in (0.05, 0.2, 0.4, 0.7, 1.0, 2.0):
+        process = subprocess.Popen([sys.executable, "-m", "openbench", "demo", "--out", str(tmp_path / f"d{delay}")],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)  # within entry.GRACE_S even if a library swallows it
+        assert "Traceback" not in stderr and "Aborted!" not in stderr, (delay, stderr)
+        if process.returncode != -signal.SIGINT:  # before Python's own handler is installed, the signal's default
+            assert process.returncode == 130 and "error: interrupted" in stderr, (delay, process.returncode, stderr)
+
+
+def test_a_mistyped_dataset_name_lists_the_registry_with_the_closest(inputs):
+    done = CliRunner().invoke(main, _evaluate_args(inputs)[:1] + ["--dataset", "HQ_DIRR"] + _evaluate_args(inputs)[3:])
+    assert done.exit_code == 1, done.output
+    assert "HQ_DIRR: no such folder, and not a dataset name of the registry (did you mean HQ_DIR?)" in done.output
+    assert "KGID_HQ_DIR" in done.output
+
+
+def test_the_sweep_output_folder_may_exist_when_openbench_wrote_it(inputs, tmp_path):
+    """Issue 37: --output was a click.Path(dir_okay=False): rerunning the README's sweep failed."""
+    folder, ent, rel = inputs
+    sweep = tmp_path / "sweep.json"
+    sweep.write_text(json.dumps([{"name": "a", "entity_embeddings": str(ent), "relation_embeddings": str(rel),
+                                  "model": "DistMult"}]))
+    (tmp_path / "results").mkdir()  # an empty folder is fine too
+    for _ in range(2):
+        done = CliRunner().invoke(main, ["evaluate", "--dataset", str(folder), "--sweep", str(sweep), "--output",
+                                         str(tmp_path / "results"), "--no-progress"])
+        assert done.exit_code == 0, done.output
+    assert (tmp_path / "results" / "a.json").is_file()
+
+
+def test_verbose_is_openbench_info_only_and_long_steps_announce_themselves(inputs, tmp_path):
+    """Issue 37: -v printed third-party DEBUG lines and PyBEL's pkg_resources warning; `train` and
+    the demo were silent for minutes where stderr is no terminal."""
+    pytest.importorskip("pykeen")
+    folder, _, _ = inputs
+    done = subprocess.run([sys.executable, "-m", "openbench", "-v", "train", "--dataset", str(folder), "--model",
+                           "DistMult", "--dim", "4", "--epochs", "2", "--output", str(tmp_path / "model")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "DEBUG" not in done.stderr and "pkg_resources" not in done.stderr, done.stderr
+    assert "INFO openbench" in done.stderr
+    import openbench.progress
+
+    quiet = subprocess.run([sys.executable, "-c", "import openbench.progress as p; p.PERIOD_S = 0.0; "
+                            "from openbench.entry import main; main()", "train", "--dataset", str(folder), "--model",
+                            "DistMult", "--dim", "4", "--epochs", "3", "--output", str(tmp_path / "model2")],
+                           capture_output=True, text=True, timeout=300)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "INFO openbench.progress: training DistMult:" in quiet.stderr and "epoch" in quiet.stderr
+    assert openbench.progress.PERIOD_S > 0
+
+
+def test_a_scoped_evaluation_says_how_many_queries_it_evaluated(inputs):
+    """Issue 37: the header said "47 evaluation triples" while 4 queries were evaluated."""
+    done = _run(*_evaluate_args(inputs, "--relations", "REL_A", "--sides", "tail"))
+    record = json.loads(done.stdout)
+    queries = record["diagnostics"]["queries"]
+    assert f"test triples; {queries} queries evaluated" in done.stderr and queries < record["dataset"]["counts"]["test"]
+
+
+def test_the_meta_eval_console_script(tmp_path):
+    for side in ("pred", "truth"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "title.tsv").write_text("p1\tA title\n")
+    done = subprocess.run([sys.executable, "-c", "from openbench.entry import metaeval_main; metaeval_main()",
+                           "--input", str(tmp_path / "pred"), "--truth", str(tmp_path / "truth")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "title" in done.stdout and "1.000" in done.stdout, done.stderr
+    missing = subprocess.run([sys.executable, "-c", "from openbench.entry import metaeval_main; metaeval_main()",
+                              "--input", str(tmp_path / "nowhere"), "--truth", str(tmp_path / "truth")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr

@@ -74,6 +74,27 @@ def enormous_line(data: bytes) -> bytes:
     return data + b"X" * 2_000_000 + b"\n"
 
 
+def cr_only(data: bytes) -> bytes:
+    """Every line ending a lone carriage return (classic Mac OS): issue 37's one-edge split."""
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r")
+
+
+def gzip_long_line(data: bytes) -> bytes:
+    """A gzip whose content ends with a 17 MiB line (past the reading layer's 16 MiB bound), a
+    few kilobytes compressed."""
+    return gzip.compress(gzip.decompress(data) + b"X" * (17 << 20) + b"\n", compresslevel=9, mtime=0)
+
+
+def past_the_text(data: bytes) -> bytes:
+    """A BRAT span ending far past the end of its document (issue 37)."""
+    return data.replace(b"14 17", b"14 7000", 1)
+
+
+def obo_cycle(data: bytes) -> bytes:
+    """An is_a cycle: the root made a child of one of its descendants."""
+    return data.replace(b"id: HP:0000001\n", b"id: HP:0000001\nis_a: HP:0000003\n", 1)
+
+
 def with_bom(data: bytes) -> bytes:
     return b"\xef\xbb\xbf" + data
 
@@ -151,12 +172,13 @@ def npz_wrong_key(data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-TEXT_ERRORS = [empty, not_utf8, truncated_line, extra_column, binary_garbage, nul_bytes]
+TEXT_ERRORS = [empty, not_utf8, truncated_line, extra_column, binary_garbage, nul_bytes, cr_only]
 TEXT_ACCEPTED = [with_bom, with_crlf]
 JSON_ERRORS = [empty, not_utf8, json_deep, json_truncated, binary_garbage]
 NPY_ERRORS = [empty, npy_truncated, binary_garbage, npy_pickled, npy_is_npz, npy_wrong_shape]
 NPZ_ERRORS = [empty, npy_truncated, binary_garbage, npz_wrong_key, npy_pickled]
-GZ_ERRORS = [gzip_truncated, gzip_foreign, gzip_of(not_utf8), gzip_of(truncated_line), gzip_of(binary_garbage)]
+GZ_ERRORS = [gzip_truncated, gzip_foreign, gzip_of(not_utf8), gzip_of(truncated_line), gzip_of(binary_garbage),
+             gzip_of(cr_only), gzip_long_line]
 
 
 # ------------------------------------------------------------------------------------------
@@ -347,12 +369,13 @@ def _cases() -> List[Case]:
                                       lambda d: d.replace(b" 0 7", b" 0 \xc2\xb2", 1),
                                       lambda d: d.replace(b"0 7", b"9 3", 1)], brat_args)
     add("brat", "brat/gold/doc.txt", [not_utf8], brat_args)
+    add("brat", "brat/pred/doc.ann", [past_the_text], brat_args)
     ranking_args = lambda w, o: ["text", "rank-diseases", "--test-set", str(w / "cases.json"),  # noqa: E731
                                  "--annotations", str(w / "phenotype.hpoa"), "--ontology", str(w / "hp.obo"),
                                  "--cache-root", str(o), "--method", "set_jaccard", "--no-progress"]
     add("rank-diseases", "cases.json", JSON_ERRORS + [json_not_object], ranking_args, "previous_ranking")
     add("rank-diseases", "phenotype.hpoa", [empty, not_utf8, binary_garbage], ranking_args, "previous_ranking")
-    add("rank-diseases", "hp.obo", [empty, not_utf8, binary_garbage], ranking_args, "previous_ranking")
+    add("rank-diseases", "hp.obo", [empty, not_utf8, binary_garbage, obo_cycle], ranking_args, "previous_ranking")
     add("rank-eval", "ranking/cases/cache/case_0000.json", JSON_ERRORS + [json_not_object],
         lambda w, o: ["text", "rank-eval", "--cache-dir", str(w / "ranking" / "cases" / "cache")],
         "ranking/cases/cache")

@@ -306,3 +306,93 @@ def test_every_writing_command_refuses_dangerous_outputs(inputs, command, tmp_pa
         if "Invalid value for '--output'" not in done.stderr:  # click's own check of a file/folder option
             assert "refused as output" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert {path: snapshot(path) for path in (work, foreign, inputs)} == before, target
+
+
+# ------------------------------------------------------------------------------------------
+# round two (issue 37): nested outputs, long names, mount points, read-only and full filesystems
+
+
+def _small_graph(root: Path) -> Path:
+    done = CliRunner().invoke(main, ["generate", "--sample", "--output", str(root / "graph"), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    return root / "graph" / "graph_files"
+
+
+def _split(graph: Path, output: Path, seed: int):
+    return CliRunner().invoke(main, ["split", "rand", "--edges", str(graph / "edges.csv"), "--tn-edges",
+                                     str(graph / "TN_edges.csv"), "--nodes", str(graph / "ALL_nodes.csv"),
+                                     "--output", str(output), "--seed", str(seed)])
+
+
+def test_a_users_file_in_a_nested_output_is_never_deleted(tmp_path):
+    """Issue 37: split --output NS, split --output NS/extra_fold, a note added inside it, then
+    split --output NS again deleted the note (a nested marker was trusted without its contents)."""
+    graph = _small_graph(tmp_path)
+    nested = tmp_path / "NS"
+    assert _split(graph, nested, 1).exit_code == 0
+    assert _split(graph, nested / "extra_fold", 2).exit_code == 0
+    assert _split(graph, nested, 3).exit_code == 0  # a nested openbench output alone is still openbench's
+    assert _split(graph, nested / "extra_fold", 2).exit_code == 0
+    (nested / "extra_fold" / "notes.txt").write_text("notes\n")
+    before = snapshot(nested)
+    refused = _split(graph, nested, 4)
+    assert refused.exit_code == 2 and "extra_fold/notes.txt" in refused.output, refused.output
+    assert snapshot(nested) == before
+    drafts = nested / "extra_fold" / "paper_drafts"  # a folder carrying a copied marker that lists nothing
+    (nested / "extra_fold" / "notes.txt").unlink()
+    drafts.mkdir()
+    (drafts / MARKER).write_text(json.dumps({"written_by": "openbench", "kind": "x", "version": "0", "entries": []}))
+    (drafts / "draft.tex").write_text("\\section{}")
+    refused = _split(graph, nested, 4)
+    assert refused.exit_code == 2 and "paper_drafts/draft.tex" in refused.output
+    assert (drafts / "draft.tex").read_text() == "\\section{}"
+
+
+def test_a_folder_name_of_250_characters_is_a_valid_output(tmp_path):
+    """Issue 37: the staging folder's name (target name + ~openbench-staging~host~pid~token) went
+    past 255 bytes: ENAMETOOLONG for a valid folder name."""
+    target = tmp_path / ("d" * 250)
+    for text in ("first", "second"):  # written, then replaced (leftover names shortened the same way)
+        replace_folder(target, _fill(text))
+        assert (target / "a.txt").read_text() == text
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]
+    wide = tmp_path / ("é" * 120)  # 240 bytes in UTF-8
+    replace_folder(wide, _fill())
+    with atomic_path(tmp_path / ("f" * 250 + ".json")) as tmp:
+        assert len(os.fsencode(tmp.name)) <= outputs.NAME_BYTES
+        tmp.write_text("{}")
+
+
+@pytest.fixture()
+def mounted(tmp_path):
+    """A 40 kB tmpfs mounted at tmp_path/mnt (unmounted after), or a skip where mounting is not
+    allowed (no root, no CAP_SYS_ADMIN)."""
+    point = tmp_path / "mnt"
+    point.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(point)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({done.stderr.decode().strip() or 'mount failed'})")
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def test_a_mount_point_read_only_and_full_filesystems_are_one_clear_line(tmp_path, mounted):
+    graph = _small_graph(tmp_path)
+    refused = _split(graph, mounted, 1)  # a mount point cannot be renamed: EBUSY
+    assert refused.exit_code == 2 and "mount point" in refused.output and "Traceback" not in refused.output
+    full = _split(graph, mounted / "split", 1)  # the split does not fit in 40 kB
+    assert full.exit_code == 1, full.output
+    lines = [line for line in full.output.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "no space left" in lines[0] and str(mounted / "split") in lines[0], full.output
+    assert "bug" not in full.output and list(mounted.iterdir()) == []  # no staging left
+    small = _split(graph, tmp_path / "split", 1)
+    assert small.exit_code == 0
+    replace_folder(mounted / "kept", _fill("old"))
+    subprocess.run(["mount", "-o", "remount,ro", str(mounted)], check=True)
+    before = snapshot(mounted)
+    read_only = CliRunner().invoke(main, ["export-kgid", "--dataset", str(tmp_path / "split"), "--output",
+                                          str(mounted / "kept")])
+    assert read_only.exit_code == 1 and "read-only file system" in read_only.output, read_only.output
+    assert "internal error" not in read_only.output and snapshot(mounted) == before

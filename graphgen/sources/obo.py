@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from openbench._io.inputs import iter_raw_lines
+from openbench._io.inputs import iter_raw_lines, polars_source
 from openbench.errors import InputError
 
 __all__ = ["Ontology", "read_lines", "parse_obo"]
@@ -42,7 +42,7 @@ class Ontology:
 def read_lines(path: Path) -> pl.DataFrame:
     """All lines of a text file (gzip understood) as one string column ``line``, CR stripped."""
     try:
-        frame = pl.read_csv(path, has_header=False, separator=_NO_SEPARATOR, quote_char=None,
+        frame = pl.read_csv(polars_source(path), has_header=False, separator=_NO_SEPARATOR, quote_char=None,
                             new_columns=[_LINE], infer_schema=False, truncate_ragged_lines=True)
     except pl.exceptions.NoDataError:
         return pl.DataFrame({_LINE: []}, schema={_LINE: pl.String})

@@ -41,7 +41,7 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["MARKER", "OutputRefused", "replace_folder", "check_output_folder", "check_output_file", "atomic_path",
+__all__ = ["MARKER", "OutputRefused", "OutputFailed", "NAME_BYTES", "error_code", "replace_folder", "check_output_folder", "check_output_file", "atomic_path",
            "write_text_atomic", "json_text", "write_json", "write_marker", "is_openbench_folder", "clean_leftovers",
            "file_mode", "folder_mode", "SequentialWriter", "JSON_SIGNATURE", "is_openbench_json",
            "is_openbench_png"]
@@ -100,8 +100,25 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:40] or "host"
 
 
+NAME_BYTES = 255  # the longest file name common filesystems take
+_SUFFIX_BYTES = 80  # "~openbench-staging~<host, at most 40>~<pid>~<token>" and the leading dot
+
+
+def _stem(target: Path) -> str:
+    """The target's name as its side files carry it: whole where the side name fits in
+    :data:`NAME_BYTES`, else a prefix and a digest of the whole name (the same for every run)."""
+    name = target.name
+    if len(os.fsencode(name)) + _SUFFIX_BYTES <= NAME_BYTES:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    prefix = os.fsencode(name)[:NAME_BYTES - _SUFFIX_BYTES - 18].decode("utf-8", "ignore")
+    return f"{prefix}-{digest}"
+
+
 def _side_name(target: Path, role: str) -> Path:
-    return target.parent / f".{target.name}~openbench-{role}~{_host()}~{os.getpid()}~{secrets.token_hex(4)}"
+    return target.parent / f".{_stem(target)}~openbench-{role}~{_host()}~{os.getpid()}~{secrets.token_hex(4)}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -118,7 +135,7 @@ def _pid_alive(pid: int) -> bool:
 
 def _leftovers(target: Path) -> List[tuple]:
     """(path, role, pid) of this host's dead runs' staging/retired folders and temporary files."""
-    prefix = f".{target.name}~openbench-"
+    prefix = f".{_stem(target)}~openbench-"
     found = []
     try:
         entries = list(os.scandir(target.parent))
@@ -184,8 +201,10 @@ def _read_marker(folder: Path) -> Optional[dict]:
 
 
 def _foreign_entries(folder: Path, owned: Iterable[str], extra_markers: Sequence[str] = ()) -> List[str]:
-    """Relative paths under ``folder`` that its marker does not list (a listed folder is owned
-    whole; an unlisted folder with a valid marker of its own is another openbench output)."""
+    """Relative paths under ``folder`` that no marker lists: its own marker's entries are owned,
+    and inside a subfolder with a valid marker of its own (a nested openbench output) that
+    marker's entries too, but never more: a user's file in a nested output, or a folder holding a
+    copied marker, is foreign."""
     owned = set(owned)
     foreign: List[str] = []
 
@@ -195,8 +214,10 @@ def _foreign_entries(folder: Path, owned: Iterable[str], extra_markers: Sequence
             if name in owned or (not relative and entry.name in (MARKER, *extra_markers)):
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if _read_marker(Path(entry.path)) is not None:
-                    continue
+                nested = _read_marker(Path(entry.path))
+                if nested is not None:
+                    owned.add(f"{name}/{MARKER}")
+                    owned.update(f"{name}/{listed}" for listed in nested["entries"])
                 walk(Path(entry.path), name + "/")
             else:
                 foreign.append(name)
@@ -276,6 +297,8 @@ def check_output_folder(target: PathLike, inputs: Iterable[Optional[PathLike]] =
         return
     if not target.is_dir():
         raise OutputRefused(target, "it is a file, not a folder")
+    if os.path.ismount(target):
+        raise OutputRefused(target, "it is a mount point, which cannot be replaced; give a folder inside it")
     try:
         has_content = any(not path.is_dir() or path.is_symlink() for path in target.rglob("*"))
     except OSError as error:
@@ -404,18 +427,61 @@ def replace_folder(final: PathLike, fill: Callable[[Path], None], *, inputs: Ite
     inputs = list(inputs)
     if checked:
         check_output_folder(final, inputs, extra_markers)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(final)
-    staging = _side_name(final, "staging")
-    os.mkdir(staging)  # mode 0o777 less the umask
-    try:
-        fill(staging)
-        write_marker(staging, kind)
-        _swap_in(staging, final)
-    finally:
-        if staging.exists():
-            _remove(staging)
+    with _writing(final):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(final)
+        staging = _side_name(final, "staging")
+        os.mkdir(staging)  # mode 0o777 less the umask
+        try:
+            fill(staging)
+            write_marker(staging, kind)
+            _swap_in(staging, final)
+        finally:
+            if staging.exists():
+                _remove(staging)
     return final
+
+
+class OutputFailed(OpenbenchError):
+    """Writing an output failed for a reason of the system (a full disk, a read-only filesystem);
+    what was there before is unchanged and nothing half-written is left."""
+
+
+_WRITE_PROBLEMS = {
+    errno.ENOSPC: "no space left on the device; free some space or write elsewhere",
+    errno.EDQUOT: "the disk quota is used up; free some space or write elsewhere",
+    errno.EROFS: "a read-only file system; give a place you can write to",
+    errno.EACCES: "permission denied; give a place you can write to",
+    errno.EPERM: "operation not permitted; give a place you can write to",
+    errno.ENAMETOOLONG: "a name too long for the file system; give a shorter one",
+    errno.EBUSY: "the place is busy (a mount point, or in use by another program); give another one",
+    errno.EXDEV: "the staging folder and the target are on different file systems",
+}
+
+
+@contextmanager
+def _writing(final: Path) -> Iterator[None]:
+    """Turn a system's refusal to write (full disk, read-only file system, ...) into one
+    :class:`OutputFailed` naming the output and what to do."""
+    try:
+        yield
+    except OSError as error:
+        code = error_code(error)
+        reason = _WRITE_PROBLEMS.get(code)
+        written_here = error.filename is None or _within(_resolved(error.filename), _resolved(final.parent))
+        if reason is None or not (written_here or code in (errno.ENOSPC, errno.EDQUOT, errno.EROFS)):
+            raise
+        raise OutputFailed(f"{final}: cannot be written: {reason} ({os.strerror(code)}); the output was left as it "
+                           "was and nothing half-written remains") from None
+
+
+def error_code(error: OSError) -> int:
+    """The errno of ``error``; Rust libraries (polars) raise plain OSErrors that carry it only in
+    their message, as ``(os error 28)``."""
+    if error.errno:
+        return error.errno
+    found = re.search(r"\(os error (\d+)\)", str(error))
+    return int(found.group(1)) if found else -1
 
 
 @contextmanager
@@ -428,17 +494,18 @@ def atomic_path(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
     """
     path = Path(path)
     check_output_file(path, inputs, recognise)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(path)
-    tmp_path = _side_name(path, "tmp")
-    try:
-        yield tmp_path
-        if tmp_path.exists():
-            os.chmod(tmp_path, file_mode())
-        os.replace(tmp_path, path)
-    finally:
-        if tmp_path.exists() or tmp_path.is_symlink():
-            tmp_path.unlink()
+    with _writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(path)
+        tmp_path = _side_name(path, "tmp")
+        try:
+            yield tmp_path
+            if tmp_path.exists():
+                os.chmod(tmp_path, file_mode())
+            os.replace(tmp_path, path)
+        finally:
+            if tmp_path.exists() or tmp_path.is_symlink():
+                tmp_path.unlink()
 
 
 def write_text_atomic(path: PathLike, text: str, inputs: Iterable[Optional[PathLike]] = (),

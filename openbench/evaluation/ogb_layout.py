@@ -22,7 +22,6 @@ overrides both. Entities are labelled ``<type>:<local id>`` (biokg) or ``entity:
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import logging
@@ -32,6 +31,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from openbench._io.inputs import read_text
 from openbench.errors import InputError
 
 __all__ = ["SAFE_NUMPY_GLOBALS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset",
@@ -144,10 +144,7 @@ def _num_node_dict(folder: Path) -> Optional[Dict[str, int]]:
     path = folder / "raw" / "num-node-dict.csv.gz"
     if not path.is_file():
         return None
-    try:
-        lines = gzip.decompress(path.read_bytes()).decode("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError, EOFError) as error:
-        raise InputError(f"unreadable node-count file ({error})", path) from None
+    lines = read_text(path).splitlines()  # bounded inflation, errors naming the file
     if len(lines) < 2:
         raise InputError("expected a header of node types and a row of counts", path)
     names, counts = lines[0].split(","), lines[1].split(",")

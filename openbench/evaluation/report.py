@@ -21,9 +21,12 @@ def format_table(result: dict) -> str:
     lines: List[str] = []
     model = result.get("model", {})
     counts = result["dataset"]["counts"]
+    split = result["protocol"].get("evaluation_split", "test")
+    queries = (result.get("diagnostics") or {}).get("queries")
+    evaluated = f"; {queries} queries evaluated" if queries is not None else ""
     lines.append(f"model {model.get('name')} ({model.get('kind')}) on {result['dataset']['path']}: "
-                 f"{counts['entities']} entities, {counts['relations']} relations, "
-                 f"{counts[result['protocol'].get('evaluation_split', 'test')]} evaluation triples")
+                 f"{counts['entities']} entities, {counts['relations']} relations, {counts[split]} {split} "
+                 f"triples{evaluated}")
     filters = ",".join(result["protocol"]["filter_sets"]) or "none"
     lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
                  f"{result['timing']['seconds']:.2f} s on {result['device']}")

@@ -88,7 +88,8 @@ def read_ann(path, text: Optional[str] = None) -> Document:
     Events become one relation per argument (typed by the role as written, ``Theme2`` included:
     a suffix cannot be told from a role named ``ARG1``; trigger → argument; an event argument
     stands for its trigger). A, M, N, ``*`` and ``#`` lines are read and ignored
-    by scoring. ``text``: the paired ``.txt``, against which span texts are checked (warnings).
+    by scoring. ``text``: the paired ``.txt``: spans past its end are an error, covered texts that
+    differ from the annotation's are warnings.
     """
     path = Path(path)
     document = Document(path)
@@ -163,7 +164,13 @@ def _entity(identifier: str, rest: str, path: Path, number: int) -> Entity:
 
 
 def _check_offsets(document: Document, text: str) -> None:
+    """Spans must lie within the ``.txt`` (an error naming the line); a covered text that differs
+    from the annotation's is a warning (brat files are often normalised, as BRATEval allows)."""
     for entity in document.entities.values():
+        beyond = [(start, end) for start, end in entity.spans if end > len(text)]
+        if beyond:
+            raise InputError(f"{entity.id} span {beyond[0][0]} {beyond[0][1]} ends past the end of the .txt beside it "
+                             f"({len(text)} characters); expected offsets within the text", document.path, entity.line)
         covered = " ".join(text[start:end] for start, end in entity.spans)
         if covered != entity.text:
             message = (f"{document.path}:{entity.line}: {entity.id} spans {entity.spans} cover {covered!r} in the "

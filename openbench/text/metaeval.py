@@ -17,7 +17,8 @@ compat     #{p in P: p in set(T)} / |P|   the same count / |T| (what the Scala c
 
 undefined when the denominator is 0. A field's precision (recall) is the mean over the papers
 where it is defined. Papers only in the truth count recall 0, papers only in the predictions
-precision 0. Default: ``set``.
+precision 0; a truth field without a prediction file scores recall 0 (``compat``: left out, as the
+original). Default: ``set``.
 
 Lines: UTF-8, ``\\r\\n`` tolerated, blank lines skipped, trailing empty fields dropped (as Java's
 ``split``); interior empty values count only in ``compat`` mode. A paper id repeated in one file
@@ -156,20 +157,44 @@ def field_files(folder: Path) -> Dict[str, Path]:
 
 
 def evaluate(predictions: Path, truth: Path, semantics: str = "set") -> List[FieldResult]:
-    """Every field of ``predictions`` that has a truth file, sorted by field name."""
+    """Every field of ``predictions`` that has a truth file, and every truth field without a
+    prediction file, sorted by field name. A field nothing predicted scores as predicting nothing
+    (precision undefined, recall 0 over its papers), with a warning; ``compat`` leaves it out, as
+    the original program does, and warns."""
     predictions, truth = Path(predictions), Path(truth)
     if semantics not in SEMANTICS:
         raise InputError(f"unknown semantics {semantics!r}; valid: {', '.join(SEMANTICS)}")
     if not truth.is_dir():
         raise InputError("expected a directory of truth files", truth)
+    predicted = field_files(predictions)
     results = []
-    for name, path in sorted(field_files(predictions).items()):
+    for name, path in sorted(predicted.items()):
         truth_path = truth / path.name
         if not truth_path.is_file():
             logger.warning("%s: no truth file %s; field %s skipped", path, truth_path, name)
             continue
         results.append(score_field(name, path, truth_path, semantics))
-    return results
+    unpredicted = {name: path for name, path in field_files(truth).items() if name not in predicted}
+    if unpredicted and semantics == "compat":
+        logger.warning("%d truth field(s) without a prediction file, left out as the original program does: %s",
+                       len(unpredicted), ", ".join(sorted(unpredicted)))
+    elif unpredicted:
+        logger.warning("%d truth field(s) without a prediction file score recall 0: %s", len(unpredicted),
+                       ", ".join(sorted(unpredicted)))
+        results += [_unpredicted(name, path, semantics) for name, path in unpredicted.items()]
+    return sorted(results, key=lambda result: result.name)
+
+
+def _unpredicted(name: str, truth: Path, semantics: str) -> FieldResult:
+    """A truth field nothing was predicted for: each paper scored against no values (recall 0
+    where it has values, precision undefined)."""
+    truth_papers = _merge(read_field_file(truth, False), truth, "concatenate")
+    examples = [(paper_id, values, []) for paper_id, values in sorted(truth_papers.items())]
+    recalls = [recall for _, values, _ in examples for _, recall in [paper_scores(values, [], semantics)]
+               if recall is not None]
+    counts = {"papers": len(examples), "in_both": 0, "truth_only": len(examples), "prediction_only": 0,
+              "precision_defined": 0, "recall_defined": len(recalls)}
+    return FieldResult(name, None, _mean(recalls), examples, counts)
 
 
 def _number(value: Optional[float]) -> str:

@@ -97,8 +97,11 @@ def test_malformed_sample_rows_name_file_and_line(tmp_path, content, line, expec
 
 
 def test_missing_dataset_pieces(tmp_path):
-    with pytest.raises(InputError, match="dataset path is not a directory"):
+    with pytest.raises(InputError, match="nowhere: no such folder, and not a dataset name of the registry"):
         load_dataset(tmp_path / "nowhere")
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(InputError, match="dataset path is not a directory"):
+        load_dataset(tmp_path / "a_file")
     with pytest.raises(InputError, match="no dataset found: expected train_sample.csv and test_sample.csv"):
         load_dataset(tmp_path)
     write_samples(tmp_path, dict(SPLITS, train=[]))

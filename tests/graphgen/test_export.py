@@ -146,13 +146,18 @@ def test_exports_are_byte_identical_when_repeated(sample_graph, tmp_path):
             assert path.read_bytes() == (second / path.name).read_bytes(), path.name
 
 
-def test_generate_writes_the_export_into_graph_files(tmp_path):
+def test_generate_writes_the_export_beside_the_tsv_graph(tmp_path):
+    """Issue 37: the export replaced graph_files/'s TSV files, so the README's next command (export
+    --graph graph_out/graph_files) failed. The TSV graph stays; the export goes beside it."""
     result = CliRunner().invoke(main, ["generate", "--sample", "--output", str(tmp_path), "--no-progress",
                                        "--output-format", "RDF-NT"])
     assert result.exit_code == 0, result.output
-    files = {p.name for p in (tmp_path / "graph_files").iterdir()}
-    assert {"edges.nt", "nodes.nt", "TN_edges.nt", "ALL_nodes.nt", "graph_props.json"} <= files
-    assert "edges.csv" not in files
+    exported = {p.name for p in (tmp_path / "rdf-nt").iterdir()}
+    assert {"edges.nt", "nodes.nt", "TN_edges.nt", "ALL_nodes.nt", "graph_props.json"} <= exported
+    assert {"edges.csv", "TN_edges.csv", "ALL_nodes.csv"} <= {p.name for p in (tmp_path / "graph_files").iterdir()}
+    again = CliRunner().invoke(main, ["export", "--graph", str(tmp_path / "graph_files"), "--format", "RDF-TTL",
+                                      "--output", str(tmp_path / "ttl")])
+    assert again.exit_code == 0, again.output
 
 
 def test_bad_graph_folders_give_clear_errors_and_write_nothing(sample_graph, tmp_path):

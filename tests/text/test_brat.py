@@ -214,3 +214,16 @@ def test_a_taxonomy_with_an_indentation_jump_is_refused(tmp_path):
     with pytest.raises(InputError, match="indentation jumps") as info:
         brat.Taxonomy.read(conf)
     assert info.value.line == 3
+
+
+def test_an_offset_past_the_end_of_the_text_is_an_error_naming_the_line(tmp_path):
+    """Issue 37: `T1 DRUG 0 7000` on a 28-character document was accepted with a warning."""
+    for side in ("gold", "pred"):
+        (tmp_path / side).mkdir()
+        (tmp_path / side / "doc.txt").write_text("Aspirin binds COX in cells.\n")
+    (tmp_path / "gold" / "doc.ann").write_text("T1\tDRUG 0 7\tAspirin\n")
+    (tmp_path / "pred" / "doc.ann").write_text("T1\tDRUG 0 7\tAspirin\nT2\tDRUG 0 7000\tAspirin\n")
+    done = CliRunner().invoke(main, ["text", "brat", "--gold", str(tmp_path / "gold"), "--pred", str(tmp_path / "pred")])
+    assert done.exit_code == 1 and "doc.ann, line 2: T2 span 0 7000 ends past the end of the .txt" in done.output
+    with pytest.raises(InputError, match="28 characters"):
+        brat.read_ann(tmp_path / "pred" / "doc.ann", (tmp_path / "pred" / "doc.txt").read_text())

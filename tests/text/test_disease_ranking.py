@@ -169,6 +169,11 @@ def test_ontology_errors(tmp_path):
     cyclic = Ontology(parents={"A": ["B"], "B": ["A"]}, names={}, replacements={})
     with pytest.raises(InputError, match="cycle"):
         KnowledgeBase.build(cyclic, {}, {"d": ["A"]})
+    looped = tmp_path / "looped.obo"  # issue 37: the cycle was reported without the file
+    looped.write_text("format-version: 1.2\n\n[Term]\nid: HP:0000001\nname: All\nis_a: HP:0000002\n\n"
+                      "[Term]\nid: HP:0000002\nname: Child\nis_a: HP:0000001\n")
+    with pytest.raises(InputError, match=r"looped.obo, line (4|9): the is_a graph has a cycle: HP:000000[12] is_a"):
+        KnowledgeBase.build(read_obo(looped), {}, {"d": ["HP:0000002"]})
     with pytest.raises(InputError, match="both --annotations and --ontology"):
         KnowledgeBase.from_files(annotations="x.hpoa")
     with pytest.raises(InputError, match="unknown method"):

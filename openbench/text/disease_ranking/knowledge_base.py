@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 import scipy.sparse as sp
 
+from openbench._io.inputs import iter_lines
 from openbench.errors import InputError
 
 __all__ = ["METHODS", "ROOT", "Ontology", "read_obo", "read_hpoa", "embedded_hpo_files", "KnowledgeBase",
@@ -53,6 +54,7 @@ class Ontology:
     parents: Dict[str, List[str]]
     names: Dict[str, str]
     replacements: Dict[str, str]  # alt_id or obsolete id -> current id
+    path: Optional[Path] = None  # the OBO file, for messages
 
     def current(self, term: str) -> Optional[str]:
         seen = set()
@@ -76,7 +78,7 @@ def read_obo(path) -> Ontology:
     obsolete = parsed.terms.filter(pl.col("obsolete")).get_column("id").implode()
     replacements = dict(parsed.replaced_by.filter(pl.col("id").is_in(obsolete)).iter_rows())
     replacements.update(parsed.alt_ids.iter_rows())  # alt_id -> id
-    return Ontology(parents, names, replacements)
+    return Ontology(parents, names, replacements, Path(path))
 
 
 def read_hpoa(path) -> Tuple[Dict[str, str], Dict[str, List[str]]]:
@@ -147,7 +149,7 @@ class KnowledgeBase:
                 rows.append(row)
                 cols.append(index[current])
         size = len(terms)
-        ancestors = _ancestor_matrix(terms, index, ontology.parents)
+        ancestors = _ancestor_matrix(terms, index, ontology.parents, ontology.path)
         raw = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(diseases), size))
         raw.data[:] = 1.0  # repeated annotations count once
         covering = (raw @ ancestors).tocsr()  # how many annotated terms have each term as ancestor-or-self
@@ -231,8 +233,20 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return np.divide(numerator, denominator, out=np.zeros_like(numerator, dtype=np.float64), where=denominator > 0)
 
 
-def _ancestor_matrix(terms: List[str], index: Dict[str, int], parents: Dict[str, List[str]]) -> sp.csr_matrix:
-    """(T, T) with a 1 at [t, a] for every a in anc(t), t included; cycles are reported."""
+def _stanza_line(path: Optional[Path], term: str) -> Optional[int]:
+    """The line of ``id: <term>`` in the OBO file (for a message), or None."""
+    if path is None:
+        return None
+    for number, line in iter_lines(path):
+        if line.strip() == f"id: {term}":
+            return number
+    return None
+
+
+def _ancestor_matrix(terms: List[str], index: Dict[str, int], parents: Dict[str, List[str]],
+                     path: Optional[Path] = None) -> sp.csr_matrix:
+    """(T, T) with a 1 at [t, a] for every a in anc(t), t included; a cycle is an InputError
+    naming the OBO file and the stanza whose is_a closes it."""
     closure: Dict[int, frozenset] = {}
 
     def ancestors_of(start: int) -> frozenset:
@@ -254,7 +268,10 @@ def _ancestor_matrix(terms: List[str], index: Dict[str, int], parents: Dict[str,
             for parent in parents.get(terms[node], ()):
                 if parent in index and index[parent] not in closure:
                     if state.get(index[parent]) == "open":
-                        raise InputError(f"the is_a graph has a cycle through {parent}")
+                        child = terms[node]
+                        raise InputError(f"the is_a graph has a cycle: {child} is_a {parent}, which already descends "
+                                         f"from {child}; expected an acyclic ontology", path,
+                                         _stanza_line(path, child))
                     stack.append(index[parent])
         return closure[start]
 
