@@ -98,8 +98,8 @@ def peer(split: Path, work: Path, overall: dict, inside: float) -> None:
     import torch
 
     from openbench.evaluation.classification import auroc, average_precision, read_labelled_split
-    from openbench.evaluation.dataset import load_dataset
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.datasets.loader import load_dataset
+    from openbench.models.scorers import build_scorer
 
     dataset = load_dataset(split)
     part = read_labelled_split(dataset, "test")

@@ -25,10 +25,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from openbench.evaluation.dataset import load_dataset  # noqa: E402
-from openbench.evaluation.distributed import DistributedEmbeddingEvaluator  # noqa: E402
+from openbench.datasets.loader import load_dataset  # noqa: E402
+from openbench.evaluation.evaluate import evaluate  # noqa: E402
 from openbench.evaluation.evaluator import EmbeddingEvaluator  # noqa: E402
-from openbench.evaluation.scorers import build_scorer  # noqa: E402
+from openbench.models.scorers import build_scorer  # noqa: E402
 
 DIM, RELATIONS, BATCH = 200, 28, 512
 
@@ -58,10 +58,8 @@ def worker(rank, world, folder, rendezvous, shard, device, seed, out):
     try:
         dataset = load_dataset(folder)
         target = f"cuda:{rank}" if device == "cuda" else "cpu"
-        evaluator = DistributedEmbeddingEvaluator(dataset, scorer_for(dataset, seed), shard=shard, device=target,
-                                                  progress=False)
         started = time.perf_counter()
-        result = evaluator.evaluate(batch_size=BATCH)
+        result = evaluate(dataset, scorer_for(dataset, seed), shard=shard, device=target, batch_size=BATCH).to_dict()
         seconds = time.perf_counter() - started
         report = {"rank": rank, "seconds": seconds, "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
         gathered = [None] * world

@@ -100,7 +100,7 @@ def pykeen_child(folder: Path, model_name: str) -> None:
     from pykeen.models import DistMult, TransE
     from pykeen.triples import TriplesFactory
 
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     dataset = load_dataset(folder)
     factory = TriplesFactory(mapped_triples=dataset.triples["train"],
@@ -140,9 +140,9 @@ def _once(function) -> float:
 
 def exact_cost(folder: Path, model: str, device: str, entity_rows=None, repeats=3) -> dict:
     """Exact against fast ranks, in process, warm: seconds of each and the undecided pairs."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.models.scorers import build_scorer
 
     dataset = load_dataset(folder)
     entities = np.load(folder / "entities.npy") if entity_rows is None else entity_rows(dataset.num_entities)
@@ -168,26 +168,28 @@ def overhead(folder: Path, model: str, device: str) -> tuple:
     """(evaluation seconds, score-rows-only seconds) in process, same batches and chunks, warm."""
     import torch
 
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.models.scorers import build_scorer
 
     dataset = load_dataset(folder)
     scorer = build_scorer(model, np.load(folder / "entities.npy"), np.load(folder / "relations.npy"),
                           dataset.num_entities, dataset.num_relations)
     evaluator = EmbeddingEvaluator(dataset, scorer, device=device, progress=False)
-    size = evaluator.default_batch_size()
+    producer = evaluator.producer()  # the full ranking, bound: its scorer on the device, its block budget
+    size = producer.default_batch_size(evaluator)
     test = dataset.triples["test"].to(evaluator.device)
-    width = evaluator._chunk_width(size)
+    width = producer.chunk_width(size)
 
     def scores_only():
         for start in range(0, test.shape[0], size):
             batch = test[start:start + size]
             for side in ("head", "tail"):
-                queries = evaluator.scorer.query_vectors(batch, side)
+                queries = producer.scorer.query_vectors(batch, side)
                 for first in range(0, dataset.num_entities, width):
                     last = min(first + width, dataset.num_entities)
-                    evaluator.scorer.score_chunk(queries, side, first, last, out=evaluator.scratch_block(len(batch), last - first))
+                    producer.scorer.score_chunk(queries, side, first, last,
+                                                out=producer.source.scratch_block(len(batch), last - first))
         if evaluator.device.type == "cuda":
             torch.cuda.synchronize()
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _record(work: Path) -> dict:
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.models.scorers import build_scorer
     from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
     splits = random_labelled_graph(1, 60, 4, {"train": 400, "valid": 20, "test": 40})

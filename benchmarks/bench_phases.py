@@ -35,9 +35,9 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.models.scorers import build_scorer
     mark("imports (torch, polars, openbench)")
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
     if device.type == "cuda":

@@ -86,7 +86,7 @@ def unseen_evaluation_nodes(split: Path) -> int:
 def load_seconds(split: Path) -> float:
     """Wall time of ``load_dataset`` in a fresh process (the cache's warm path when an entry exists,
     else a parse that also writes the entry)."""
-    code = ("import time, sys; from openbench.evaluation.dataset import load_dataset; t = time.perf_counter(); "
+    code = ("import time, sys; from openbench.datasets.loader import load_dataset; t = time.perf_counter(); "
             "load_dataset(sys.argv[1]); print(time.perf_counter() - t)")
     done = subprocess.run([sys.executable, "-c", code, str(split)], capture_output=True, text=True, check=True,
                           env=dict(os.environ, PYTHONPATH=str(ROOT)))

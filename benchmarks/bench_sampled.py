@@ -57,11 +57,11 @@ def _peak_gb() -> float:
 def openbench_child(folder: Path) -> dict:
     import torch
 
-    from openbench.evaluation.dataset import Dataset
+    from openbench.datasets.loader import Dataset
     from openbench.evaluation.evaluator import EmbeddingEvaluator
-    from openbench.evaluation.ogb_layout import IdLabels
+    from openbench.datasets.ogb import IdLabels
     from openbench.evaluation.sampled import SampledNegatives
-    from openbench.evaluation.scorers import build_scorer
+    from openbench.models.scorers import build_scorer
 
     entities = np.load(folder / "entities.npy", mmap_mode="r")
     relations = np.load(folder / "relations.npy")

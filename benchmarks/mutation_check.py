@@ -37,7 +37,7 @@ MUTATIONS: List[Mutation] = [
     Mutation("exact ranks: a window without the rounding-error bound", "openbench/evaluation/exact.py",
              "        delta = delta * (1 + 2.0 ** -30) + true_bound", "        delta = 0 * delta + true_bound",
              ("tests/evaluation/test_exact_ranks.py",)),
-    Mutation("exact ranks: RotatE's head rewrite term reads the real and imaginary halves as moduli", "openbench/evaluation/scorers.py",
+    Mutation("exact ranks: RotatE's head rewrite term reads the real and imaginary halves as moduli", "openbench/models/scorers.py",
              "squared_modulus = relation[:, :half] ** 2 + relation[:, half:] ** 2", "squared_modulus = relation.abs() ** 2",
              ("tests/evaluation/test_exact_kernels.py",)),
     Mutation("exact ranks: the true and known answers left in the re-scored pairs", "openbench/evaluation/ranking.py",
@@ -92,7 +92,7 @@ MUTATIONS: List[Mutation] = [
              ("tests/test_outputs.py",)),
     Mutation("inputs: a BOM stays in the first value", "openbench/_io/inputs.py",
              "    return data[len(BOM):] if data.startswith(BOM) and not keep_bom else data",
-             "    return data", ("tests/text/test_metaeval.py", "tests/evaluation/test_dataset.py")),
+             "    return data", ("tests/text/test_metaeval.py", "tests/datasets/test_loader.py")),
     Mutation("HPO diseases map through OMIM xrefs only (OpenBioLink's rule)", "graphgen/recipes.py",
              'HPO_DISEASE_XREFS = {"OMIM": ("OMIM", "MIM"), "ORPHA": ("ORDO", "ORPHA", "Orphanet", "ORPHANET"),',
              'HPO_DISEASE_XREFS = {"OMIM": ("OMIM", "MIM"), "ORPHA": (),',
@@ -101,9 +101,9 @@ MUTATIONS: List[Mutation] = [
              "    counts[\"test_cleaning\"] = {step: test.removed.get(step, 0) + removed for step, removed in",
              "    counts[\"test_cleaning\"] = {step: removed for step, removed in",
              ("tests/splits/test_random_split.py", "tests/splits/test_time_split.py")),
-    Mutation("dataset cache: a same-size edit goes unnoticed", "openbench/evaluation/dataset_cache.py",
+    Mutation("dataset cache: a same-size edit goes unnoticed", "openbench/datasets/cache.py",
              "        if not racy and all(before.get(key) == value for key, value in now.items()):",
-             "        if True:", ("tests/evaluation/test_dataset_cache.py",)),
+             "        if True:", ("tests/datasets/test_cache.py",)),
 ]
 
 

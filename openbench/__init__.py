@@ -1,5 +1,30 @@
-"""openbench: build, split and evaluate biomedical link-prediction benchmarks."""
+"""openbench: build, split and evaluate biomedical link-prediction benchmarks.
 
-__all__ = ["__version__"]
+From Python (the names load on first use, so ``import openbench`` stays light)::
+
+    import openbench
+    dataset = openbench.load_dataset("split_out")
+    model = openbench.embedding_model("DistMult", entity_embeddings=E, relation_embeddings=R)
+    record = openbench.evaluate(dataset, model)
+    print(record.metric("both.realistic.mrr"))
+"""
+from importlib import import_module
+from typing import Any
 
 __version__ = "0.1.0"
+
+_PUBLIC = {"load_dataset": "api", "embedding_model": "api", "from_pykeen": "api", "score_function": "api",
+           "load_model": "api", "evaluate": "api", "ResultRecord": "api", "Dataset": "api"}
+__all__ = ["__version__", *sorted(_PUBLIC)]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'openbench' has no attribute {name!r}")
+    value = getattr(import_module(f"openbench.{_PUBLIC[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

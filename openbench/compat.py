@@ -17,9 +17,9 @@ import torch
 
 from openbench.registry import get
 from openbench.errors import InputError
-from openbench.evaluation.dataset import SPLITS, load_dataset, write_id_layout
+from openbench.datasets.loader import SPLITS, load_dataset, write_id_layout
 from openbench.evaluation.evaluator import Evaluator as _Evaluator
-from openbench.evaluation.filter_index import FilterIndex
+from openbench.datasets.filter_index import FilterIndex
 
 __all__ = ["DataLoader", "Evaluator"]
 

@@ -19,7 +19,7 @@ from openbench.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
-           "write_samples", "run_demo", "train_and_evaluate", "PIPELINE_MODELS", "run_pipeline_demo",
+           "write_samples", "run_demo", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
            "results_table", "submit_to_leaderboard"]
 
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def write_samples(folder: Path, splits: Dict[str, List[Triple]], seed: int) -> N
 def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult", dim: int = 32,
              device: str = "auto", progress: bool = True) -> dict:
     """Build the demo graph under ``out``, train ``model`` with PyKEEN, evaluate it; return the result."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     from openbench._io import write_json
 
@@ -125,15 +125,16 @@ def run_demo(out: Path, seed: int = 0, epochs: int = 40, model: str = "DistMult"
 def train_and_evaluate(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, device: str,
                        progress: bool) -> dict:
     """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``, evaluate with openbench."""
-    return trained_evaluator(dataset, model, folder, dim, epochs, seed, device, progress).evaluate()
+    from openbench.evaluation.evaluate import evaluate
+
+    scorer = trained_scorer(dataset, model, folder, dim, epochs, seed, progress)
+    return evaluate(dataset, scorer, device=device, seed=seed, progress=progress).to_dict()
 
 
-def trained_evaluator(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, device: str,
-                      progress: bool):
-    """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``; the openbench
-    evaluator of the saved embeddings."""
-    from openbench.evaluation.scorers import build_scorer, file_sha256
-    from openbench.evaluation.sources import EvaluationOptions, embedding_evaluator
+def trained_scorer(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, progress: bool):
+    """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``; the embedding scorer
+    of the saved arrays (recording the training and the files' sha256)."""
+    from openbench.models.scorers import build_scorer, file_sha256
     from openbench.training import train_embeddings
 
     stage("demo: training %s with PyKEEN (%d epochs)", model, epochs)
@@ -146,9 +147,8 @@ def trained_evaluator(dataset, model: str, folder: Path, dim: int, epochs: int, 
 
     replace_folder(folder, fill, kind="embeddings")
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    options = EvaluationOptions(device=device, seed=seed, progress=progress)
-    return embedding_evaluator(dataset, scorer, {"trained_by": "pykeen", "epochs": epochs},
-                               file_sha256(folder / "entities.npy", folder / "relations.npy"), options)
+    return scorer.described({"trained_by": "pykeen", "epochs": epochs},
+                            file_sha256(folder / "entities.npy", folder / "relations.npy"))
 
 PIPELINE_MODELS = ("DistMult", "TransE-L2")
 DEMO_NEGATIVES = 20  # sampled negatives per test query and side (filtered, distinct) in the demo's split
@@ -164,8 +164,8 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     """
     from graphgen.pipeline import SAMPLE_DIR, generate
     from openbench._io import write_json
-    from openbench.evaluation.classification import classification_record
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.evaluate import evaluate
     from splits.pipeline import split_random
 
     out = Path(out)
@@ -179,28 +179,19 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     dataset = load_dataset(out / "split")
     results = {}
     for model in PIPELINE_MODELS:
-        evaluator = trained_evaluator(dataset, model, out / "models" / model, dim, epochs, seed, device, progress)
+        scorer = trained_scorer(dataset, model, out / "models" / model, dim, epochs, seed, progress)
         stage("demo: evaluating %s (full filtered ranking, classification, sampled protocol)", model)
-        results[model] = evaluator.evaluate()
+        settings = dict(device=device, seed=seed, progress=progress)
+        results[model] = evaluate(dataset, scorer, **settings).to_dict()
         write_json(out / "results" / f"{model}.json", results[model])
-        classification = classification_record(evaluator)
+        classification = evaluate(dataset, scorer, task="classification", **settings).to_dict()
         write_json(out / "results" / f"{model}.classification.json", classification)
-        sampled = sampled_twin(dataset, evaluator).evaluate()
+        # the same embeddings under OGB's sampled protocol: each test query against its own
+        # negatives of the split's test_negatives.npz, unfiltered
+        sampled = evaluate(dataset, scorer, protocol="sampled", **settings).to_dict()
         write_json(out / "results" / f"{model}.sampled.json", sampled)
         results[model] = dict(results[model], classification_record=classification, sampled_record=sampled)
     return results
-
-
-def sampled_twin(dataset, evaluator):
-    """The same embeddings under the sampled (OGB) protocol: each test query against its own
-    negatives of the split's ``test_negatives.npz``, unfiltered (the protocol as
-    ``openbench evaluate --protocol sampled`` resolves it)."""
-    from openbench.evaluation.sources import SOURCES, EvaluationOptions, embedding_evaluator, with_protocol
-
-    options = with_protocol(dataset, SOURCES["embeddings"],
-                            EvaluationOptions(device=str(evaluator.device), seed=evaluator.seed,
-                                              progress=evaluator.progress, protocol="sampled"))
-    return embedding_evaluator(dataset, evaluator.scorer, evaluator.model_params, evaluator.source_sha256, options)
 
 
 def results_table(results: Dict[str, dict]) -> str:

@@ -11,7 +11,14 @@ import signal
 import sys
 import threading
 
-from openbench.errors import INTERRUPTED
+# Intel MKL (torch's CPU BLAS on x86) chooses its code path by the operands' memory alignment, so
+# the same training can round differently from one process to the next (seen: the demo's DistMult
+# arrays differed by 2e-5 between two runs, depending on what the process had allocated before).
+# Its reproducible mode fixes the path; MKL reads the setting once, so it is set before torch loads.
+# Measured on bench_evaluator: no cost beyond the run-to-run noise.
+os.environ.setdefault("MKL_CBWR", "AUTO")
+
+from openbench.errors import INTERRUPTED  # noqa: E402
 
 __all__ = ["main", "metaeval_main", "INTERRUPTED", "GRACE_S"]
 
@@ -26,10 +33,22 @@ def _force_exit() -> None:
     os._exit(130)
 
 
+def _importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import (a module's top level, perhaps called from a C
+    extension's initialisation)."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _on_interrupt(signum, frame) -> None:
     """A Ctrl-C raises KeyboardInterrupt, as Python's own handler does; a second one, or
-    :data:`GRACE_S` without the command ending, ends it at once."""
-    if _interrupted.is_set():
+    :data:`GRACE_S` without the command ending, ends it at once. So does one during an import:
+    an exception raised into a C++ extension's initialisation (torch's, through pybind11)
+    aborts the process (SIGABRT, a C++ message) instead of unwinding."""
+    if _interrupted.is_set() or _importing(frame):
         _force_exit()
     _interrupted.set()
     timer = threading.Timer(GRACE_S, _force_exit)
@@ -38,10 +57,20 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _on_unraisable(info) -> None:
+    """A KeyboardInterrupt raised where it cannot propagate (a finaliser, a generator closed by the
+    garbage collector) would be printed as "Exception ignored" with a traceback and lost: the
+    command ends now instead, as a second Ctrl-C ends it."""
+    if info.exc_type is not None and issubclass(info.exc_type, KeyboardInterrupt):
+        _force_exit()
+    sys.__unraisablehook__(info)
+
+
 def _run(load) -> None:
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
             signal.default_int_handler:
         signal.signal(signal.SIGINT, _on_interrupt)
+        sys.unraisablehook = _on_unraisable
     try:
         import click
 

@@ -4,11 +4,11 @@
   ``val_sample.csv`` (headerless TSV, ``id1, relation, id2, qscore, value, source`` or 3 columns),
   in the folder itself, in ``train_test_data/``, or in ``fold_<i>/`` below either.
 * sampled evaluation negatives beside a split's files: ``valid_negatives.npz`` and
-  ``test_negatives.npz`` (:func:`write_negatives`; read by :mod:`openbench.evaluation.negatives_file`).
+  ``test_negatives.npz`` (:func:`write_negatives`; read by :mod:`openbench.datasets.negatives`).
 * ``ids``: the integer-id layout (OBL2021's KGID): ``entities.tsv``, ``relations.tsv``
   (``id<TAB>label``) and ``train.tsv``, ``valid.tsv``, ``test.tsv`` (id triples).
 
-Shared by the loader (:mod:`openbench.evaluation.dataset`), the writers (splits, KGID export) and
+Shared by the loader (:mod:`openbench.datasets.loader`), the writers (splits, KGID export) and
 the registry, which checks that an archive unpacks into the layout it promises.
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Optional, Tuple
 import numpy as np
 
 from openbench.errors import InputError
+from openbench.vocabulary import SPLITS
 
 __all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "NEGATIVE_FILES", "resolve_layout", "write_negatives"]
 
-SPLITS = ("train", "valid", "test")
 SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
 ID_FILES = {"train": "train.tsv", "valid": "valid.tsv", "test": "test.tsv"}
 LABEL_FILES = {"entity": "entities.tsv", "relation": "relations.tsv"}

@@ -27,16 +27,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from openbench.vocabulary import RANK_TYPES, SIDES, SPLITS, TASKS
 
 __all__ = ["CLASSIFICATION_METRICS", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
            "validate_record", "TIMING_KEY"]
 
 SCHEMA_VERSION = 1
-TASKS = ("ranking", "classification")
-RANK_TYPES = ("realistic", "optimistic", "pessimistic")
-SIDES = ("both", "head", "tail")
-SPLITS = ("train", "valid", "test")
 TIMING_KEY = "timing"
 SLACK = 1e-9  # floating-point rounding of means
 FINGERPRINT = re.compile(r"[0-9a-f]{64}")
@@ -87,15 +85,16 @@ class Protocol:
 
 @dataclass
 class ResultRecord:
-    """One evaluation's result (see the module docstring for the JSON)."""
+    """One evaluation's result (see the module docstring for the JSON): a ranking record's
+    metrics, or a classification record's ``classification`` block (``task``)."""
 
-    metrics: Dict[str, Any]
-    per_relation: Dict[str, Any]
-    macro_relation: Dict[str, Any]
-    protocol: Protocol
+    metrics: Optional[Dict[str, Any]]
+    per_relation: Optional[Dict[str, Any]]
+    macro_relation: Optional[Dict[str, Any]]
+    protocol: Union[Protocol, Dict[str, Any]]
     dataset: Dict[str, Any]
     model: Dict[str, Any]
-    diagnostics: Dict[str, Any]
+    diagnostics: Optional[Dict[str, Any]]
     seed: Optional[int]
     device: str
     version: str
@@ -103,13 +102,55 @@ class ResultRecord:
     warnings: List[str] = field(default_factory=list)
     task: str = "ranking"
     timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
+    classification: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task,
-                "metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
-                "protocol": self.protocol.to_dict(), "dataset": self.dataset, "model": self.model,
-                "diagnostics": self.diagnostics, "seed": self.seed, "device": self.device, "version": self.version,
+        """The record as the JSON document openbench writes (keys in their written order)."""
+        protocol = self.protocol.to_dict() if isinstance(self.protocol, Protocol) else dict(self.protocol)
+        head = {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task}
+        if self.task == "classification":
+            body = {"classification": self.classification, "protocol": protocol, "dataset": self.dataset,
+                    "model": self.model}
+        else:
+            body = {"metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
+                    "protocol": protocol, "dataset": self.dataset, "model": self.model,
+                    "diagnostics": self.diagnostics}
+        return {**head, **body, "seed": self.seed, "device": self.device, "version": self.version,
                 TIMING_KEY: {"seconds": round(self.seconds, 6), **self.timing}, "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_dict(cls, record: Dict[str, Any]) -> "ResultRecord":
+        """The record of a JSON document openbench wrote (``to_dict``'s inverse)."""
+        timing = dict(record.get(TIMING_KEY) or {})
+        seconds = float(timing.pop("seconds", 0.0))
+        task = record.get("task", "ranking")
+        protocol = record.get("protocol", {})
+        return cls(metrics=record.get("metrics"), per_relation=record.get("per_relation"),
+                   macro_relation=record.get("macro_relation"),
+                   protocol=Protocol.from_dict(protocol) if task == "ranking" else dict(protocol),
+                   dataset=record.get("dataset", {}), model=record.get("model", {}),
+                   diagnostics=record.get("diagnostics"), seed=record.get("seed"), device=record.get("device", ""),
+                   version=record.get("version", ""), seconds=seconds, warnings=list(record.get("warnings", [])),
+                   task=task, timing=timing, classification=record.get("classification"))
+
+    def metric(self, path: str):
+        """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
+        ``"per_relation.GENE_DIS.both.realistic.mrr"``, ``"macro_relation.head.realistic.mr"``;
+        classification ``"test.overall.auroc"``. An unknown path is a KeyError naming the choices."""
+        parts = path.split(".")
+        if self.task == "classification":
+            node: Any = self.classification
+        elif parts[0] in ("per_relation", "macro_relation"):
+            node, parts = getattr(self, parts[0]), parts[1:]
+        else:
+            node = self.metrics
+        for depth, part in enumerate(parts):
+            if not isinstance(node, dict) or part not in node:
+                choices = ", ".join(sorted(node)) if isinstance(node, dict) else "none (a value)"
+                raise KeyError(f"{path!r}: no {part!r} after {'.'.join(parts[:depth]) or 'the top'}; choices: "
+                               f"{choices}")
+            node = node[part]
+        return node
 
 
 # ------------------------------------------------------------------------------------------
@@ -277,7 +318,7 @@ def validate_record(record) -> None:
         _check_classification(record)
         return
     _check_identity(record)
-    dataset, model = record["dataset"], record["model"]
+    dataset = record["dataset"]
     protocol = _check_protocol(record["protocol"])
     counts: Dict[str, Any] = dataset["counts"] if isinstance(dataset.get("counts"), dict) else {}
     entities = counts.get("entities") if isinstance(counts.get("entities"), int) else None

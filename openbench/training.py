@@ -15,7 +15,7 @@ import torch
 
 from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
-from openbench.evaluation.dataset import Dataset
+from openbench.datasets.loader import Dataset
 
 __all__ = ["PYKEEN_MODELS", "train_embeddings", "train_pipeline", "train_dataset"]
 
@@ -87,16 +87,13 @@ def train_embeddings(dataset: Dataset, model: str = "DistMult", dim: int = 32, e
     _require_pykeen()
     from pykeen.models import model_resolver
     from pykeen.training import SLCWATrainingLoop
-    from pykeen.triples import TriplesFactory
     from pykeen.utils import set_random_seed
 
     if model not in PYKEEN_MODELS:
         raise InputError(f"unknown model {model!r} for training; valid models: {', '.join(PYKEEN_MODELS)}")
     name, arguments = PYKEEN_MODELS[model]
     set_random_seed(seed)
-    factory = TriplesFactory(mapped_triples=dataset.triples["train"],
-                             entity_to_id={label: i for i, label in enumerate(dataset.entity_labels)},
-                             relation_to_id={label: i for i, label in enumerate(dataset.relation_labels)})
+    factory = dataset.triples_factory("train")
     kge = model_resolver.make(name, triples_factory=factory, embedding_dim=dim, random_seed=seed, **arguments)
     loop = SLCWATrainingLoop(model=kge, triples_factory=factory, optimizer="Adam",
                              optimizer_kwargs={"lr": learning_rate})
@@ -140,19 +137,13 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
 
     from pykeen.models import model_resolver
     from pykeen.pipeline import pipeline
-    from pykeen.triples import TriplesFactory
-
     from openbench import __version__
 
     try:
         model_class = model_resolver.lookup(model)
     except (KeyError, ValueError) as error:
         raise InputError(f"unknown PyKEEN model {model!r} ({error})") from None
-    entity_to_id = {label: i for i, label in enumerate(dataset.entity_labels)}
-    relation_to_id = {label: i for i, label in enumerate(dataset.relation_labels)}
-    factories = {split: TriplesFactory(mapped_triples=triples, entity_to_id=entity_to_id,
-                                       relation_to_id=relation_to_id)
-                 for split, triples in dataset.triples.items()}
+    factories = {split: dataset.triples_factory(split) for split in dataset.triples}
     validation = factories["valid"] if dataset.triples["valid"].shape[0] else None
     stopper = "early" if early_stopping and validation is not None else None
     shown = _epoch_progress(f"training {model_class.__name__}", epochs, progress)
@@ -186,7 +177,7 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
 def train_dataset(dataset_path, output, **settings) -> dict:
     """Load a split folder or registry name and train on it (:func:`train_pipeline`'s settings); the
     output is checked before the dataset is read."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from openbench.evaluation.device import resolve_device
     from openbench.registry import resolve
 

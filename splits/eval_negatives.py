@@ -12,7 +12,7 @@ For each validation and test triple (h, r, t), K negative heads h' and K negativ
 * seeded per (seed, split, side, node type), so the same seed gives the same file.
 
 They are written as ``valid_negatives.npz``/``test_negatives.npz``
-(:mod:`openbench.evaluation.negatives_file`), which ``openbench evaluate --protocol sampled`` reads.
+(:mod:`openbench.datasets.negatives`), which ``openbench evaluate --protocol sampled`` reads.
 """
 from __future__ import annotations
 

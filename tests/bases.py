@@ -7,9 +7,9 @@ from html.parser import HTMLParser
 import numpy as np
 import torch.distributed as dist
 
-from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.distributed import DistributedEmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.datasets.loader import load_dataset
+from openbench.evaluation.evaluate import evaluate
+from openbench.models.scorers import build_scorer
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
 # typed candidates: node types by CURIE prefix, relations with one admitted signature each
@@ -109,9 +109,8 @@ def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_
         if rank == fail_rank:
             raise RuntimeError(f"rank {rank} dies on purpose")
         dataset = load_dataset(folder)  # written by the parent before the spawn
-        evaluator = DistributedEmbeddingEvaluator(dataset, scorer_for(dataset, model), shard=shard,
-                                                  progress=False, device=f"cuda:{rank}" if backend == "nccl" else "cpu")
-        result = evaluator.evaluate(batch_size=4)
+        result = evaluate(dataset, scorer_for(dataset, model), shard=shard, batch_size=4,
+                          device=f"cuda:{rank}" if backend == "nccl" else "cpu").to_dict()
         if rank == 0:
             with open(out, "w") as handle:
                 json.dump(result, handle)

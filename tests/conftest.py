@@ -5,7 +5,11 @@ tensors; the flag must be set before Triton is first imported.
 """
 import os
 
-import torch
+# MKL's results depend on memory alignment unless its reproducible mode is on (what the command
+# line sets, openbench.entry): before torch loads MKL, so that trained arrays are byte-identical
+os.environ.setdefault("MKL_CBWR", "AUTO")
+
+import torch  # noqa: E402
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -10,11 +10,13 @@ from tests.helpers import PROJECT_ROOT
 PACKAGES = ("openbench", "graphgen", "splits")
 # lowest first; a module belongs to the layer of its longest matching prefix
 LAYERS = [
-    ("base", ("openbench", "openbench._io", "openbench.errors", "openbench._native", "openbench.layouts")),
+    ("base", ("openbench", "openbench._io", "openbench.errors", "openbench._native", "openbench.layouts",
+              "openbench.vocabulary", "openbench.record", "openbench.progress")),
     ("graph", ("graphgen",)),
-    ("engine", ("splits", "openbench.registry", "openbench.text")),
+    ("data", ("splits", "openbench.registry", "openbench.text", "openbench.datasets")),
+    ("models", ("openbench.models",)),
     ("evaluation", ("openbench.evaluation",)),
-    ("engine users", ("openbench.training", "openbench.compat")),
+    ("engine users", ("openbench.training", "openbench.compat", "openbench.api")),
     ("service", ("openbench.leaderboard", "openbench.demo")),
     ("entry", ("openbench.cli", "openbench.entry", "openbench.__main__")),
 ]
@@ -120,7 +122,7 @@ def test_the_graph_is_read_as_expected():
     assert "openbench.errors" in graph["openbench._io.inputs"]
     assert "graphgen.graph_files" in graph["graphgen.export"]
     assert "openbench.evaluation._triton" in graph["openbench.evaluation.kernels"]
-    assert layer_of("openbench.evaluation.scorers") == 3 and layer_of("openbench._io.outputs") == 0
+    assert layer_of("openbench.models.scorers") == 3 and layer_of("openbench._io.outputs") == 0
 
 
 def test_tests_share_code_through_bases_not_through_each_other():
@@ -157,8 +159,9 @@ def test_every_override_in_evaluation_says_what_it_returns():
     import inspect
 
     undocumented = []
-    for name in ("scorers", "evaluator", "topk", "dglke", "libkge", "pykeen_model", "distributed", "typed"):
-        module = importlib.import_module(f"openbench.evaluation.{name}")
+    for name in ("models.scorers", "models.base", "models.pykeen", "models.dglke", "models.libkge", "evaluation.evaluator",
+                 "evaluation.producers", "evaluation.chain", "evaluation.distributed", "evaluation.typed"):
+        module = importlib.import_module(f"openbench.{name}")
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != module.__name__:
                 continue

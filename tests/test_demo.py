@@ -130,3 +130,34 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
             assert a.read_text().replace(str(first), "") == b.read_text().replace(str(second), ""), name
         else:
             assert a.read_bytes() == b.read_bytes(), name
+
+
+def _readme_python_blocks():
+    """The ```python blocks of the README's "From Python" section."""
+    import pathlib
+    import re
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("### From Python\n"):]
+    section = section[:section.index("\n### ", 1)]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_the_readmes_python_examples_run_on_the_demos_output(pipeline_runs):
+    """What the README shows from Python runs as written on ``openbench demo``'s folder and gives
+    the records the demo wrote through the command line's path."""
+    out, _ = pipeline_runs[0]
+    blocks = [block.replace('"demo_out/', f'"{out}/') for block in _readme_python_blocks()]
+    assert len(blocks) == 2
+    namespace: dict = {}
+    exec(compile(blocks[0], "README.md (From Python)", "exec"), namespace)
+    for name, record in (("DistMult", namespace["record"]), ("DistMult.sampled", namespace["sampled"])):
+        stored = json.loads((out / "results" / f"{name}.json").read_text())
+        assert record.metrics == stored["metrics"] and record.per_relation == stored["per_relation"], name
+        # the same arrays (the demo's record adds how it trained them to the parameters)
+        assert record.model["source_sha256"] == stored["model"]["source_sha256"], name
+    assert 0.0 <= namespace["flagged"].metric("test.overall.auroc") <= 1.0
+    baseline = namespace["baseline"]
+    assert baseline.model["name"] == "popularity" and 0 < baseline.metric("both.realistic.mrr") < 1
+    exec(compile(blocks[1], "README.md (From Python, PyKEEN)", "exec"), namespace)
+    assert namespace["record"].model["kind"] == "pykeen" and namespace["record"].metric("both.realistic.mrr") > 0

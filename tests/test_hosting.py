@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.leaderboard.hosting import PARTS, ServedQueries, serve_queries
 from openbench.leaderboard.server import Benchmark, load_benchmark, score_predictions
 from openbench.leaderboard.store import open_leaderboard

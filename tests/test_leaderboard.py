@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from openbench.cli import main
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardError, open_leaderboard, validate
 from openbench.leaderboard.store import MIGRATIONS
 from openbench.leaderboard.render import render

@@ -207,7 +207,7 @@ def world(tmp_path_factory) -> Dict[str, Path]:
         lines = (files / name).read_text().splitlines(keepends=True)
         (older / name).write_text("".join(line for i, line in enumerate(lines) if i % step))
     shutil.copy(files / "ALL_nodes.csv", older / "ALL_nodes.csv")
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     dataset = load_dataset(root / "split")
     rng = np.random.default_rng(0)

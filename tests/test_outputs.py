@@ -250,7 +250,7 @@ def inputs(tmp_path_factory):
     assert runner.invoke(main, ["generate", "--sample", "--output", str(root / "graph"), "--no-progress"]).exit_code == 0
     graph = root / "graph" / "graph_files"
     assert runner.invoke(main, _split_command(graph, root / "split", 1)).exit_code == 0
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     dataset = load_dataset(root / "split", drop_unknown=True)
     np.save(root / "ent.npy", np.zeros((dataset.num_entities, 4), dtype=np.float32))

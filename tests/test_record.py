@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from openbench.record import RANK_TYPES, SIDES, RecordError, validate_record
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
@@ -135,3 +135,95 @@ def test_a_hosted_protocol_may_leave_a_side_of_a_relation_empty(records):
     record["per_relation"][relation]["tail"]["realistic"]["mrr"] = 7.0
     with pytest.raises(RecordError, match="outside"):
         validate_record(record)
+
+
+# ------------------------------------------------------------------------------------------
+# issue 43: each inequality of the rank order refused on its own, at every place it applies
+
+def _block_of(ranks, template: dict) -> dict:
+    """A metric block computed from ``ranks`` (so consistent within itself), keys of ``template``."""
+    values = [float(rank) for rank in ranks]
+    block = {}
+    for name, value in template.items():
+        if name == "mrr":
+            block[name] = sum(1 / rank for rank in values) / len(values)
+        elif name == "mr":
+            block[name] = sum(values) / len(values)
+        elif name.startswith("hits@"):
+            k = int(name[5:])
+            block[name] = sum(rank <= k for rank in values) / len(values)
+        else:  # amri and the like: not part of the rank order
+            block[name] = value
+    return block
+
+
+BASE_RANKS = [1, 2, 3, 3, 6, 12]
+
+
+def _shifted(by: int):
+    return [rank + by for rank in BASE_RANKS]
+
+
+# (optimistic, realistic, pessimistic, expected) ranks, each a valid block, their order broken once;
+# every metric differs between the shifts (hits@3: 4/6, 2/6, 1/6 for shifts 0, 1, 2)
+ORDER_BREAKS = {
+    "realistic better than optimistic": (_shifted(1), _shifted(0), _shifted(2), None),
+    "realistic worse than pessimistic": (_shifted(0), _shifted(2), _shifted(1), None),
+    "expected better than optimistic": (_shifted(1), None, _shifted(2), _shifted(0)),
+    "expected worse than pessimistic": (_shifted(0), None, _shifted(1), _shifted(2)),
+}
+
+
+def _places(record):
+    relation = _first_relation(record)
+    return ([("metrics", side) for side in ("both", "head", "tail")]
+            + [("per_relation", relation, side) for side in ("both", "head", "tail")]
+            + [("macro_relation", side) for side in ("both", "head", "tail")])
+
+
+def _only(record: dict, metric: str) -> dict:
+    """``record`` with every metric block reduced to ``metric`` (protocol.hits_at to match), so a
+    broken inequality shows in that metric alone."""
+    record = copy.deepcopy(record)
+    # hits@100 is 1 for every rank the test makes: it takes part in no inequality
+    record["protocol"]["hits_at"] = [int(metric[5:])] if metric.startswith("hits@") else [100]
+    blocks = [record["metrics"], record["macro_relation"], *record["per_relation"].values()]
+    for sides in blocks:
+        for block in sides.values():
+            for rank_type in list(block):
+                kept = {name: value for name, value in block[rank_type].items() if name == metric}
+                if not metric.startswith("hits@"):
+                    kept["hits@100"] = 1.0
+                block[rank_type] = kept
+    return record
+
+
+# the expected block's MR is the realistic one: the record bounds only its other metrics
+ORDER_CASES = [(case, metric) for case in ORDER_BREAKS for metric in ("mrr", "mr", "hits@3")
+               if not (case.startswith("expected") and metric == "mr")]
+
+
+@pytest.mark.parametrize("case,metric", ORDER_CASES)
+def test_every_rank_order_inequality_is_refused_on_its_own_everywhere(records, case, metric):
+    """Property: a side block whose rank types, each consistent within itself, break one
+    inequality of optimistic >= realistic >= pessimistic (MR: <=), or put expected outside
+    [pessimistic, optimistic], is refused, for each metric alone (so each half of each inequality
+    is needed), on every side, in the per-relation and in the macro blocks."""
+    optimistic, realistic, pessimistic, expected = ORDER_BREAKS[case]
+    broken_type = "realistic" if case.startswith("realistic") else "expected"
+    template = _only(records[(1, 3, 10)], metric)
+    validate_record(template)
+    for place in _places(template):
+        record = copy.deepcopy(template)
+        target = record
+        for key in place:
+            target = target[key]
+        between = optimistic  # inside [optimistic, pessimistic]
+        for rank_type, ranks in (("optimistic", optimistic), ("realistic", between), ("pessimistic", pessimistic),
+                                 ("expected", between)):
+            target[rank_type] = _block_of(ranks, target[rank_type])
+        validate_record(record)  # the order intact: accepted
+        target[broken_type] = _block_of(realistic if broken_type == "realistic" else expected, target[broken_type])
+        reason = "ties can only move a rank" if broken_type == "realistic" else r"expected\.\w+.* lies outside"
+        with pytest.raises(RecordError, match=f"{'.'.join(place)}.*{reason}"):
+            validate_record(record)

@@ -16,9 +16,9 @@ from openbench import registry
 from openbench.cli import main
 from openbench.compat import DataLoader, Evaluator
 from openbench.registry import MARKER, DatasetError, get
-from openbench.evaluation.dataset import load_dataset, write_id_layout
+from openbench.datasets.loader import load_dataset, write_id_layout
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from openbench.errors import InputError
 from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, snapshot, write_samples
 from tests.http_server import FileServer

@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from openbench.cli import main
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from openbench.leaderboard.hosting import PARTS
 from openbench.leaderboard.server import load_benchmark, score_predictions
 from tests.bases import TableReader, chromium

@@ -33,8 +33,8 @@ from scipy.stats import rankdata
 
 from openbench import __version__
 from openbench._io.inputs import line_of_row
-from openbench.errors import InputError, UsageError
-from openbench.evaluation.dataset import map_labels, read_sample_rows
+from openbench.errors import InputError, UsageError, option
+from openbench.datasets.loader import map_labels, read_sample_rows
 from openbench.layouts import SAMPLE_FILES, resolve_layout
 
 __all__ = ["THRESHOLD_METRICS", "LabelledTriples", "auroc", "average_precision", "choose_threshold",
@@ -113,7 +113,7 @@ def choose_threshold(scores: np.ndarray, labels: np.ndarray, metric: str) -> flo
     elif metric == "f1":
         values = np.divide(2.0 * tp, positives + tp + fp, out=np.zeros(tp.size), where=(positives + tp + fp) > 0)
     else:
-        raise UsageError(f"--threshold-metric {metric!r}: expected one of {', '.join(THRESHOLD_METRICS)}")
+        raise UsageError(f"{option('threshold_metric', metric)}: expected one of {', '.join(THRESHOLD_METRICS)}")
     return float(candidates[int(np.argmax(values))])
 
 
@@ -150,7 +150,7 @@ def _macro(blocks: Dict[str, dict]) -> Dict[str, Optional[float]]:
 
 
 def _labelled_rows(path: Path, negatives_only: bool) -> pl.DataFrame:
-    """h, r, t, value, source of one split file (:func:`~openbench.evaluation.dataset.read_sample_rows`);
+    """h, r, t, value, source of one split file (:func:`~openbench.datasets.loader.read_sample_rows`);
     a negative file holds value-0 rows only."""
     frame = read_sample_rows(path)
     if negatives_only:
@@ -204,7 +204,8 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
     :meth:`~openbench.evaluation.evaluator.Evaluator.score_triples`) and build the classification
     result record (see the module docstring and README)."""
     if threshold_metric not in THRESHOLD_METRICS:
-        raise UsageError(f"--threshold-metric {threshold_metric!r}: expected one of {', '.join(THRESHOLD_METRICS)}")
+        raise UsageError(f"{option('threshold_metric', threshold_metric)}: expected one of "
+                         f"{', '.join(THRESHOLD_METRICS)}")
     started = time.perf_counter()
     dataset = evaluator.dataset
     names = dataset.relation_labels
@@ -220,7 +221,7 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
                              "triple(s)", Path(dataset.path))
     threshold_of, thresholds, global_threshold = _choose_thresholds(
         scores["valid"], data["valid"], data["test"], names, threshold_metric)
-    result = {}
+    result: Dict[str, object] = {}
     for split, part in data.items():
         relations = part.triples[:, 1].numpy()
         per_triple = threshold_of[relations] if relations.size else np.zeros(0)

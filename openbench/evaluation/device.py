@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from openbench.errors import InputError
+from openbench.errors import InputError, option
 
 __all__ = ["resolve_device"]
 
@@ -25,7 +25,8 @@ def resolve_device(name: str = "auto", local_rank: Optional[int] = None) -> torc
         return torch.device("cpu")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise InputError(f"device {name!r} was asked for, but CUDA is not available here; use --device cpu or auto")
+            raise InputError(f"device {name!r} was asked for, but CUDA is not available here; use "
+                             f"{option('device', 'cpu')} or auto")
         index = name.partition(":")[2]
         if index:
             if not index.isdigit():

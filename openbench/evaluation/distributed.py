@@ -18,21 +18,22 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
 
-from openbench.errors import InputError
-from openbench.evaluation import catalog
-from openbench.evaluation.evaluator import EmbeddingEvaluator, Filter
-from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts, true_ids_of
+from openbench import vocabulary
+from openbench.errors import InputError, option
+from openbench.evaluation.producers import FullRanking, Producer
+from openbench.evaluation.ranking import COUNT_FIELDS, RankCounts
+from openbench.evaluation.setup import RankingSetup
 from openbench.record import Protocol
 
 __all__ = ["SHARDS", "DEFAULT_TIMEOUT_S", "init_from_environment", "entity_range", "REDUCTIONS", "gather_counts",
-           "sum_counts", "DistributedEmbeddingEvaluator"]
+           "sum_counts", "sum_pieces", "max_over_ranks", "ShardedProducer"]
 
-SHARDS = catalog.SHARDS
+SHARDS = vocabulary.SHARDS
 DEFAULT_TIMEOUT_S = 600
 
 
@@ -41,7 +42,7 @@ def init_from_environment(timeout_s: int = DEFAULT_TIMEOUT_S) -> None:
     if dist.is_initialized():
         return
     if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        raise InputError("--distributed needs torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)")
+        raise InputError(f"{option('shard')} needs torchrun (or RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set)")
     backend = "nccl" if torch.cuda.is_available() else "gloo"
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
 
@@ -65,7 +66,7 @@ REDUCTIONS: Dict[str, Dict[str, str]] = {
 
 def gather_counts(local: Dict[str, RankCounts]) -> Dict[str, RankCounts]:
     """Query shards: every rank's {side: RankCounts} concatenated in rank order, on every rank."""
-    gathered: List[Optional[dict]] = [None] * dist.get_world_size()
+    gathered: List[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(gathered, {side: tuple(getattr(c, name).cpu() for name in COUNT_FIELDS)
                                       for side, c in local.items()})
     return {side: RankCounts(*(torch.cat([part[side][i] for part in gathered]) for i in range(len(COUNT_FIELDS))))
@@ -79,91 +80,89 @@ def sum_counts(*tensors: torch.Tensor) -> List[torch.Tensor]:
     return list(stacked.unbind(0))
 
 
-class DistributedEmbeddingEvaluator(EmbeddingEvaluator):
-    """:class:`EmbeddingEvaluator` over the ranks of the default process group: the producer is
-    sharded and its counts reduced as :data:`REDUCTIONS` declares; reduction and record are the
-    base class's, identical on every rank."""
+def sum_pieces(values: torch.Tensor) -> torch.Tensor:
+    """A (B, ...) tensor summed over the ranks: each row comes from its one owner, zeros elsewhere."""
+    dist.all_reduce(values)
+    return values
 
-    def __init__(self, dataset, scorer, *, shard: str = "queries", **options):
+
+def max_over_ranks(values: torch.Tensor) -> torch.Tensor:
+    """Every rank's values' elementwise maximum (exact ranks: the largest candidate norms)."""
+    values = values.clone()
+    dist.all_reduce(values, op=dist.ReduceOp.MAX)
+    return values
+
+
+class ShardedProducer(Producer):
+    """A producer run on every rank of the default process group, its counts reduced as
+    :data:`REDUCTIONS` declares for the shard mode: query shards evaluate disjoint slices of the
+    queries and concatenate their counts in rank order; entity shards hold disjoint ranges of the
+    candidates (only those rows of the table) and sum their better/tied counts (inside the count
+    chain, before the typed-candidate tie correction). Reduction and record are the usual ones,
+    identical on every rank.
+
+    :param producer: a :class:`~openbench.evaluation.producers.FullRanking` of an embedding scorer.
+    """
+
+    def __init__(self, producer: Producer, shard: str = "queries"):
         if shard not in SHARDS:
             raise InputError(f"unknown shard mode {shard!r}; expected one of {', '.join(SHARDS)}")
         if not dist.is_initialized():
-            raise InputError("torch.distributed is not initialised; run under torchrun with --distributed")
+            raise InputError(f"torch.distributed is not initialised; run under torchrun with {option('shard')}")
+        if not isinstance(producer, FullRanking) or not producer.embeddings:
+            raise InputError("distributed evaluation shards the full ranking of embedding scorers")
+        self.inner, self.shard = producer, shard
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        self.shard = shard
-        if shard == "entities":
-            if scorer.num_entities != dataset.num_entities:
-                raise InputError(f"the model has {scorer.num_entities} entities, the dataset {dataset.num_entities}")
-            start, stop = entity_range(scorer.num_entities, self.rank, self.world)
-            # this rank keeps only its entity rows; query anchors come from their owners
-            scorer = type(scorer)(scorer.entities[start:stop].clone(), scorer.relations)
-            options["entity_range"] = (start, stop)
-        if options.get("sampled_negatives") is not None:
-            raise InputError("the sampled protocol runs on one process: its candidates are few per query")
-        super().__init__(dataset, scorer, **options)
+        self.reductions = REDUCTIONS[shard]
 
-    def reduce_max(self, values: torch.Tensor) -> torch.Tensor:
-        """Entity shards: every rank's largest candidate norms (exact ranks' windows bound them all)."""
+    def bind(self, setup: RankingSetup) -> None:
+        """Entity shards: this rank keeps only its candidate rows; the count chain gathers anchor
+        rows and true scores from their owners and reduces the counts as declared."""
+        if self.shard == "queries":
+            self.inner.bind(setup)
+            return
+        scorer = self.inner.scorer
+        if scorer.num_entities != setup.num_entities:
+            raise InputError(f"the model has {scorer.num_entities} entities, the dataset {setup.num_entities}")
+        start, stop = entity_range(scorer.num_entities, self.rank, self.world)
+        self.inner.scorer = scorer.with_tables(scorer.entities[start:stop].clone(), scorer.relations)
+        self.inner.bind(setup, entity_range=(start, stop), gather_rows=sum_pieces, reduce=self._reduce_counts,
+                        reduce_max=max_over_ranks)
+
+    def _reduce_counts(self, greater: torch.Tensor, equal: torch.Tensor) -> List[torch.Tensor]:
+        """(n_greater, n_equal) (B,) combined over the ranks as :data:`REDUCTIONS` says ("sum")."""
+        assert self.reductions["n_greater"] == self.reductions["n_equal"] == "sum"
+        return sum_counts(greater, equal)
+
+    def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
+        """(T, 3) every rank's evaluation triples (a query shard takes its slice in :meth:`produce`)."""
+        return self.inner.evaluation_triples(setup)
+
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """Query shards: this rank's contiguous slice of ``triples`` (T, 3), the counts combined as
+        declared ("cat", rank order). Entity shards: every query over this rank's candidates."""
         if self.shard == "entities":
-            values = values.clone()
-            dist.all_reduce(values, op=dist.ReduceOp.MAX)
-        return values
+            return self.inner.produce(setup, triples, batch_size)
+        first, last = entity_range(triples.shape[0], self.rank, self.world)
+        local = self.inner.produce(setup, triples[first:last], batch_size)
+        assert set(self.reductions.values()) == {"cat"}
+        return gather_counts(local)
+
+    def adjust(self, protocol: Protocol) -> Protocol:
+        """The inner producer's protocol plus the world size, shard mode and backend."""
+        protocol = self.inner.adjust(protocol)
+        protocol.extra["distributed"] = {"world_size": self.world, "shard": self.shard, "backend": dist.get_backend()}
+        return protocol
+
+    def model_description(self) -> dict:
+        """The inner producer's model block."""
+        return self.inner.model_description()
 
     def timing(self) -> dict:
         """The exact-ranks counts summed over the ranks."""
-        if self.exact is not None:
-            totals = self.exact.stats.as_tensor().to(self.device)
+        if self.inner.exact is not None:
+            totals = self.inner.exact.stats.as_tensor().to(self.inner.scorer.device)
             dist.all_reduce(totals)
-            self.exact.stats.set_from(totals.cpu())
-        return super().timing()
-
-    def protocol(self) -> Protocol:
-        """The base protocol plus the world size, shard mode and backend."""
-        protocol = super().protocol()
-        protocol.extra["distributed"] = {"world_size": self.world, "shard": self.shard,
-                                         "backend": dist.get_backend()}
-        return protocol
-
-    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
-        """Query shards: this rank's contiguous slice of ``triples`` (T, 3), counts gathered.
-        Entity shards: every query, counted over this rank's candidates (see :meth:`count_side`)."""
-        if self.shard == "entities":
-            return super().produce(triples, batch_size)
-        first, last = entity_range(triples.shape[0], self.rank, self.world)
-        return gather_counts(super().produce(triples[first:last], batch_size))
-
-    def count_side(self, batch: torch.Tensor, side: str, filter_pairs: Filter, width: int):
-        """Entity shards: (n_greater, n_equal) (B,) over every rank's candidates. The anchor rows and
-        the true scores come from their owners; this rank counts its own range, and the counts are
-        summed across ranks (:data:`REDUCTIONS`) before the typed-candidate tie correction."""
-        if self.shard != "entities":
-            return super().count_side(batch, side, filter_pairs, width)
-        start, stop = self.entity_range
-        anchor_column = 0 if side == "tail" else 2
-        anchors = batch[:, anchor_column]
-        owned = (anchors >= start) & (anchors < stop)
-        rows = torch.zeros((batch.shape[0],) + tuple(self.scorer.entities.shape[1:]), dtype=self.scorer.entities.dtype,
-                           device=self.device)
-        rows[owned] = self.scorer.entities[anchors[owned] - start]
-        dist.all_reduce(rows)  # each anchor row comes from its one owner, zeros elsewhere
-        local_batch = batch.clone()
-        local_batch[:, anchor_column] = torch.arange(batch.shape[0], device=self.device)
-        query_scorer = type(self.scorer)(rows, self.scorer.relations)
-        queries = query_scorer.query_vectors(local_batch, side)
-        true_ids = true_ids_of(batch, side)
-        here = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
-        if self.exact is not None:  # the true answers' stored rows, from their owners
-            true_rows = torch.zeros_like(rows)
-            true_rows[here] = self.scorer.entities[true_ids[here] - start]
-            dist.all_reduce(true_rows)
-            self.exact.prepare(query_scorer, local_batch, side, queries, true_rows)
-        block = self.scorer.score_chunk(queries, side, 0, stop - start, keys=self.exact is not None,
-                                        out=self.scratch_block(batch.shape[0], stop - start))
-        true_scores = torch.zeros(batch.shape[0], dtype=block.dtype, device=self.device)
-        true_scores[here] = block[here, true_ids[here] - start]
-        dist.all_reduce(true_scores)  # from the true answer's owner, zeros elsewhere
-        self.exclude_untyped(block, batch, side, start, true_ids)
-        window = self.exact_window(true_scores)
-        gt, eq, _ = self.count_chunk(block, start, batch, side, true_scores, filter_pairs, True, window, query_scorer)
-        gt, eq = sum_counts(gt, eq)
-        return gt, self.untie_worst(eq, true_scores, batch, side, filter_pairs)
+            self.inner.exact.stats.set_from(totals.cpu())
+        return self.inner.timing()

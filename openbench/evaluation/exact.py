@@ -35,7 +35,7 @@ from __future__ import annotations
 import decimal
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Callable, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
@@ -160,6 +160,7 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
     queries, rows, cols = queries.contiguous(), rows.contiguous(), cols.contiguous()
     keys, two, one = (torch.empty(count, dtype=torch.float64) for _ in range(3))
     identical = None if truths is None else torch.empty(count, dtype=torch.uint8)
+    assert library is not None  # usable
     function = library.openbench_pair_keys_f32 if table.dtype == torch.float32 else library.openbench_pair_keys_f64
     if truths is not None:
         truths = truths.contiguous()
@@ -262,7 +263,7 @@ class _Queries:
     (None for a candidate formula that rounds), keys and bounds. The stored rows as real float64
     are made on demand (:meth:`rows`, :meth:`stored_truth`)."""
 
-    scorer: object
+    scorer: Any
     anchor_ids: torch.Tensor
     relation_ids: torch.Tensor
     side: str
@@ -313,7 +314,7 @@ class ExactStats:
 
 
 class ExactRanks:
-    """Exact counting for one :class:`~openbench.evaluation.scorers.EmbeddingScorer`.
+    """Exact counting for one :class:`~openbench.models.scorers.EmbeddingScorer`.
 
     :param scorer: the evaluator's scorer (its candidate rows: all entities, or a shard).
     :param lower_is_better: rank lower keys first (the embedding scores are higher-is-better).
@@ -392,7 +393,8 @@ class ExactRanks:
     def overflowed(self, true_scores: torch.Tensor) -> torch.Tensor:
         """(B,) bool: the true answer's fast key (``true_scores``) is not finite while its float64
         key of the last :meth:`prepare` is (the embeddings' precision overflowed)."""
-        finite = torch.from_numpy(np.isfinite(self._queries.true_key)).to(true_scores.device)
+        queries = self._require_queries()
+        finite = torch.from_numpy(np.isfinite(queries.true_key)).to(true_scores.device)
         return finite & ~torch.isfinite(true_scores)
 
     def prepare(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_rows: torch.Tensor) -> None:
@@ -420,7 +422,7 @@ class ExactRanks:
           norm as one more term.
 
         A scorer whose fast pass scores a rewritten formula adds the difference
-        (:meth:`~openbench.evaluation.scorers.EmbeddingScorer.rewrite_error`); subnormal results
+        (:meth:`~openbench.models.scorers.EmbeddingScorer.rewrite_error`); subnormal results
         add 4·(d + n + 8) times the smallest subnormal.
         """
         dtype = queries.dtype  # the block's: keys are computed in the queries' precision
@@ -436,9 +438,10 @@ class ExactRanks:
             norms = norm_bounds(_tensor(scorer.query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)))
             built = QueryRows(query, norms, None, None)
         inputs.query = built.query
-        query_norms = inputs.norms = tuple(n.numpy() for n in built.norms)  # O(B) arithmetic in numpy: fewer overheads
-        if built.true_key is not None:
-            true_key, truth_norms = built.true_key.numpy(), tuple(n.numpy() for n in built.truth_norms)
+        # O(B) arithmetic in numpy: fewer overheads
+        query_norms = inputs.norms = (built.norms[0].numpy(), built.norms[1].numpy())
+        if built.true_key is not None and built.truth_norms is not None:
+            true_key, truth_norms = built.true_key.numpy(), (built.truth_norms[0].numpy(), built.truth_norms[1].numpy())
         else:
             true_key, truth_norms = self._true_keys(scorer, inputs)
         true_bound = self._bound(scorer, true_key, built.query.shape[1], query_norms, truth_norms)
@@ -480,6 +483,12 @@ class ExactRanks:
         # A fast key that overflowed while the float64 one did not is re-scored like any other.
         computed_exactly |= ~np.isfinite(true_key)
         self._window = (lows, highs, torch.from_numpy(computed_exactly))
+
+    def _require_queries(self) -> _Queries:
+        """The queries of the last :meth:`prepare` (resolve and finish need the same batch and side)."""
+        if self._queries is None:
+            raise RuntimeError("resolve() needs the prepare() of the same batch and side first")
+        return self._queries
 
     def _true_keys(self, scorer, inputs: _Queries) -> Tuple[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """(true keys (B,), bounds on the norms of the true answers' candidate magnitudes) from the
@@ -600,9 +609,7 @@ class ExactRanks:
         candidate vector equal to the true answer's is a tie; otherwise the stored rows are
         gathered and the candidate formula applied in float64 first."""
         self.stats.rescored += int(pair_rows.numel())
-        if self._queries is None:
-            raise RuntimeError("resolve() needs the prepare() of the same batch and side first")
-        queries = self._queries
+        queries = self._require_queries()
         position = pair_rows.cpu()
         table = None if scorer.candidate_rounding else self._scorer._cached_candidates(queries.side)
         better = torch.zeros(position.numel(), dtype=torch.bool)
@@ -639,11 +646,12 @@ class ExactRanks:
                    stored: Optional[np.ndarray]):
         """(keys (P,), (‖|c|‖₂, ‖|c|‖₁) (P,), identical (P,)) of the pairs (batch row ``at``, local
         entity ``ids``): from the candidate ``table``, or from the ``stored`` rows (P, w) float64."""
-        queries = self._queries
+        queries = self._require_queries()
         if table is not None:
             keys, two, one, identical = pair_keys(self.kind, queries.query, table, at, ids.to(table.device),
                                                   queries.truth)
             return keys, (two, one), identical
+        assert stored is not None  # no candidate table: the stored rows
         count = stored.shape[0]
         relation = queries.rows()[1][at.numpy()] if scorer.candidate_rounding else None
         vectors = _tensor(scorer.candidate_formula(stored, queries.side, relation, np.subtract))
@@ -657,9 +665,10 @@ class ExactRanks:
         return keys, norms, identical
 
     @staticmethod
-    def _magnitude_norms(scorer, rows: np.ndarray, side: str, relation: np.ndarray):
+    def _magnitude_norms(scorer, rows: np.ndarray, side: str, relation: Optional[np.ndarray]):
         """Bounds (‖|c|‖₂ (P,), ‖|c|‖₁ (P,)) on the norms of the candidates' magnitudes: their
         formula on absolute values (which bounds the rounding of computing them)."""
+        assert relation is not None  # only formulas that round read the relation rows
         return norm_bounds(_tensor(scorer.candidate_formula(np.abs(rows), side, np.abs(relation), np.add)))
 
     def _bound(self, scorer, key: np.ndarray, width: int, query_norms, candidate_norms) -> np.ndarray:
@@ -766,7 +775,9 @@ def _round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> 
         up = np.where(up < highs, np.nextafter(up, np.float32(np.inf)), up)
         return torch.from_numpy(down), torch.from_numpy(up)
     low, high = torch.from_numpy(lows), torch.from_numpy(highs)
-    down, up = low.to(dtype), high.to(dtype)
-    down = torch.where(down.double() > low, torch.nextafter(down, torch.full_like(down, -np.inf)), down)
-    up = torch.where(up.double() < high, torch.nextafter(up, torch.full_like(up, np.inf)), up)
-    return down, up
+    rounded_down, rounded_up = low.to(dtype), high.to(dtype)
+    rounded_down = torch.where(rounded_down.double() > low,
+                               torch.nextafter(rounded_down, torch.full_like(rounded_down, -np.inf)), rounded_down)
+    rounded_up = torch.where(rounded_up.double() < high,
+                             torch.nextafter(rounded_up, torch.full_like(rounded_up, np.inf)), rounded_up)
+    return rounded_down, rounded_up

@@ -136,6 +136,7 @@ def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: boo
 
 def _row_counts_triton(scores, lows, highs, lower_is_better):
     global _triton
+    assert _triton is not None  # kernel_name chose "triton" because it imported
     try:
         greater, equal, has_nan = _triton.row_counts(scores, lows, highs, lower_is_better)
     except (RuntimeError, OSError, ImportError) as error:  # Triton compiles at first use: no compiler, say
@@ -157,6 +158,7 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None):
     equal = torch.empty(rows, dtype=torch.long)
     nans = torch.empty(rows, dtype=torch.long)
     library = COUNTING_LIBRARY.get()
+    assert library is not None  # kernel_name chose "c" because it loaded
     function = (library.openbench_count_window_f32 if scores.dtype == torch.float32
                 else library.openbench_count_window_f64)
     stride = scores.stride(0) if rows > 1 else width

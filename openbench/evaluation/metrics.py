@@ -21,12 +21,12 @@ from typing import Dict, List, Optional, Sequence, Union
 import torch
 
 from openbench.evaluation.ranking import RankCounts
+from openbench.vocabulary import RANK_TYPES, SIDES
 
 __all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "task_values", "group_means", "metric_block", "summarize",
            "macro_average"]
 
-RANK_TYPES = ("realistic", "optimistic", "pessimistic")
-SIDE_NAMES = ("both", "head", "tail")
+SIDE_NAMES = SIDES
 _EULER_GAMMA = 0.57721566490153286060651209008240243
 
 

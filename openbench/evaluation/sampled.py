@@ -7,59 +7,51 @@ of optimistic and pessimistic ranks, which is openbench's realistic rank
 ``g + (e + 1 + 1) / 2 = g + e / 2 + 1`` (g candidates score higher, e tie). Optimistic and
 pessimistic ranks and every other metric come from the same counts as in the full protocol.
 
-Only the 1 + K candidates of a query are scored (through the evaluator's ``score_candidates``
-where it has one, which builds each query vector once and gathers only its candidates, else
-:meth:`~openbench.evaluation.evaluator.Evaluator.score_triples`): nothing of size (batch ×
+Only the 1 + K candidates of a query are scored (the producer's ``score``: an embedding scorer's
+``score_candidates``, which builds each query vector once and gathers only its candidates, or the
+candidate triples through ``score_triples``, :func:`score_as_triples`): nothing of size (batch ×
 entities) is built, so a 2.5 M-entity graph costs what its negatives cost. The true answer is
 scored in the same call and by the same formula as its negatives, so a tie is a tie.
 """
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 import torch
 
-from openbench.errors import InputError, ScoreError
+from openbench.datasets.negatives import SampledNegatives
+from openbench.errors import ScoreError
 from openbench.evaluation.ranking import RankCounts
 
-__all__ = ["SampledNegatives", "sampled_counts", "BLOCK_ELEMENTS"]
+# SampledNegatives: defined in openbench.datasets.negatives
+__all__ = ["SampledNegatives", "sampled_counts", "score_as_triples", "BLOCK_ELEMENTS"]
 
 BLOCK_ELEMENTS = 1 << 22  # candidate triples scored per call
 
-
-@dataclass
-class SampledNegatives:
-    """Negative candidates per evaluation triple: ``head`` (T, K_h) and ``tail`` (T, K_t) entity
-    ids (in the dataset's maps), row i for triple i of the evaluation split."""
-
-    head: torch.Tensor
-    tail: torch.Tensor
-
-    def check(self, triples: torch.Tensor, num_entities: int, where=None) -> None:
-        for side, negatives in (("head", self.head), ("tail", self.tail)):
-            if negatives.dim() != 2 or negatives.shape[0] != triples.shape[0] or negatives.shape[1] < 1:
-                raise InputError(f"{side} negatives of shape {tuple(negatives.shape)}: expected ({triples.shape[0]}, K) "
-                                 "with K >= 1, one row per evaluation triple", where)
-            if negatives.numel() and (int(negatives.min()) < 0 or int(negatives.max()) >= num_entities):
-                raise InputError(f"{side} negatives hold entity ids outside [0, {num_entities})", where)
-
-    def description(self) -> Dict[str, object]:
-        digest = hashlib.sha256()
-        for negatives in (self.head, self.tail):
-            digest.update(negatives.to(torch.int64).contiguous().numpy().tobytes())
-        return {"head": int(self.head.shape[1]), "tail": int(self.tail.shape[1]), "sha256": digest.hexdigest()}
+CandidateScores = Callable[[torch.Tensor, str, torch.Tensor], torch.Tensor]
 
 
-def sampled_counts(evaluator, triples: torch.Tensor, negatives: SampledNegatives,
+def score_as_triples(score_triples: Callable[[torch.Tensor], torch.Tensor]) -> CandidateScores:
+    """``score(batch (B, 3), side, candidates (B, W)) -> (B, W)`` from a triple scorer: each query's
+    triple with its ``side`` entity replaced by each candidate."""
+    def score(batch: torch.Tensor, side: str, candidates: torch.Tensor) -> torch.Tensor:
+        column = 0 if side == "head" else 2
+        expanded = batch[:, None, :].expand(-1, candidates.shape[1], -1).clone()
+        expanded[:, :, column] = candidates
+        return score_triples(expanded.reshape(-1, 3)).reshape(-1, candidates.shape[1])
+
+    return score
+
+
+def sampled_counts(score: CandidateScores, sides: Sequence[str], triples: torch.Tensor, negatives: SampledNegatives,
                    batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
     """{side: counts (T,)} of ``triples`` (T, 3), each query against its own negatives.
 
-    :param evaluator: anything with ``sides`` and ``score_triples`` (higher is more plausible).
+    :param score: ``score(batch (B, 3), side, candidates (B, W)) -> (B, W)``, higher is more
+        plausible; column 0 of the candidates is the true answer.
     """
     counts = {}
-    for side in evaluator.sides:
+    for side in sides:
         chosen = negatives.head if side == "head" else negatives.tail
         column = 0 if side == "head" else 2
         width = chosen.shape[1] + 1
@@ -68,12 +60,7 @@ def sampled_counts(evaluator, triples: torch.Tensor, negatives: SampledNegatives
         for start in range(0, triples.shape[0], size):
             batch = triples[start:start + size].cpu()
             candidates = torch.cat([batch[:, column:column + 1], chosen[start:start + size].to(torch.long)], dim=1)
-            if hasattr(evaluator, "score_candidates"):
-                scores = evaluator.score_candidates(batch, side, candidates)  # higher: better
-            else:
-                expanded = batch[:, None, :].expand(-1, width, -1).clone()
-                expanded[:, :, column] = candidates
-                scores = evaluator.score_triples(expanded.reshape(-1, 3)).reshape(-1, width)
+            scores = score(batch, side, candidates)
             bad = torch.isnan(scores).any(dim=1)
             if bool(bad.any()):
                 row = start + int(bad.nonzero()[0])

@@ -24,155 +24,105 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
-from openbench._io import load_npz, read_text
 from openbench.errors import InputError, UsageError
-from openbench.evaluation.dataset import Dataset
-from openbench.evaluation.evaluator import Evaluator
+from openbench.evaluation.producers import Producer
 from openbench.evaluation.ranking import RankCounts
+from openbench.evaluation.setup import RankingSetup
+from openbench.models.lists import OBL2021Submission, TopKLists
 from openbench.record import Protocol
-from openbench.evaluation.scorers import file_sha256
 
-__all__ = ["QUERY_CHUNK", "read_safran_predictions", "TopKEvaluator", "read_obl2021_submission", "obl2021_counts",
-           "OBL2021Evaluator", "listed_counts", "ServedListEvaluator"]
+__all__ = ["QUERY_CHUNK", "TopKListing", "OBL2021Listing", "ServedListing", "obl2021_counts", "listed_counts",
+           "LISTS_SCORE_NOTHING"]
 
 QUERY_CHUNK = 4096
-Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
+LISTS_SCORE_NOTHING = ("--task classification needs a model that scores any given triple (embeddings, --model-dir); "
+                       "top-k prediction lists give no score to triples outside the lists")
 
 
-def read_safran_predictions(path, dataset: Dataset) -> Dict[Tuple[int, int, int], Dict[str, Listing]]:
-    """(h, r, t) ids -> {"head": listing, "tail": listing} from an AnyBURL/SAFRAN top-k file."""
-    path = Path(path)
-    entity_id = {label: i for i, label in enumerate(dataset.entity_labels)}
-    relation_id = {label: i for i, label in enumerate(dataset.relation_labels)}
-    lines = read_text(path).split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if not lines:
-        raise InputError("the prediction file is empty; expected three lines per test triple (triple, Heads:, "
-                         "Tails:)", path)
-    if len(lines) % 3:
-        raise InputError(f"expected three lines per triple (triple, Heads:, Tails:), found {len(lines)} lines",
-                         path, len(lines))
-    listings: Dict[Tuple[int, int, int], Dict[str, Listing]] = {}
-    for start in range(0, len(lines), 3):
-        parts = lines[start].strip().split(" ")
-        if len(parts) != 3:
-            raise InputError(f"expected a space-separated triple 'head relation tail', found {lines[start]!r}",
-                             path, start + 1)
-        try:
-            triple = (entity_id[parts[0]], relation_id[parts[1]], entity_id[parts[2]])
-        except KeyError as error:
-            raise InputError(f"{error.args[0]!r} is not an entity or relation of the dataset", path,
-                             start + 1) from None
-        sides = {}
-        for offset, side, prefix in ((1, "head", "Heads:"), (2, "tail", "Tails:")):
-            sides[side] = _listing(lines[start + offset], prefix, entity_id, path, start + offset + 1)
-        listings.setdefault(triple, sides)
-    return listings
-
-
-def _listing(line: str, prefix: str, entity_id: Dict[str, int], path: Path, number: int) -> Listing:
-    line = line.rstrip("\r")
-    if not line.startswith(prefix):
-        raise InputError(f"expected a line starting with {prefix!r}", path, number)
-    fields = [f for f in line[len(prefix):].strip(" ").split("\t") if f != ""]
-    if len(fields) % 2:
-        raise InputError("expected entity<TAB>confidence pairs", path, number)
-    try:
-        ids = np.array([entity_id[name] for name in fields[0::2]], dtype=np.int64)
-    except KeyError as error:
-        raise InputError(f"candidate {error.args[0]!r} is not an entity of the dataset", path, number) from None
-    try:
-        confidences = np.array([float(value) for value in fields[1::2]], dtype=np.float64)
-    except ValueError as error:
-        raise InputError(f"expected numeric confidences ({error})", path, number) from None
-    if not np.isfinite(confidences).all():
-        bad = fields[1::2][int(np.flatnonzero(~np.isfinite(confidences))[0])]
-        raise InputError(f"confidence {bad!r} is not a finite number; expected finite confidences", path, number)
-    return ids, confidences
-
-
-class TopKEvaluator(Evaluator):
-    """Ranks from listed candidates (see the module docstring); the result has the usual layout."""
+class TopKListing(Producer):
+    """Ranks from an AnyBURL/SAFRAN file's listed candidates (see the module docstring)."""
 
     model_name = "AnyBURL/SAFRAN predictions"
     model_kind = "topk"
 
-    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
-        """Refused: a top-k list ranks a few candidates per query and scores no other triple, so a
-        negative triple (n, 3) outside the lists has no score to classify by."""
-        raise UsageError("--task classification needs a model that scores any given triple (embeddings, "
-                         "--model-dir); top-k prediction lists give no score to triples outside the lists")
-
-    def __init__(self, dataset: Dataset, listings: Dict[Tuple[int, int, int], Dict[str, Listing]],
-                 source: Optional[Path] = None, **options):
-        options.setdefault("exclude_query_entity", True)
-        if options.get("sampled_negatives") is not None:
-            raise UsageError("top-k prediction files rank what they list: the sampled protocol does not apply")
-        super().__init__(dataset, device="cpu", **options)
-        self.listings = listings
-        self.source = Path(source) if source else None
+    def __init__(self, lists: TopKLists):
+        self.lists = lists
         self.stats: Dict[str, int] = {}
+
+    def setup_defaults(self) -> dict:
+        """The query entity excluded from the candidates: SAFRAN never proposes it."""
+        return {"exclude_query_entity": True}
+
+    def setup_options(self) -> dict:
+        """Lists are counted on the CPU."""
+        return {"device": "cpu"}
+
+    def bind(self, setup: RankingSetup) -> None:
+        """Refuse the sampled protocol: a list ranks what it lists."""
+        if setup.sampled_negatives is not None:
+            raise UsageError("top-k prediction files rank what they list: the sampled protocol does not apply")
 
     def model_description(self) -> dict:
         """The file's longest list and sha256."""
         return {"name": self.model_name, "kind": self.model_kind,
                 "params": {"list_length": self.stats.get("list_length", 0)},
-                "source_sha256": file_sha256(self.source) if self.source else None}
+                "source_sha256": self.lists.source_sha256()}
 
-    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """Counts from the listed candidates: ``n_greater`` (T,) float64, +inf where the answer is
         not listed (see :class:`RankCounts`); ``n_equal`` and ``n_candidates`` (T,) int64."""
         keys = [tuple(row) for row in triples.tolist()]
-        split_keys = {tuple(row) for row in self.dataset.triples[self.evaluation_split].tolist()}  # scope aside
-        extra = [key for key in self.listings if key not in split_keys]
+        split_keys = {tuple(row) for row in setup.dataset.triples[setup.evaluation_split].tolist()}  # scope aside
+        extra = [key for key in self.lists.listings if key not in split_keys]
         if extra:
             h, r, t = extra[0]
-            labels = self.dataset.entity_labels, self.dataset.relation_labels
-            raise InputError(f"{len(extra)} triple(s) of the prediction file are not in the {self.evaluation_split} "
+            labels = setup.dataset.entity_labels, setup.dataset.relation_labels
+            raise InputError(f"{len(extra)} triple(s) of the prediction file are not in the {setup.evaluation_split} "
                              f"split (first: {labels[0][h]} {labels[1][r]} {labels[0][t]}); wrong dataset?",
-                             self.source)
-        length = max((len(listing[side][0]) for listing in self.listings.values() for side in ("head", "tail")),
+                             self.lists.source)
+        length = max((len(listing[side][0]) for listing in self.lists.listings.values() for side in ("head", "tail")),
                      default=0)
-        self.stats = {"list_length": length, "missing_from_file": sum(1 for key in keys if key not in self.listings)}
-        counts = {side: self._count_side(triples, keys, side, length) for side in ("head", "tail")}
+        self.stats = {"list_length": length,
+                      "missing_from_file": sum(1 for key in keys if key not in self.lists.listings)}
+        counts = {side: self._count_side(setup, triples, keys, side, length) for side in ("head", "tail")}
         for name in ("not_listed", "tie_at_cutoff"):
             self.stats[name] = sum(self.stats.pop(f"{side}.{name}") for side in ("head", "tail"))
-        if any(k > length for k in self.hits_at):
-            self.warnings.append(f"hits@k for k > {length} (the longest list) cannot reward anything past the list")
+        if any(k > length for k in setup.hits_at):
+            setup.warnings.append(f"hits@k for k > {length} (the longest list) cannot reward anything past the list")
         if self.stats["tie_at_cutoff"]:
-            self.warnings.append(f"{self.stats['tie_at_cutoff']} true answer(s) tie with the last entry of a full list; "
-                                 "the tie may continue past the cut-off, so their ranks are optimistic")
+            setup.warnings.append(f"{self.stats['tie_at_cutoff']} true answer(s) tie with the last entry of a full "
+                                  "list; the tie may continue past the cut-off, so their ranks are optimistic")
         return counts
 
-    def protocol(self) -> Protocol:
+    def adjust(self, protocol: Protocol) -> Protocol:
         """Listed candidates, re-filtered; the MRR a lower bound; what was not listed, counted."""
-        protocol = super().protocol()
         protocol.candidates = "listed (top-k)"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=True,
                               **{key: value for key, value in self.stats.items() if key != "list_length"})
         return protocol
 
-    def _count_side(self, triples: torch.Tensor, keys: List[tuple], side: str, length: int) -> RankCounts:
+    def _count_side(self, setup: RankingSetup, triples: torch.Tensor, keys: List[tuple], side: str,
+                    length: int) -> RankCounts:
         n = len(keys)
         greater = np.full(n, np.inf)
         equal = np.zeros(n, dtype=np.int64)
-        candidates = np.full(n, self.num_entities, dtype=np.int64)
+        candidates = np.full(n, setup.num_entities, dtype=np.int64)
         not_listed = tie_at_cutoff = 0
         true_column = 0 if side == "head" else 2
         for start in range(0, n, QUERY_CHUNK):
             batch = triples[start:start + QUERY_CHUNK]
-            rows, cols = self._filter_pairs(batch, side)
-            removed = set((rows * self.num_entities + cols).tolist())
+            rows, cols = setup.filter_pairs(batch, side)
+            removed = set((rows * setup.num_entities + cols).tolist())
             candidates[start:start + len(batch)] -= np.bincount(rows.numpy(), minlength=len(batch))
             for offset, key in enumerate(keys[start:start + len(batch)]):
-                listing = self.listings.get(key)
+                listing = self.lists.listings.get(key)
                 true_id = key[true_column]
                 if listing is None:
                     not_listed += 1
                     continue
                 ids, confidences = listing[side]
-                keep = np.array([offset * self.num_entities + int(c) not in removed for c in ids], dtype=bool)
+                keep = np.array([offset * setup.num_entities + int(c) not in removed for c in ids], dtype=bool)
                 ids, confidences = ids[keep], confidences[keep]
                 where = np.flatnonzero(ids == true_id)
                 if len(where) == 0:
@@ -188,18 +138,6 @@ class TopKEvaluator(Evaluator):
         self.stats[f"{side}.not_listed"] = not_listed
         self.stats[f"{side}.tie_at_cutoff"] = tie_at_cutoff
         return RankCounts(torch.from_numpy(greater), torch.from_numpy(equal), torch.from_numpy(candidates))
-
-
-def read_obl2021_submission(path) -> np.ndarray:
-    """``pred_top10`` of an OBL2021 submission (``.npz``) as an int64 (2T, k) array."""
-    path = Path(path)
-    arrays = load_npz(path)
-    if "pred_top10" not in arrays:
-        raise InputError(f"expected an array named pred_top10, found {', '.join(arrays) or 'none'}", path)
-    predictions = arrays["pred_top10"]
-    if predictions.ndim != 2 or not np.issubdtype(predictions.dtype, np.integer):
-        raise InputError(f"expected a 2-d integer array (2T, 10), found {predictions.dtype} {predictions.shape}", path)
-    return predictions.astype(np.int64)
 
 
 def obl2021_counts(predictions: np.ndarray, test: torch.Tensor, num_entities: int,
@@ -226,38 +164,35 @@ def obl2021_counts(predictions: np.ndarray, test: torch.Tensor, num_entities: in
     return counts["head"], counts["tail"]
 
 
-class OBL2021Evaluator(Evaluator):
+class OBL2021Listing(Producer):
     """An OBL2021 submission against the test triples of the integer-id layout."""
 
     model_name = "OBL2021 submission"
     model_kind = "obl2021"
 
-    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
-        """Refused: a top-k list ranks a few candidates per query and scores no other triple, so a
-        negative triple (n, 3) outside the lists has no score to classify by."""
-        raise UsageError("--task classification needs a model that scores any given triple (embeddings, "
-                         "--model-dir); top-k prediction lists give no score to triples outside the lists")
+    def setup_options(self) -> dict:
+        """On the CPU, without filter sets: the submitter filters, OBL2021 scores the order as given."""
+        return {"device": "cpu", "filter_sets": []}
 
-    def __init__(self, dataset: Dataset, predictions: np.ndarray, source: Optional[Path] = None, **options):
-        super().__init__(dataset, device="cpu", filter_sets=[], **options)
-        self.predictions = predictions
+    def __init__(self, submission: OBL2021Submission):
+        self.submission = submission
         self.not_listed = 0
-        self.source = Path(source) if source else None
 
     def model_description(self) -> dict:
         """The submission's list length and sha256."""
-        return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": self.predictions.shape[1]},
-                "source_sha256": file_sha256(self.source) if self.source else None}
+        return {"name": self.model_name, "kind": self.model_kind,
+                "params": {"list_length": self.submission.predictions.shape[1]},
+                "source_sha256": self.submission.source_sha256()}
 
-    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """Counts from the submitted order (see :func:`obl2021_counts`), each (T,)."""
-        head, tail = obl2021_counts(self.predictions, triples, self.num_entities, self.source)
+        head, tail = obl2021_counts(self.submission.predictions, triples, setup.num_entities, self.submission.source)
         self.not_listed = int(torch.isinf(head.n_greater).sum() + torch.isinf(tail.n_greater).sum())
         return {"head": head, "tail": tail}
 
-    def protocol(self) -> Protocol:
+    def adjust(self, protocol: Protocol) -> Protocol:
         """OBL2021's definition: the submitted order is the rank, no re-filtering."""
-        protocol = super().protocol()
         protocol.candidates = "listed (OBL2021 top-10, order as submitted)"
         protocol.tie_rule = "none visible: the submitted order is the rank"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=False, not_listed=self.not_listed)
@@ -288,14 +223,14 @@ def listed_counts(lists: np.ndarray, true_ids: np.ndarray, known: Tuple[torch.Te
         match = (chunk == true_ids[start:start + len(chunk), None]) & kept
         listed = match.any(axis=1)
         position = match.argmax(axis=1)
-        before = np.cumsum(kept, axis=1) - kept  # kept entries strictly before each column
-        found = before[np.arange(len(chunk)), position].astype(np.float64)
+        before: np.ndarray = np.cumsum(kept, axis=1) - kept  # kept entries strictly before each column
+        found: np.ndarray = before[np.arange(len(chunk)), position].astype(np.float64)
         greater[start:start + len(chunk)] = np.where(listed, found, np.inf)
     candidates = num_entities - np.bincount(rows, minlength=n)
     return RankCounts(torch.from_numpy(greater), torch.zeros(n, dtype=torch.long), torch.from_numpy(candidates))
 
 
-class ServedListEvaluator(Evaluator):
+class ServedListing(Producer):
     """Ranked lists of served queries, scored against the answers only the server knows.
 
     Each answer is one test triple ranked on the side its query was served; the known answers of
@@ -311,47 +246,46 @@ class ServedListEvaluator(Evaluator):
     model_name = "served predictions"
     model_kind = "served"
 
-    def __init__(self, dataset: Dataset, answers: torch.Tensor, tail_side: np.ndarray, lists: np.ndarray,
-                 extra: dict, source_sha256: Optional[str] = None, **options):
+    def __init__(self, answers: torch.Tensor, tail_side: np.ndarray, lists: np.ndarray, extra: dict,
+                 source_sha256: Optional[str] = None):
         order = np.argsort(tail_side, kind="stable")  # head answers first, then tail answers
         self.answers, self.lists = answers[torch.from_numpy(order)], lists[order]
         self.n_head = int((~tail_side).sum())
-        served = [side for side, present in (("head", self.n_head > 0), ("tail", self.n_head < len(order)))
-                  if present]
-        super().__init__(dataset, device="cpu", sides=served, **options)
+        self.sides = [side for side, present in (("head", self.n_head > 0), ("tail", self.n_head < len(order)))
+                      if present]
         self.extra, self.source_sha256 = dict(extra), source_sha256
 
-    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
-        """Refused: ranked lists give no score to a triple (n, 3) outside them."""
-        raise UsageError("served predictions rank the served queries only; they score no other triple")
+    def setup_options(self) -> dict:
+        """On the CPU, on the sides the queries were served on."""
+        return {"device": "cpu", "sides": self.sides}
 
     def model_description(self) -> dict:
         """The list length and the upload's sha256."""
         return {"name": self.model_name, "kind": self.model_kind, "params": {"list_length": int(self.lists.shape[1])},
                 "source_sha256": self.source_sha256}
 
-    def evaluation_triples(self) -> torch.Tensor:
+    def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
         """(A, 3) the answered triples, head answers first."""
         return self.answers
 
-    def side_relations(self, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+    def side_relations(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
         """Head answers are the first ``n_head`` triples, tail answers the rest."""
         parts = {"head": triples[:self.n_head, 1], "tail": triples[self.n_head:, 1]}
-        return {side: parts[side] for side in self.sides}
+        return {side: parts[side] for side in setup.sides}
 
-    def produce(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """(A_side,) counts of each side's answers (see :func:`listed_counts`)."""
         counts = {}
         for side, rows in (("head", slice(0, self.n_head)), ("tail", slice(self.n_head, None))):
-            if side in self.sides:
+            if side in setup.sides:
                 batch = triples[rows]
                 counts[side] = listed_counts(self.lists[rows], batch[:, 0 if side == "head" else 2].numpy(),
-                                             self._filter_pairs(batch, side), self.num_entities)
+                                             setup.filter_pairs(batch, side), setup.num_entities)
         return counts
 
-    def protocol(self) -> Protocol:
+    def adjust(self, protocol: Protocol) -> Protocol:
         """Served queries, each ranked list re-filtered with every known answer."""
-        protocol = super().protocol()
         protocol.candidates = "listed (served queries, re-filtered)"
         protocol.tie_rule = "none visible: the submitted order is the rank"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=True, **self.extra)

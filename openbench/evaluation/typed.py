@@ -36,7 +36,7 @@ class TypedCandidates:
 
     def __init__(self, entity_labels: List[str], relation_labels: List[str], device: torch.device,
                  typed: bool = True, allowed_entities: Optional[torch.Tensor] = None):
-        bits = [_TYPE_BIT.get(PREFIX_TO_NODE_TYPE.get(label.split(":", 1)[0]), _UNKNOWN_BIT)
+        bits = [_TYPE_BIT.get(PREFIX_TO_NODE_TYPE.get(label.split(":", 1)[0], ""), _UNKNOWN_BIT)
                 for label in entity_labels]
         self.entity_bits = torch.tensor(bits, dtype=torch.int16, device=device)
         if allowed_entities is not None:

@@ -38,13 +38,15 @@ from typing import Dict, List
 
 import numpy as np
 
+from openbench.vocabulary import QUERY_SIDES
+
 __all__ = ["HOSTED_PROTOCOL", "PARTS", "SIDE_NAMES", "ServedQueries", "serve_queries", "secret_rng"]
 
 logger = logging.getLogger(__name__)
 
 HOSTED_PROTOCOL = "served-v1"
 PARTS = ("test-dev", "test-challenge")
-SIDE_NAMES = ("head", "tail")  # ServedQueries.side: 0 a head query (?, r, t), 1 a tail query (h, r, ?)
+SIDE_NAMES = QUERY_SIDES  # ServedQueries.side: 0 a head query (?, r, t), 1 a tail query (h, r, ?)
 LOCAL_SEARCH_PASSES = 50
 
 

@@ -46,7 +46,7 @@ from openbench.leaderboard.store import (DuplicateRun, Leaderboard, LeaderboardE
                                          open_leaderboard, page_rows)
 
 if TYPE_CHECKING:
-    from openbench.evaluation.dataset import Dataset
+    from openbench.datasets.loader import Dataset
 
 __all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions",
            "serve", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
@@ -91,7 +91,7 @@ class Benchmark:
 def load_benchmark(name: str, folder, db) -> Benchmark:
     """The benchmark ``name`` over the split at ``folder``, its secret read from (or made in) the
     store at ``db``."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     dataset = load_dataset(folder)
     board = open_leaderboard(db)
@@ -130,7 +130,8 @@ def _check_rows(predictions: np.ndarray, num_entities: int) -> None:
 
 def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES * INFLATE_FACTOR) -> Dict[str, dict]:
     """{part: the record} of an upload, scored against the hidden answers of each part."""
-    from openbench.evaluation.topk import ServedListEvaluator
+    from openbench.evaluation.evaluate import run, setup_for
+    from openbench.evaluation.topk import ServedListing
 
     served = hosted.served
     predictions = read_predictions(raw, len(served), max_bytes)
@@ -149,9 +150,9 @@ def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_B
                  "served_sides": [SIDE_NAMES[s] for s in sorted(set(served.side.tolist()))],
                  "served_queries": {SIDE_NAMES[s]: int((served.side[part_queries] == s).sum()) for s in (0, 1)},
                  "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values()))}
-        evaluator = ServedListEvaluator(hosted.dataset, test[torch.from_numpy(triple[chosen])], served.side[rows] == 1,
-                                        predictions[rows], extra, digest, progress=False)
-        record = evaluator.evaluate()
+        producer = ServedListing(test[torch.from_numpy(triple[chosen])], served.side[rows] == 1, predictions[rows],
+                                 extra, digest)
+        record = run(setup_for(hosted.dataset, producer, progress=False), producer).to_dict()
         record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
         records[part] = record
     return records

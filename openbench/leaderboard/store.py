@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
 from openbench.errors import OpenbenchError
-from openbench.record import CLASSIFICATION_METRICS, TASKS, RecordError, validate_record
+from openbench.record import CLASSIFICATION_METRICS, RecordError, validate_record
+from openbench.vocabulary import RANK_TYPES, SIDES, TASKS
 
 __all__ = ["DuplicateRun", "APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES", "PUBLISHED_PROTOCOL", "SQLITE_HEADER",
            "PUBLISHED_HQ_DIR", "MIGRATIONS", "LeaderboardError", "default_path", "validate", "Leaderboard",
@@ -40,8 +41,6 @@ __all__ = ["DuplicateRun", "APPLICATION_ID", "SIDES", "RANK_TYPES", "MODEL_TYPES
            "TOKEN_PREFIX", "TOKEN_PATTERN", "VERIFIED", "LimitReached", "expected_schema", "URL_SCHEMES"]
 
 APPLICATION_ID = 0x4F424C42  # "OBLB"
-SIDES = ("both", "head", "tail")
-RANK_TYPES = ("realistic", "optimistic", "pessimistic")
 MODEL_TYPES = ("latent", "interpretable", "other")
 PUBLISHED_PROTOCOL = "unknown: LibKGE, LinkExplorer 2022"
 SQLITE_HEADER = b"SQLite format 3\x00"

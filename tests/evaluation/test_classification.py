@@ -13,9 +13,9 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from openbench.cli import main
 from openbench.evaluation.classification import (auroc, average_precision, choose_threshold, classification_record,
                                                  threshold_metrics)
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import SCORERS
+from openbench.models.scorers import SCORERS
 from openbench.record import RecordError, validate_record
 
 scores_and_labels = st.integers(2, 60).flatmap(lambda n: st.tuples(
@@ -165,11 +165,13 @@ def test_constant_scores_classify_at_one_half(tmp_path):
 
 def test_top_k_lists_are_refused_with_the_reason(tmp_path):
     from openbench.errors import UsageError
-    from openbench.evaluation.topk import TopKEvaluator
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.lists import OBL2021Submission, TopKLists
 
     dataset = load_dataset(_sample_split(tmp_path))
-    with pytest.raises(UsageError, match="top-k prediction lists give no score to triples outside the lists"):
-        classification_record(TopKEvaluator(dataset, {}, progress=False))
+    for lists in (TopKLists({}), OBL2021Submission(np.zeros((0, 10), dtype=np.int64))):
+        with pytest.raises(UsageError, match="top-k prediction lists give no score to triples outside the lists"):
+            evaluate(dataset, lists, task="classification")
 
 
 def test_error_paths_name_what_is_wrong(tmp_path):

@@ -11,9 +11,9 @@ import torch.multiprocessing as mp
 from click.testing import CliRunner
 
 from openbench.cli import main
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import SCORERS, build_scorer
+from openbench.models.scorers import SCORERS, build_scorer
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")

@@ -5,8 +5,9 @@ import time
 import pytest
 import torch.multiprocessing as mp
 
-from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.distributed import DistributedEmbeddingEvaluator, entity_range
+from openbench.datasets.loader import load_dataset
+from openbench.evaluation.distributed import ShardedProducer, entity_range
+from openbench.evaluation.producers import FullRanking
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from tests.bases import distributed_worker, scorer_for, small_dataset, tie_heavy_scorer
 
@@ -102,6 +103,6 @@ def test_clear_errors_outside_a_process_group(tmp_path, monkeypatch):
         init_from_environment()
     dataset = small_dataset(tmp_path / "data", 3)
     with pytest.raises(InputError, match="not initialised"):
-        DistributedEmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, "DistMult"), progress=False)
+        ShardedProducer(FullRanking(tie_heavy_scorer(dataset, "DistMult")))
     with pytest.raises(InputError, match="unknown shard mode"):
-        DistributedEmbeddingEvaluator(dataset, tie_heavy_scorer(dataset, "DistMult"), shard="relations", progress=False)
+        ShardedProducer(FullRanking(tie_heavy_scorer(dataset, "DistMult")), shard="relations")

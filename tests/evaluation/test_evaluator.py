@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from openbench.errors import InputError, ScoreError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, slow_counts, write_samples
 
 

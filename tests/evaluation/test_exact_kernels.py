@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from openbench.evaluation import kernels
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.exact import norm_bounds, pair_keys, query_rows, real_rows
-from openbench.evaluation.scorers import DistMult, build_scorer
+from openbench.models.scorers import DistMult, build_scorer
 from tests.helpers import missing_implementation, random_labelled_graph, write_samples
 
 CODED_MODELS = ("TransE-L1", "TransE-L2", "DistMult", "ComplEx", "RotatE")

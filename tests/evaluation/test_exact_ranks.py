@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openbench.evaluation import kernels
-from openbench.evaluation.dataset import Dataset, load_dataset
+from openbench.datasets.loader import Dataset, load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.exact import fraction_bits
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
 from tests.helpers import known_answers, random_labelled_graph, write_samples
 

@@ -12,9 +12,9 @@ from pykeen.evaluation import RankBasedEvaluator  # noqa: E402
 from pykeen.models import RESCAL, ComplEx, DistMult, RotatE, TransE  # noqa: E402
 from pykeen.triples import TriplesFactory  # noqa: E402
 
-from openbench.evaluation.dataset import load_dataset  # noqa: E402
+from openbench.datasets.loader import load_dataset  # noqa: E402
 from openbench.evaluation.evaluator import EmbeddingEvaluator  # noqa: E402
-from openbench.evaluation.scorers import build_scorer  # noqa: E402
+from openbench.models.scorers import build_scorer  # noqa: E402
 from tests.helpers import random_labelled_graph, write_samples  # noqa: E402
 
 DIM = 4

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.sampled import SampledNegatives
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from openbench.record import validate_record
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
@@ -121,6 +121,6 @@ def test_refusals(dataset):
     outside = SampledNegatives(negatives.head, negatives.tail + dataset.num_entities)
     with pytest.raises(InputError, match="outside"):
         EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", sampled_negatives=outside)
-    with pytest.raises(InputError, match="--relations and --entities do not apply"):
+    with pytest.raises(InputError, match="relations= and entities= do not apply"):
         EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", sampled_negatives=negatives,
                            scope_relations=[dataset.relation_labels[0]])

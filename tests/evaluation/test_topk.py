@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.topk import (OBL2021Evaluator, TopKEvaluator, read_obl2021_submission,
-                                       read_safran_predictions)
+from openbench.datasets.loader import load_dataset
+from openbench.evaluation.evaluate import evaluate
+from openbench.models.lists import OBL2021Submission, TopKLists, read_obl2021_submission, read_safran_predictions
 from tests.helpers import write_samples
 
 SPLITS = {"train": [("A", "r", "B"), ("A", "r", "C"), ("X", "r", "A"), ("D", "r", "E"), ("Y", "r", "Z")],
@@ -27,7 +27,7 @@ def _evaluate(tmp_path, text, splits=SPLITS, **options):
     dataset = _dataset(tmp_path, splits)
     path = tmp_path / "predictions.txt"
     path.write_text(text)
-    return TopKEvaluator(dataset, read_safran_predictions(path, dataset), path, progress=False, **options).evaluate()
+    return evaluate(dataset, TopKLists(read_safran_predictions(path, dataset), path), **options).to_dict()
 
 
 def test_hand_example_refilters_ranks_ties_and_gives_unlisted_answers_nothing(tmp_path):
@@ -167,7 +167,7 @@ def test_obl2021_submission_matches_its_definitions(tmp_path):
     predictions[0, 3] = test[0, 2] if test[0, 2] not in predictions[0] else predictions[0, 3]
     path = tmp_path / "pred_OBL2021.npz"
     np.savez(path, pred_top10=predictions.astype(np.int32))
-    result = OBL2021Evaluator(dataset, read_obl2021_submission(path), path, progress=False).evaluate()
+    result = evaluate(dataset, OBL2021Submission(read_obl2021_submission(path), path)).to_dict()
     hits, mrr = _obl2021_reference(predictions, test)
     both = result["metrics"]["both"]["realistic"]
     assert both["hits@10"] == pytest.approx(hits) and both["mrr"] == pytest.approx(mrr)
@@ -191,7 +191,7 @@ def test_obl2021_rejects_repeated_ids_and_wrong_shapes(tmp_path):
         path = tmp_path / "bad.npz"
         np.savez(path, pred_top10=array)
         with pytest.raises(InputError, match=message):
-            OBL2021Evaluator(dataset, read_obl2021_submission(path), path, progress=False).evaluate()
+            evaluate(dataset, OBL2021Submission(read_obl2021_submission(path), path)).to_dict()
     np.savez(tmp_path / "other.npz", something=np.zeros(3))
     with pytest.raises(InputError, match="pred_top10"):
         read_obl2021_submission(tmp_path / "other.npz")

@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import ScoreError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from tests.bases import PREFIXES, typed_graph
 from tests.helpers import integer_embeddings, write_samples
 
@@ -99,9 +99,15 @@ def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
     dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(1), negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                           integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
-    typed = EmbeddingEvaluator(dataset, scorer, candidates="typed", progress=False, device="cpu")
+    from openbench.evaluation.chain import count_batch
+    from openbench.evaluation.producers import FullRanking
+    from openbench.evaluation.setup import RankingSetup
+
+    setup = RankingSetup(dataset, candidates="typed", progress=False, device="cpu")
+    producer = FullRanking(scorer)
+    producer.bind(setup)
     batch = dataset.triples["test"]
-    counts = typed._count_batch(batch)
+    counts = count_batch(setup, producer.source, batch)
     known = {tuple(t) for name in ("train", "valid", "test") for t in dataset.triples[name].tolist()}
     for i, (h, r, t) in enumerate(batch.tolist()):
         admitted = ADMITTED.get(dataset.relation_labels[r])

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.negatives_file import read_negatives, write_negatives
+from openbench.datasets.loader import load_dataset
+from openbench.datasets.negatives import read_negatives, write_negatives
 from openbench._io import load_npz
 from splits.eval_negatives import draw_eval_negatives
 from splits.random_split import random_split

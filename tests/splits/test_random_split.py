@@ -178,7 +178,7 @@ def test_cli_split_rand(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "tt" / "train_sample.csv").exists() and (tmp_path / "tt" / "negative_test_sample.csv").exists()
     # the split feeds the evaluator directly
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     dataset = load_dataset(tmp_path / "tt", drop_unknown=True)
     assert dataset.counts()["test"] > 0

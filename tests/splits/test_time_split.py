@@ -95,7 +95,7 @@ def test_cli_split_time(graphs, tmp_path):
 def test_every_split_evaluates_with_default_maps_and_no_warning(graphs, tmp_path):
     """The split/evaluate seam: with the default --seen-nodes positives, every validation and test
     node is in a training positive, so the evaluator's default maps know all of them."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
     from splits.random_split import random_split
 
     positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
@@ -195,7 +195,7 @@ def test_no_negative_contradicts_a_positive_of_either_version(tmp_path_factory, 
 
 def test_eval_negatives_of_the_time_split_are_read_by_the_evaluator(graphs, tmp_path):
     """--eval-negatives on the time split: one row per test triple, never a known answer of t or t-1."""
-    from openbench.evaluation.dataset import load_dataset
+    from openbench.datasets.loader import load_dataset
 
     positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, _ = graphs
     time_split(positives, tn, nodes, tmo_positives, tmo_tn, tmo_nodes, tmp_path / "ts", seed=1, val=0.2,

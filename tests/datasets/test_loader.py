@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from tests.helpers import SAMPLE_NAMES, random_labelled_graph, write_samples
 
 SPLITS = {"train": [("A", "R1", "B"), ("B", "R2", "C"), ("C", "R1", "A")],

@@ -9,8 +9,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
-from openbench.evaluation.dglke import dglke_evaluator, load_dglke
+from openbench.datasets.loader import load_dataset
+from openbench.evaluation.evaluate import evaluate
+from openbench.models.dglke import dglke_transr, load_dglke
 from openbench.evaluation.evaluator import Evaluator
 from tests.helpers import random_labelled_graph, write_samples
 
@@ -128,7 +129,7 @@ def test_shape_and_map_errors_say_what_was_expected(tmp_path, dataset):
     with pytest.raises(InputError, match="not in DGL-KE's entity map"):
         load_dglke(folder, dataset)
     (folder / "entities.dict").unlink()
-    with pytest.raises(InputError, match="--dglke-data"):
+    with pytest.raises(InputError, match=r"\(dglke_data=\)"):
         load_dglke(folder, dataset)
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(dict(config, model_name="TransR")))
@@ -181,10 +182,10 @@ class _Rows(Evaluator):
 
 def test_transr_scores_and_ranks_as_dglke_defines(tmp_path, dataset):
     folder, entity, relation, matrices = _transr_checkpoint(tmp_path, dataset)
-    evaluator = dglke_evaluator(folder, dataset, device="cpu", progress=False)
+    scorer = dglke_transr(folder, dataset)
     labels, rels = dataset.entity_labels, dataset.relation_labels
     test = dataset.triples["test"]
-    heads, tails = evaluator.score_batch(test)
+    heads, tails = scorer.score_rows(test, "head"), scorer.score_rows(test, "tail")
     reference = [np.zeros((len(test), dataset.num_entities)), np.zeros((len(test), dataset.num_entities))]
     for row, (h, r, t) in enumerate(test.tolist()):
         vectors = [entity[label].astype(np.float64) for label in labels]
@@ -197,7 +198,7 @@ def test_transr_scores_and_ranks_as_dglke_defines(tmp_path, dataset):
     rows = _Rows(dataset, (torch.tensor(reference[0]), torch.tensor(reference[1])))
     rows.position = {tuple(t): i for i, t in enumerate(test.tolist())}
     expected = rows.evaluate()
-    result = evaluator.evaluate(batch_size=2)  # grouped by relation, in small batches
+    result = evaluate(dataset, scorer, batch_size=2, device="cpu").to_dict()  # grouped by relation, in small batches
     for side in ("head", "tail", "both"):
         assert result["metrics"][side]["realistic"]["mrr"] == pytest.approx(
             expected["metrics"][side]["realistic"]["mrr"], abs=1e-12)
@@ -209,10 +210,10 @@ def test_transr_needs_its_projection_file(tmp_path, dataset):
     folder, _, _, _ = _transr_checkpoint(tmp_path, dataset)
     np.save(folder / "toy_TransRprojection.npy", np.zeros((dataset.num_relations, 3), dtype=np.float32))
     with pytest.raises(InputError, match=r"expected \(relations, 4 x 4\) projection"):
-        dglke_evaluator(folder, dataset)
+        dglke_transr(folder, dataset)
     (folder / "toy_TransRprojection.npy").unlink()
     with pytest.raises(InputError, match="toy_TransRprojection.npy"):
-        dglke_evaluator(folder, dataset)
+        dglke_transr(folder, dataset)
 
 
 def test_dglke_compat_reproduces_dglke_evaluator_quirks(tmp_path, dataset):

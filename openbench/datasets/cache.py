@@ -22,7 +22,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -153,7 +153,7 @@ def _load_dataset(folder: Path, path: str, dataset_type: type):
                    dropped=meta["dropped"], warnings=meta["warnings"])
 
 
-def cached_dataset(files: Sequence[Path], options: dict, read: Callable[[], object], path: str, dataset_type: type):
+def cached_dataset(files: Sequence[Path], options: dict, read: Callable[[], Any], path: str, dataset_type: type):
     """The dataset ``read()`` returns, from the cache when an entry for ``files`` and ``options``
     is still valid, else read and stored. ``path`` is what the dataset reports as its path;
     ``dataset_type`` builds one from the stored fields (the loader's ``Dataset``)."""
@@ -209,10 +209,10 @@ def _store(root: Path, entry: Path, dataset, identities: dict) -> None:
 
 
 def cached_filter_index(dataset, filter_sets: Sequence[str], side: str,
-                        build: Callable[[], object]):
+                        build: Callable[[], Any]):
     """The filter index of ``side`` over ``filter_sets``, from the dataset's cache entry when it
     has one (built and stored there otherwise); a dataset read without the cache just builds."""
-    from openbench.evaluation.filter_index import FilterIndex
+    from openbench.datasets.filter_index import FilterIndex
 
     entry: Optional[Path] = getattr(dataset, "cache_entry", None)
     if entry is None or not entry.is_dir():

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from openbench.evaluation.filter_index import FilterIndex
+from openbench.datasets.filter_index import FilterIndex
 from tests.helpers import known_answers
 
 

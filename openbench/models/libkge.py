@@ -19,18 +19,18 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 import numpy as np
 import torch
 
-from openbench.errors import InputError
-from openbench.evaluation.dataset import Dataset
-from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
-from openbench.evaluation.scorers import SCORERS, EmbeddingScorer, build_scorer, file_sha256
+from openbench.errors import InputError, option
+from openbench.datasets.loader import Dataset
+from openbench.datasets.id_maps import index_of_labels, rows_for_labels
+from openbench.models.scorers import SCORERS, EmbeddingScorer, build_scorer, file_sha256
 
 __all__ = ["CHECKPOINT_NAMES", "RECIPROCAL", "MODELS", "DEFAULT_L_NORM", "find_checkpoint", "read_checkpoint",
-           "is_libkge_checkpoint", "read_libkge_ids", "reciprocal_scorer_class", "load_libkge"]
+           "is_libkge_checkpoint", "read_libkge_ids", "reciprocal_scorer_class", "load_libkge", "libkge_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def read_checkpoint(path: Path) -> dict:
         unsafe = torch.serialization.get_unsafe_globals_in_checkpoint(str(path))
     except Exception as error:  # not a torch zip file, truncated, ...
         raise InputError(f"not a readable torch checkpoint ({error})", path) from error
-    stand_ins = [(_stand_in(name), name) for name in unsafe]
+    stand_ins: List[Any] = [(_stand_in(name), name) for name in unsafe]
     try:
         with torch.serialization.safe_globals(stand_ins):
             checkpoint = torch.load(str(path), map_location="cpu", weights_only=True)
@@ -149,7 +149,7 @@ def read_libkge_ids(folder: Path, kind: str) -> Dict[str, int]:
     """label -> LibKGE index from ``entity_ids.del`` / ``relation_ids.del`` (``index<TAB>label``)."""
     path = folder / f"{kind}_ids.del"
     if not path.is_file():
-        raise InputError(f"no {kind}_ids.del: give LibKGE's dataset folder (--libkge-data)", folder)
+        raise InputError(f"no {kind}_ids.del: give LibKGE's dataset folder ({option('libkge_data')})", folder)
     return index_of_labels(path, kind)
 
 
@@ -160,7 +160,7 @@ def _rows(labels: List[str], mapping: Dict[str, int], rows: int, kind: str, wher
 def reciprocal_scorer_class(base: Type[EmbeddingScorer]) -> Type[EmbeddingScorer]:
     """``base`` answering head queries (?, r, t) as tail queries (t, r + R, ?); relations hold 2R rows."""
 
-    class Reciprocal(base):
+    class Reciprocal(base):  # type: ignore[valid-type,misc]  # a class built per base
         name = base.name
 
         def query_vectors(self, batch, side):
@@ -242,3 +242,9 @@ def load_libkge(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScore
                               "dimension": int(entities.shape[1]), "epoch": checkpoint.get("epoch")},
                    "source_sha256": file_sha256(path)}
     return scorer, description
+
+
+def libkge_model(folder, dataset: Dataset, data_dir=None) -> EmbeddingScorer:
+    """The embedding scorer of a LibKGE checkpoint, carrying its model parameters and sha256."""
+    scorer, description = load_libkge(folder, dataset, data_dir)
+    return scorer.described(description["params"], description["source_sha256"])

@@ -52,7 +52,7 @@ def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
     import torch
     from pykeen.evaluation import RankBasedEvaluator
 
-    from openbench.evaluation.pykeen_model import read_pykeen_map
+    from openbench.models.pykeen import read_pykeen_map
 
     data = getattr(pykeen.datasets, dataset_name)()  # bundled inside the pykeen package: no download
     splits = {name: [tuple(row) for row in factory.triples.tolist()]
@@ -89,7 +89,7 @@ def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
 
 @pytest.mark.slow
 def test_the_datasets_id_order_does_not_matter(nations, trained, tmp_path):
-    from openbench.evaluation.pykeen_model import read_pykeen_map
+    from openbench.models.pykeen import read_pykeen_map
 
     labels = sorted(read_pykeen_map(trained / "training_triples" / "entity_to_id.tsv.gz"), reverse=True)
     entity_map = tmp_path / "entities.tsv"

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from openbench.errors import InputError
-from openbench.evaluation.ogb_layout import load_split_file
+from openbench.datasets.ogb import load_split_file
 
 
 def test_a_split_file_of_arrays_loads(tmp_path):

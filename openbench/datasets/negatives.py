@@ -13,6 +13,8 @@ zip timestamps (the same seed gives the same bytes) and read without unpickling.
 """
 from __future__ import annotations
 
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -23,9 +25,32 @@ import torch
 from openbench._io import load_npz
 from openbench.errors import InputError
 from openbench.layouts import NEGATIVE_FILES, write_negatives
-from openbench.evaluation.sampled import SampledNegatives
 
-__all__ = ["NEGATIVE_FILES", "write_negatives", "read_negatives", "find_negatives"]  # the first two: layouts
+__all__ = ["SampledNegatives", "NEGATIVE_FILES", "write_negatives", "read_negatives", "find_negatives"]  # NEGATIVE_FILES, write_negatives: layouts
+
+
+@dataclass
+class SampledNegatives:
+    """Negative candidates per evaluation triple: ``head`` (T, K_h) and ``tail`` (T, K_t) entity
+    ids (in the dataset's maps), row i for triple i of the evaluation split."""
+
+    head: torch.Tensor
+    tail: torch.Tensor
+
+    def check(self, triples: torch.Tensor, num_entities: int, where=None) -> None:
+        for side, negatives in (("head", self.head), ("tail", self.tail)):
+            if negatives.dim() != 2 or negatives.shape[0] != triples.shape[0] or negatives.shape[1] < 1:
+                raise InputError(f"{side} negatives of shape {tuple(negatives.shape)}: expected ({triples.shape[0]}, K) "
+                                 "with K >= 1, one row per evaluation triple", where)
+            if negatives.numel() and (int(negatives.min()) < 0 or int(negatives.max()) >= num_entities):
+                raise InputError(f"{side} negatives hold entity ids outside [0, {num_entities})", where)
+
+    def description(self) -> Dict[str, object]:
+        digest = hashlib.sha256()
+        for negatives in (self.head, self.tail):
+            digest.update(negatives.to(torch.int64).contiguous().numpy().tobytes())
+        return {"head": int(self.head.shape[1]), "tail": int(self.tail.shape[1]), "sha256": digest.hexdigest()}
+
 
 def read_negatives(path, dataset, split: str) -> SampledNegatives:
     """The negatives of ``path`` for ``dataset``'s ``split`` triples, as entity ids row by row.

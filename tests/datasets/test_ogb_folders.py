@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 
 # biokg-like: per-type ids; num-node-dict.csv.gz lists the types in this (unsorted) order
 TYPES = {"protein": 12, "disease": 7, "drug": 9}
@@ -176,7 +176,7 @@ def test_folder_problems_are_named(tmp_path):
 def test_sampled_scoring_never_builds_full_rows(tmp_path, monkeypatch):
     """Under the sampled protocol only each query's candidates are scored: score_chunk (which
     builds (batch × entities) blocks) is never called."""
-    from openbench.evaluation import scorers
+    from openbench.models import scorers
 
     folder = tmp_path / "wiki"
     _write_wikikg2(folder, 5)
@@ -194,7 +194,8 @@ def test_sampled_scoring_never_builds_full_rows(tmp_path, monkeypatch):
 
 def test_offset_and_protocol_mistakes_are_refused(tmp_path):
     from openbench.errors import UsageError
-    from openbench.evaluation.sources import SOURCES, EvaluationOptions, with_protocol
+    from openbench.evaluation.sources import EvaluationOptions, with_protocol
+    from openbench.models.sources import SOURCES
 
     folder = tmp_path / "wiki"
     _write_wikikg2(folder, 6)

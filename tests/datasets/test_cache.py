@@ -8,10 +8,10 @@ import sys
 import pytest
 import torch
 
-from openbench.evaluation import dataset as dataset_module
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets import loader as dataset_module
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.scorers import build_scorer
+from openbench.models.scorers import build_scorer
 from tests.helpers import PROJECT_ROOT, integer_embeddings, random_labelled_graph, write_samples
 
 
@@ -103,7 +103,7 @@ def test_cached_and_fresh_evaluations_give_the_same_record(cache, folder, monkey
 
 @pytest.mark.slow
 def test_concurrent_first_loads_agree(cache, folder):
-    code = ("import json, sys; from openbench.evaluation.dataset import load_dataset; "
+    code = ("import json, sys; from openbench.datasets.loader import load_dataset; "
             "d = load_dataset(sys.argv[1]); print(json.dumps([d.fingerprint, d.counts()]))")
     environment = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), OPENBENCH_CACHE_DIR=str(cache.parent))
     runs = [subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True,

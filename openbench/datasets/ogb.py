@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from openbench._io.inputs import read_text
-from openbench.errors import InputError
+from openbench.errors import InputError, option
 
 __all__ = ["SAFE_NUMPY_GLOBALS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset",
            "IdLabels"]
@@ -93,7 +93,7 @@ class IdLabels(Sequence[str]):
     def __len__(self) -> int:
         return self.total
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(self.total))]
         if index < 0:
@@ -183,16 +183,17 @@ def _offsets(folder: Path, offsets_file, seen: Dict[str, int], warnings: List[st
 
 
 def load_ogb_dataset(path, split_type: Optional[str] = None, entity_offsets=None):
-    """(the fields of a :class:`~openbench.evaluation.dataset.Dataset`, {"valid"/"test":
+    """(the fields of a :class:`~openbench.datasets.loader.Dataset`, {"valid"/"test":
     SampledNegatives}) of an OGB folder (see the module docstring); ``load_dataset`` builds the
     Dataset (this module does not import the loader, which imports it)."""
-    from openbench.evaluation.sampled import SampledNegatives
+    from openbench.datasets.negatives import SampledNegatives
 
     folder = Path(path)
     kinds = split_types(folder)
     if split_type is None:
         if len(kinds) != 1:
-            raise InputError(f"several split types ({', '.join(kinds)}): choose one with --ogb-split", folder)
+            raise InputError(f"several split types ({', '.join(kinds)}): choose one with {option('ogb_split')}",
+                             folder)
         split_type = kinds[0]
     if split_type not in kinds:
         raise InputError(f"no split type {split_type!r}; available: {', '.join(kinds)}", folder / "split")
@@ -234,7 +235,8 @@ def load_ogb_dataset(path, split_type: Optional[str] = None, entity_offsets=None
         ranges = [(f"{name}:", first, count) for name, (first, count) in sorted(offsets.items(), key=lambda x: x[1])]
     else:
         if entity_offsets is not None:
-            raise InputError("--entity-offsets applies to datasets with per-type ids (ogbl-biokg)", entity_offsets)
+            raise InputError(f"{option('entity_offsets')} applies to datasets with per-type ids (ogbl-biokg)",
+                             entity_offsets)
         top = max(int(max(p["head"].max(initial=0), p["tail"].max(initial=0),
                           *(p[k].max(initial=0) for k in ("head_neg", "tail_neg") if k in p)))
                   for p in columns.values()) + 1
@@ -242,16 +244,17 @@ def load_ogb_dataset(path, split_type: Optional[str] = None, entity_offsets=None
         ranges = [("entity:", 0, top)]
     triples, negatives = {}, {}
     for split in ("train", "valid", "test"):
-        parts = columns.get(split)
-        if parts is None:
+        split_columns = columns.get(split)
+        if split_columns is None:
             triples[split] = torch.zeros((0, 3), dtype=torch.long)
             continue
-        shift = {side: _shift(parts, side, offsets) for side in ("head", "tail")}
-        stacked = np.stack([parts["head"] + shift["head"], parts["relation"], parts["tail"] + shift["tail"]], axis=1)
+        shift = {side: _shift(split_columns, side, offsets) for side in ("head", "tail")}
+        stacked = np.stack([split_columns["head"] + shift["head"], split_columns["relation"],
+                            split_columns["tail"] + shift["tail"]], axis=1)
         triples[split] = torch.from_numpy(stacked)
-        if "head_neg" in parts and "tail_neg" in parts:
-            negatives[split] = SampledNegatives(torch.from_numpy(parts["head_neg"] + shift["head"][:, None]),
-                                                torch.from_numpy(parts["tail_neg"] + shift["tail"][:, None]))
+        if "head_neg" in split_columns and "tail_neg" in split_columns:
+            negatives[split] = SampledNegatives(torch.from_numpy(split_columns["head_neg"] + shift["head"][:, None]),
+                                                torch.from_numpy(split_columns["tail_neg"] + shift["tail"][:, None]))
     relations = int(max(t[:, 1].max() for t in triples.values() if t.numel())) + 1
     entity_labels = IdLabels(ranges)
     digest = hashlib.sha256()

@@ -23,7 +23,7 @@ SimplE      ½ Σ (h_head∘r∘t_tail + t_head∘r_inv∘h_tail)          Simpl
                                                                  clamps to ±20, making ties)
 ==========  ===================================================  =====================
 
-TransR      γ - ‖h M_r + r - t M_r‖₁, M_r = projection[r] as a     TransREvaluator (candidates
+TransR      γ - ‖h M_r + r - t M_r‖₁, M_r = projection[r] as a     TransRScorer (candidates
             (entity_dim, relation_dim) row-major matrix            projected per relation)
 
 ``--dglke-compat`` reproduces DGL-KE's own evaluator where it departs from these definitions:
@@ -34,21 +34,21 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
 
-from openbench.errors import InputError
-from openbench.evaluation.dataset import Dataset
-from openbench.evaluation.evaluator import Evaluator
-from openbench.evaluation.id_maps import index_of_labels, rows_for_labels
+from openbench.errors import InputError, option
+from openbench.datasets.loader import Dataset
+from openbench.models.base import RowScorer
+from openbench.datasets.id_maps import index_of_labels, rows_for_labels
 from openbench._io import load_npy, read_json
-from openbench.evaluation.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256
+from openbench.models.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256
 
 __all__ = ["SCORER_OF_MODEL", "PROJECTED", "SIMPLE_CLAMP", "EMB_INIT_EPS", "is_dglke_checkpoint", "read_config",
            "PLURALS", "read_id_map", "load_dglke", "RESCALTransposedTails", "ClampedSimplE", "COMPAT_SCORERS",
-           "TransREvaluator", "dglke_evaluator"]
+           "TransRScorer", "dglke_transr", "dglke_model"]
 
 SCORER_OF_MODEL = {"TransE": "TransE-L2", "TransE_l2": "TransE-L2", "TransE_l1": "TransE-L1", "DistMult": "DistMult",
            "ComplEx": "ComplEx", "RESCAL": "RESCAL", "RotatE": "RotatE-DGLKE", "SimplE": "SimplE"}
@@ -84,7 +84,8 @@ def read_id_map(folder: Path, kind: str) -> Dict[str, int]:
     for name in (f"{stem}.dict", f"{stem}.tsv"):
         if (folder / name).is_file():
             return index_of_labels(folder / name, kind)
-    raise InputError(f"no {stem}.dict or {stem}.tsv: give the DGL-KE training data folder (--dglke-data)", folder)
+    raise InputError(f"no {stem}.dict or {stem}.tsv: give the DGL-KE training data folder "
+                     f"({option('dglke_data')})", folder)
 
 
 def _rows_for(labels: List[str], mapping: Dict[str, int], rows: int, kind: str, where: Path) -> np.ndarray:
@@ -145,7 +146,7 @@ def load_dglke(folder, dataset: Dataset, data_dir=None, compat: bool = False) ->
     config = read_config(folder)
     model = config["model_name"]
     if model in PROJECTED:
-        raise InputError(f"DGL-KE {model} projects candidates per relation; evaluate it with dglke_evaluator",
+        raise InputError(f"DGL-KE {model} projects candidates per relation; evaluate it with dglke_transr",
                          folder / "config.json")
     arrays, paths, _ = _reordered(folder, config, dataset, data_dir)
     entities, relations = arrays["entity"], arrays["relation"]
@@ -189,54 +190,64 @@ class ClampedSimplE(SimplE):
 COMPAT_SCORERS = {"RESCAL": RESCALTransposedTails, "SimplE": ClampedSimplE}
 
 
-class TransREvaluator(Evaluator):
+class TransRScorer(RowScorer):
     """DGL-KE's TransR: score(h, r, t) = -‖h M_r + r - t M_r‖₁ (γ dropped), M_r (d_e, d_r).
 
-    Candidates are projected per relation, so the evaluation walks the test triples grouped by
-    relation and projects all entities once per group and side: (E, d_e) @ (d_e, d_r).
+    Candidates are projected per relation, so the evaluation walks the triples grouped by relation
+    (:meth:`order`) and projects all entities once per group and side: (E, d_e) @ (d_e, d_r).
 
     :param entities: (E, d_e); ``relations`` (R, d_r); ``projections`` (R, d_e, d_r), dataset order.
     """
 
-    def __init__(self, dataset: Dataset, entities: torch.Tensor, relations: torch.Tensor, projections: torch.Tensor,
-                 description: dict, **options):
-        super().__init__(dataset, **options)
-        self.entities, self.relations = entities.to(self.device), relations.to(self.device)
-        self.projections = projections.to(self.device)
-        self.description = description
-        self._projected: Tuple[int, torch.Tensor] = (-1, None)
+    kind = "embeddings"
 
-    def model_description(self) -> dict:
+    def __init__(self, entities: torch.Tensor, relations: torch.Tensor, projections: torch.Tensor, description: dict):
+        super().__init__(entities.shape[0])
+        self.entities, self.relations, self.projections = entities, relations, projections
+        self._description = description
+        self.name = description["name"]
+        self._projected: Tuple[int, Optional[torch.Tensor]] = (-1, None)
+
+    def to(self, device: torch.device) -> "TransRScorer":
+        """The tables on ``device``."""
+        self.device = device
+        self.entities, self.relations = self.entities.to(device), self.relations.to(device)
+        self.projections = self.projections.to(device)
+        self._projected = (-1, None)
+        return self
+
+    def description(self) -> dict:
         """DGL-KE's model name and training arguments, and the files' sha256."""
-        return dict(self.description)
+        return dict(self._description)
 
     def _projected_entities(self, relation: int) -> torch.Tensor:
-        if self._projected[0] != relation:
-            self._projected = (relation, self.entities @ self.projections[relation])
-        return self._projected[1]
+        cached_relation, projected = self._projected
+        if cached_relation != relation or projected is None:
+            projected = self.entities @ self.projections[relation]
+            self._projected = (relation, projected)
+        return projected
 
-    def score_batch(self, batch: torch.Tensor):
-        """(head scores, tail scores), each (B, E), for ``batch`` (B, 3)."""
-        heads = torch.empty((batch.shape[0], self.num_entities), dtype=self.entities.dtype, device=self.device)
-        tails = torch.empty_like(heads)
+    def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:
+        """(B, E) ``side`` scores of ``batch`` (B, 3), relation by relation."""
+        scores = torch.empty((batch.shape[0], self.num_entities), dtype=self.entities.dtype, device=self.device)
         for relation in torch.unique(batch[:, 1]).tolist():
             rows = (batch[:, 1] == relation).nonzero().squeeze(1)
             projected = self._projected_entities(relation)  # (E, d_r)
             offset = self.relations[relation]
-            tail_queries = projected[batch[rows, 0]] + offset  # h M_r + r, against t M_r
-            head_queries = projected[batch[rows, 2]] - offset  # t M_r - r, against h M_r
-            tails[rows] = -torch.cdist(tail_queries, projected, p=1.0)
-            heads[rows] = -torch.cdist(head_queries, projected, p=1.0)
-        return heads, tails
+            if side == "tail":
+                queries = projected[batch[rows, 0]] + offset  # h M_r + r, against t M_r
+            else:
+                queries = projected[batch[rows, 2]] - offset  # t M_r - r, against h M_r
+            scores[rows] = -torch.cdist(queries, projected, p=1.0)
+        return scores
 
-    def evaluation_triples(self) -> torch.Tensor:
-        """(T, 3) the evaluation triples grouped by relation: one projection per relation and side."""
-        triples = super().evaluation_triples()
+    def order(self, triples: torch.Tensor) -> torch.Tensor:
+        """(T, 3) the triples grouped by relation: one projection per relation and side."""
         return triples[torch.argsort(triples[:, 1], stable=True)]
 
 
-def dglke_evaluator(folder, dataset: Dataset, data_dir=None, **options) -> TransREvaluator:
-    """The evaluator of a DGL-KE TransR checkpoint (``<dataset>_TransRprojection.npy`` beside it)."""
+def dglke_transr(folder, dataset: Dataset, data_dir=None) -> TransRScorer:
+    """The scorer of a DGL-KE TransR checkpoint (``<dataset>_TransRprojection.npy`` beside it)."""
     folder = Path(folder)
     config = read_config(folder)
     arrays, paths, relation_rows = _reordered(folder, config, dataset, data_dir)
@@ -253,6 +264,14 @@ def dglke_evaluator(folder, dataset: Dataset, data_dir=None, **options) -> Trans
     dtype = torch.float64 if arrays["entity"].dtype == np.float64 else torch.float32
     description = _description("TransR", config, False, file_sha256(paths["entity"], paths["relation"],
                                                                      projection_path))
-    return TransREvaluator(dataset, torch.as_tensor(arrays["entity"], dtype=dtype),
-                           torch.as_tensor(arrays["relation"], dtype=dtype),
-                           torch.as_tensor(projections, dtype=dtype), description, **options)
+    return TransRScorer(torch.as_tensor(arrays["entity"], dtype=dtype), torch.as_tensor(arrays["relation"], dtype=dtype),
+                        torch.as_tensor(projections, dtype=dtype), description)
+
+
+def dglke_model(folder, dataset: Dataset, data_dir=None, compat: bool = False):
+    """The scorer of a DGL-KE checkpoint: TransR's (:func:`dglke_transr`), or an embedding scorer
+    carrying the checkpoint's training arguments and files' sha256."""
+    if read_config(Path(folder))["model_name"] in PROJECTED:
+        return dglke_transr(folder, dataset, data_dir)
+    scorer, description = load_dglke(folder, dataset, data_dir, compat=compat)
+    return scorer.described(description["params"], description["source_sha256"])

@@ -26,16 +26,16 @@ import polars as pl
 import torch
 
 from openbench._io.inputs import line_of_row, read_table
-from openbench.errors import InputError
-from openbench.evaluation.dataset_cache import cached_dataset, dataset_files
-from openbench.evaluation.negatives_file import find_negatives
-from openbench.evaluation.ogb_layout import is_ogb_folder, load_ogb_dataset
-from openbench.evaluation.id_maps import labels_by_id
+from openbench.errors import InputError, option
+from openbench.datasets.cache import cached_dataset, dataset_files
+from openbench.datasets.negatives import find_negatives
+from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
+from openbench.datasets.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.registry import registry_of, resolve
 
 if TYPE_CHECKING:
-    from openbench.evaluation.sampled import SampledNegatives
+    from openbench.datasets.negatives import SampledNegatives
 
 __all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_rows", "read_sample_triples", "map_labels", "read_id_map", "read_id_triples",
            "triples_fingerprint", "id_map_fingerprint", "load_dataset", "read_dataset", "write_id_layout",
@@ -81,6 +81,15 @@ class Dataset:
         counts = {"entities": self.num_entities, "relations": self.num_relations}
         counts.update({split: int(self.triples[split].shape[0]) for split in SPLITS})
         return counts
+
+    def triples_factory(self, split: str = "train"):
+        """A PyKEEN ``TriplesFactory`` of ``split`` with this dataset's ids and label maps (a model
+        trained on it evaluates here without any re-mapping)."""
+        from pykeen.triples import TriplesFactory
+
+        return TriplesFactory(mapped_triples=self.triples[split],
+                              entity_to_id={label: i for i, label in enumerate(self.entity_labels)},
+                              relation_to_id={label: i for i, label in enumerate(self.relation_labels)})
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,18 +234,20 @@ def load_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map
     InputError listing the first ten, unless ``drop_unknown``; unknown triples in the other splits
     can never be candidates and are dropped from the filter with a recorded warning.
 
-    An OGB folder (``split/<type>/*.pt``, :mod:`openbench.evaluation.ogb_layout`) is read with
+    An OGB folder (``split/<type>/*.pt``, :mod:`openbench.datasets.ogb`) is read with
     ``ogb_split`` and ``entity_offsets``; its negatives, and those of a split's
-    ``*_negatives.npz`` (:mod:`openbench.evaluation.negatives_file`), land in ``Dataset.sampled``.
+    ``*_negatives.npz`` (:mod:`openbench.datasets.negatives`), land in ``Dataset.sampled``.
     """
     folder = resolve(path)  # the registry look-up comes first: a name stands for its verified copy
     if is_ogb_folder(folder):
         if fold is not None or entity_map or relation_map:
-            raise InputError("--fold, --entity-map and --relation-map do not apply to an OGB folder", folder)
+            raise InputError(f"{option('fold')}, {option('entity_map')} and {option('relation_map')} do not apply to "
+                             "an OGB folder", folder)
         fields, negatives = load_ogb_dataset(folder, ogb_split, entity_offsets)
         return Dataset(**fields, sampled=negatives)
     if ogb_split is not None or entity_offsets is not None:
-        raise InputError("--ogb-split and --entity-offsets apply to OGB dataset folders (split/<type>/*.pt)", folder)
+        raise InputError(f"{option('ogb_split')} and {option('entity_offsets')} apply to OGB dataset folders "
+                         "(split/<type>/*.pt)", folder)
     layout, files_folder = resolve_layout(Path(folder), fold)
     options = {"fold": fold, "drop_unknown": drop_unknown, "evaluation_split": evaluation_split,
                "maps": [str(m) for m in (entity_map, relation_map)]}
@@ -317,8 +328,8 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
 
 def _load_id_layout(path: Path, folder: Path, entity_map, relation_map) -> Dataset:
     if entity_map or relation_map:
-        raise InputError("--entity-map/--relation-map do not apply: the integer-id layout carries its own "
-                         "entities.tsv and relations.tsv", folder)
+        raise InputError(f"{option('entity_map')} and {option('relation_map')} do not apply: the integer-id "
+                         "layout carries its own entities.tsv and relations.tsv", folder)
     entities = read_id_map(folder / "entities.tsv", "entity")
     relations = read_id_map(folder / "relations.tsv", "relation")
     triples, warnings = {}, []

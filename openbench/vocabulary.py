@@ -1,13 +1,20 @@
-"""The names the evaluation registries answer to, importable without torch (the CLI builds its
-``click.Choice`` lists and ``--help`` from here). Each heavy registry checks at import that its
+"""openbench's vocabulary, defined once and importable without torch: the splits, query sides,
+rank types and tasks every stage speaks of, and the names the registries answer to (the CLI builds
+its ``click.Choice`` lists and ``--help`` from here). Each heavy registry checks at import that its
 keys are exactly these (:func:`check_names`), so a list here cannot drift from what works."""
 from __future__ import annotations
 
 from typing import Dict, Iterable
 
-__all__ = ["SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS", "COMPLEX_LAYOUTS", "TASKS", "check_names"]
+__all__ = ["SPLITS", "QUERY_SIDES", "SIDES", "RANK_TYPES", "SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS",
+           "COMPLEX_LAYOUTS", "TASKS", "check_names"]
 
-# score functions of embedding arrays (openbench.evaluation.scorers.SCORERS)
+SPLITS = ("train", "valid", "test")
+QUERY_SIDES = ("head", "tail")  # head queries (?, r, t) and tail queries (h, r, ?)
+SIDES = ("both",) + QUERY_SIDES  # what metrics are reported for: both sides together, or one
+RANK_TYPES = ("realistic", "optimistic", "pessimistic")
+
+# score functions of embedding arrays (openbench.models.scorers.SCORERS)
 SCORERS: Dict[str, str] = {
     "TransE-L1": "-‖h + r - t‖₁",
     "TransE-L2": "-‖h + r - t‖₂",
@@ -33,11 +40,11 @@ MODEL_SOURCES: Dict[str, str] = {
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")
 COMPLEX_LAYOUTS = ("halves", "interleaved")
-TASKS = ("ranking",)
+TASKS = ("ranking", "classification")
 
 
 def check_names(registry: str, names: Iterable[str], expected: Iterable[str]) -> None:
     """Raise at import time when a registry and its catalog list differ."""
     names, expected = list(names), list(expected)
     if names != expected:
-        raise RuntimeError(f"the {registry} registry ({names}) differs from openbench.evaluation.catalog ({expected})")
+        raise RuntimeError(f"the {registry} registry ({names}) differs from openbench.vocabulary ({expected})")

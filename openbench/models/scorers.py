@@ -34,13 +34,15 @@ import numpy as np
 import torch
 
 from openbench.errors import InputError
-from openbench.evaluation import catalog
+from openbench import vocabulary
 
-__all__ = ["COMPLEX_LAYOUTS", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "MODULI_BLOCK_ELEMENTS",
+__all__ = ["COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "MODULI_BLOCK_ELEMENTS",
            "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
-           "get_scorer_class", "file_sha256", "build_scorer"]
+           "get_scorer_class", "file_sha256", "array_sha256", "build_scorer"]
 
-COMPLEX_LAYOUTS = catalog.COMPLEX_LAYOUTS
+COMPLEX_LAYOUTS = vocabulary.COMPLEX_LAYOUTS
+LIST_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × width) values gathered at once by score_candidates
+TRIPLE_BATCH = 65536  # triples per score_triples step
 # far below float32's largest value (3.4e38): scores bounded by this, and their differences, are finite
 FINITE_BOUND = 1e37
 UNIT_MODULUS_TOLERANCE = 1e-4
@@ -60,9 +62,13 @@ class EmbeddingScorer:
     # False for a scorer that post-processes them (a clamp), ranked as computed instead
     exact_keys = True
 
+    model_kind = "embeddings"  # what the record calls this source
+
     def __init__(self, entities: torch.Tensor, relations: torch.Tensor):
         self.entities = entities
         self.relations = relations
+        self.model_params: dict = {}  # what the record adds to the parameters (complex layout, training)
+        self.source_sha256: Optional[str] = None  # of the files the arrays came from
         self._candidates: Dict[str, torch.Tensor] = {}
         self._candidate_norms: Dict[str, torch.Tensor] = {}
         self._candidate_max: Dict[str, float] = {}
@@ -76,7 +82,54 @@ class EmbeddingScorer:
         return self.entities.device
 
     def to(self, device: torch.device) -> "EmbeddingScorer":
-        return type(self)(self.entities.to(device), self.relations.to(device))
+        return self.with_tables(self.entities.to(device), self.relations.to(device))
+
+    def with_tables(self, entities: torch.Tensor, relations: torch.Tensor) -> "EmbeddingScorer":
+        """The same model over other tables (another device, or an entity shard's rows), with its
+        parameters and source kept."""
+        other = type(self)(entities, relations)
+        other.model_params, other.source_sha256 = dict(self.model_params), self.source_sha256
+        return other
+
+    def described(self, params: Optional[dict] = None, source_sha256: Optional[str] = None) -> "EmbeddingScorer":
+        """This scorer with the record's extra parameters and the source files' sha256 set."""
+        self.model_params = dict(params or {})
+        self.source_sha256 = source_sha256
+        return self
+
+    # -- the Scorer protocol (openbench.models.base) ------------------------------------------
+    def description(self) -> dict:
+        """The scorer's name, ``kind: "embeddings"``, the dimension and dtype with the extra
+        parameters, and the files' sha256."""
+        params = {"dimension": int(self.entities.shape[1]), "dtype": str(self.entities.dtype)}
+        params.update(self.model_params)
+        return {"name": self.name, "kind": self.model_kind, "params": params, "source_sha256": self.source_sha256}
+
+    def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:
+        """(B, E) scores of every candidate of the ``side`` queries of ``batch`` (B, 3)."""
+        return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)
+
+    @torch.no_grad()
+    def score_candidates(self, batch: torch.Tensor, side: str, candidates: torch.Tensor,
+                         entity_offset: int = 0) -> torch.Tensor:
+        """(B, W) float64 scores of the ``side`` queries of ``batch`` (B, 3) against their own
+        candidate entities ``candidates`` (B, W): each query vector once, only its W candidates
+        gathered, in row groups of at most ``LIST_BLOCK_ELEMENTS`` values."""
+        batch, candidates = batch.to(self.device), candidates.to(self.device)
+        width = candidates.shape[1] * max(1, self._cached_candidates(side).shape[1])
+        rows = max(1, LIST_BLOCK_ELEMENTS // max(1, width))
+        parts = []
+        for first in range(0, batch.shape[0], rows):
+            queries = self.query_vectors(batch[first:first + rows], side)
+            parts.append(self.score_lists(queries, side, candidates[first:first + rows], entity_offset).double().cpu())
+        return torch.cat(parts) if parts else torch.zeros((0, candidates.shape[1]), dtype=torch.float64)
+
+    @torch.no_grad()
+    def score_triples(self, triples: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
+        """(T,) float64 scores of (T, 3) triples, each against its own tail only: O(T · d)."""
+        out = [self.score_pairs(triples[i:i + TRIPLE_BATCH].to(self.device), entity_offset).double().cpu()
+               for i in range(0, triples.shape[0], TRIPLE_BATCH)]
+        return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
 
     # -- per model ------------------------------------------------------------------------
     def query_vectors(self, batch: torch.Tensor, side: str) -> torch.Tensor:
@@ -488,7 +541,7 @@ class SimplE(EmbeddingScorer):
 
 SCORERS: Dict[str, Type[EmbeddingScorer]] = {
     cls.name: cls for cls in (TransEL1, TransEL2, DistMult, ComplEx, RotatE, RotatEModuli, RESCAL, SimplE)}
-catalog.check_names("scorer", SCORERS, catalog.SCORERS)
+vocabulary.check_names("scorer", SCORERS, vocabulary.SCORERS)
 
 
 def get_scorer_class(name: str) -> Type[EmbeddingScorer]:
@@ -502,6 +555,20 @@ def get_scorer_class(name: str) -> Type[EmbeddingScorer]:
 
 # --------------------------------------------------------------------------------------------
 # loading arrays
+
+
+def array_sha256(*arrays) -> str:
+    """sha256 over the ``.npy`` serialisation of each array, in order: what :func:`file_sha256`
+    gives for files ``np.save`` wrote from the same arrays (so a model given in memory and the
+    same model given as files carry the same ``source_sha256``)."""
+    import io
+
+    digest = hashlib.sha256()
+    for array in arrays:
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(array))
+        digest.update(buffer.getvalue())
+    return digest.hexdigest()
 
 
 def file_sha256(*paths) -> str:

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.errors import InputError
-from openbench.evaluation.dataset import load_dataset
+from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import Evaluator
-from openbench.evaluation.libkge import load_libkge, read_checkpoint
+from openbench.models.libkge import load_libkge, read_checkpoint
 from tests.helpers import random_labelled_graph, write_samples
 
 DIM = 6

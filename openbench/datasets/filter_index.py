@@ -6,9 +6,11 @@ from typing import Tuple
 
 import torch
 
+from openbench.vocabulary import QUERY_SIDES
+
 __all__ = ["SIDES", "CPU", "FilterIndex"]
 
-SIDES = ("head", "tail")
+SIDES = QUERY_SIDES
 CPU = torch.device("cpu")
 
 

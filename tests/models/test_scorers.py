@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from openbench.errors import InputError
-from openbench.evaluation.scorers import SCORERS, build_scorer, get_scorer_class
+from openbench.models.scorers import SCORERS, build_scorer, get_scorer_class
 
 E, R, D = 7, 3, 4
 BATCH = torch.tensor([[0, 1, 2], [3, 0, 3], [6, 2, 5]])

@@ -1,0 +1,179 @@
+"""What every command module shares: one-line errors, option types, list options, the result
+writer, the dataset's input paths and PyKEEN's quieting. Light: no torch, polars or pykeen."""
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import click
+
+from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
+from openbench.layouts import SPLITS
+
+__all__ = ["one_line", "handle_errors", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
+           "dataset_inputs", "quiet_pykeen", "PROGRESS"]
+
+PROGRESS = click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+_SYSTEM_ERRORS = {errno.EACCES: "check the file's permissions", errno.EPERM: "check the file's permissions",
+                  errno.ENOSPC: "free some space", errno.EDQUOT: "free some space",
+                  errno.EROFS: "a read-only file system", errno.EIO: "a device error: check the disk",
+                  errno.EMFILE: "too many open files: raise ulimit -n", errno.ENAMETOOLONG: "shorten the name",
+                  errno.ELOOP: "a loop of symbolic links"}
+
+
+def error_code_of(error: OSError) -> int:
+    from openbench._io.outputs import error_code
+
+    return error_code(error)
+
+
+def handle_errors(command):
+    """Errors end a command with one line on stderr and a status, never a traceback: openbench's
+    own errors with theirs (1, or 2 for a refused output), an interrupt with 130, the system's
+    refusals (permissions, a full disk, ...) with what to do (1), and anything unexpected as an
+    internal error (1; ``-vv`` shows its traceback)."""
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            with command_line_spelling():  # messages name --flags, not the Python keywords
+                return command(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except OpenbenchError as error:
+            click.echo(f"error: {one_line(str(error))}", err=True)
+            sys.exit(getattr(error, "exit_code", 1))
+        except KeyboardInterrupt:
+            click.echo(INTERRUPTED, err=True)
+            sys.exit(130)
+        except Exception as error:  # a bug: one line for the user, the traceback with -vv
+            code = error_code_of(error) if isinstance(error, OSError) else None
+            if code in _SYSTEM_ERRORS:
+                filename = getattr(error, "filename", None)
+                where = f"{filename}: " if filename else ""
+                click.echo(f"error: {where}{os.strerror(code)} ({_SYSTEM_ERRORS[code]})", err=True)
+                sys.exit(1)
+            if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+                raise
+            click.echo(f"error: internal error ({type(error).__name__}: {one_line(str(error))}); this is a bug in "
+                       "openbench: rerun with -vv for the traceback and please report it", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+class Names(click.Choice):
+    """A case-insensitive choice whose ``--help`` shows the names as the registry spells them."""
+
+    def __init__(self, choices):
+        super().__init__(list(choices), case_sensitive=False)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(self.choices) + "]"
+
+    def get_invalid_choice_message(self, value, ctx) -> str:
+        return f"{value!r} is not one of {', '.join(repr(choice) for choice in self.choices)}."
+
+
+class FiniteFloat(click.ParamType):
+    """A finite float within [min, max] (an open end where ``min_open``/``max_open``); NaN and
+    infinities are refused, which click's FloatRange lets through."""
+
+    name = "float"
+
+    def __init__(self, min: Optional[float] = None, max: Optional[float] = None, min_open: bool = False,
+                 max_open: bool = False):
+        self.min, self.max, self.min_open, self.max_open = min, max, min_open, max_open
+
+    def _bounds(self) -> str:
+        low = "-inf" if self.min is None else f"{self.min:g}"
+        high = "inf" if self.max is None else f"{self.max:g}"
+        return f"{'(' if self.min_open or self.min is None else '['}{low}, {high}{')' if self.max_open or self.max is None else ']'}"
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        import math
+
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number; expected a value in {self._bounds()}", param, ctx)
+        if self.min is not None and (number < self.min or (self.min_open and number == self.min)):
+            self.fail(f"{value} is outside {self._bounds()}", param, ctx)
+        if self.max is not None and (number > self.max or (self.max_open and number == self.max)):
+            self.fail(f"{value} is outside {self._bounds()}", param, ctx)
+        return number
+
+
+def int_list(option: str, text: str) -> List[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected comma-separated integers, got {text!r}", param_hint=option) from None
+    if not values or any(value < 1 for value in values):
+        raise click.BadParameter(f"expected positive integers, got {text!r}", param_hint=option)
+    return values
+
+
+def split_list(text: str) -> List[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in SPLITS]
+    if unknown or not names:
+        raise click.BadParameter(f"expected a comma-separated subset of {','.join(SPLITS)}, got {text!r}",
+                                 param_hint="--filter")
+    return names
+
+
+def names_of(text: Optional[str]) -> Optional[List[str]]:
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+def write_json(result: dict, output: Optional[str], inputs=()) -> None:
+    """A result record to ``output`` (atomically, only over a file openbench wrote), or to stdout."""
+    if output:
+        from openbench._io import write_json as write_file
+
+        write_file(output, result, inputs)
+    else:
+        click.echo(json.dumps(result, indent=2) + "\n", nl=False)
+
+
+def dataset_inputs(dataset_path: str, *maps) -> List[str]:
+    """The dataset's folder (where it is a path, not a registry name) and map files: outputs never replace them."""
+    return [str(path) for path in (dataset_path, *maps) if path and Path(path).exists()]
+
+
+def quiet_pykeen() -> None:
+    """PyKEEN sets its logger to INFO when imported; follow this command's level instead. Its
+    helpers' notes (torch_max_mem's device scan, PyKEEN's automatic batch size on CPU) and PyBEL's
+    deprecation warning about pkg_resources (PyBEL's, not openbench's to fix) stay off the
+    terminal unless -vv asks for everything."""
+    import warnings
+
+    verbose = logging.getLogger().getEffectiveLevel() <= logging.DEBUG  # -vv
+    if not verbose:
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        warnings.filterwarnings("ignore", message=".*[Aa]utomatic batch size.*")
+        warnings.filterwarnings("ignore", message="Encountered tensors on device_types", module="torch_max_mem")
+    with warnings.catch_warnings():  # pykeen imports pybel, which imports pkg_resources (deprecated)
+        warnings.simplefilter("ignore")
+        import pykeen  # noqa: F401
+
+    root = logging.getLogger().getEffectiveLevel()
+    logging.getLogger("pykeen").setLevel(logging.DEBUG if root <= logging.DEBUG else logging.WARNING)
+    for noisy in ("torch_max_mem", "pykeen.utils", "pykeen.evaluation"):
+        logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
+

@@ -1,0 +1,59 @@
+"""``openbench datasets`` (the registry) and ``openbench export-kgid``."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from openbench.cli.common import handle_errors
+
+__all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
+
+
+@click.group()
+def datasets():
+    """The registry of published datasets (OpenBioLink2020, OBL2021): list and fetch by name."""
+
+
+@datasets.command("list")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def datasets_list(fmt):
+    """Print the registry: name, version, URL, checksum, counts, protocol."""
+    from openbench.registry import REGISTRY, registry_table
+
+    if fmt == "json":
+        click.echo(json.dumps([entry.as_row() for entry in REGISTRY.values()], indent=2))
+    else:
+        click.echo(registry_table())
+
+
+@datasets.command("get")
+@click.argument("name")
+@click.option("--root", type=click.Path(file_okay=False), default=None,
+              help="Where datasets live [default: $OPENBENCH_DATA_DIR or the user data directory].")
+@click.option("--mirror", default=None, help="Base URL serving the archives instead of Zenodo.")
+@click.option("--force", is_flag=True, help="Download again over a copy that fails verification (kept until the new "
+                                            "one is verified).")
+@click.option("--progress/--no-progress", default=True, show_default=True)
+@handle_errors
+def datasets_get(name, root, mirror, force, progress):
+    """Download (resumable), verify and unpack NAME; a verified copy is reused. Prints its folder."""
+    from openbench.registry import get
+
+    click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))
+
+
+@click.command("export-kgid")
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="A split folder or a registry name.")
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv.")
+@handle_errors
+def export_kgid(dataset_path, output_dir):
+    """Write a dataset in the integer-id layout (OBL2021's KGID)."""
+    from openbench.datasets.loader import export_id_layout
+
+    counts = export_id_layout(dataset_path, output_dir)
+    click.echo(f"wrote {counts['entities']} entities, {counts['relations']} relations and "
+               f"{counts['train']}/{counts['valid']}/{counts['test']} train/valid/test triples to {output_dir}")
+

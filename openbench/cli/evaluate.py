@@ -1,0 +1,185 @@
+"""``openbench evaluate``: one model, or several on one loaded dataset (``--model-dir`` repeated, ``--sweep``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from openbench.cli.common import Names, dataset_inputs, handle_errors, int_list, quiet_pykeen, split_list, write_json
+from openbench import vocabulary
+from openbench.layouts import SPLITS
+
+__all__ = ["evaluate"]
+
+
+def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
+                      trust_pickle, options, output, task, dataset_options=None) -> None:
+    """Several models on one loaded dataset: one record per model in the --output folder, a summary
+    table on stdout; a failing model is reported, the others still run, and the status is 1."""
+    from openbench._io import check_output_folder
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.sweep import evaluate_sweep, sweep_models, sweep_table, write_records
+
+    if task != "ranking" or options.distributed:
+        raise click.UsageError("several models in one run: ranking on one process (no --task classification, "
+                               "no --distributed)")
+    models = sweep_models(model_dirs, sweep_path, trust_pickle)
+    if not output:
+        raise click.UsageError("several models: --output names the folder for their result records")
+    inputs = [path for _, spec in models for path in spec.files()] + dataset_inputs(dataset_path, entity_map,
+                                                                                       relation_map)
+    check_output_folder(output, inputs)
+    if any(spec.model_dir and (Path(spec.model_dir) / "trained_model.pkl").exists() for _, spec in models):
+        quiet_pykeen()
+    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                           drop_unknown=drop_unknown, **(dataset_options or {}))
+    results, failures = evaluate_sweep(dataset, models, options)
+    if results:
+        write_records(output, results, inputs)
+    click.echo(sweep_table([name for name, _ in models], results, failures))
+    if failures:
+        click.echo(f"error: {len(failures)} of {len(models)} model(s) failed", err=True)
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
+                   "or a registry name (HQ_DIR, ...: see openbench datasets list).")
+@click.option("--fold", type=click.IntRange(min=0), default=None,
+              help="Cross-validation fold (train_test_data/fold_<I>/).")
+@click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
+@click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
+@click.option("--model", "model_name", type=Names(vocabulary.SCORERS),
+              help="Score function of the embeddings.")
+@click.option("--complex-layout", type=click.Choice(vocabulary.COMPLEX_LAYOUTS), default="halves", show_default=True,
+              help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
+@click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
+                                                                    "training labels).")
+@click.option("--relation-map", type=click.Path(dir_okay=False), help="id<TAB>label relation map.")
+@click.option("--filter", "filter_text", default=None, help="Known-answer sets to filter, comma-separated "
+                                                            "[default: train,valid,test].")
+@click.option("--no-filter", is_flag=True, help="Raw ranking: no known answers are removed.")
+@click.option("--hits-at", default="1,3,10", show_default=True, help="Comma-separated k of hits@k.")
+@click.option("--lower-is-better", is_flag=True, help="Scores are distances: smaller ranks first.")
+@click.option("--exclude-query-entity", is_flag=True, help="Remove the query's own entity from its candidates "
+                                                           "(always on for --predictions, as SAFRAN does).")
+@click.option("--distributed", is_flag=True, help="Run on the torch.distributed process group torchrun set up "
+                                                  "(gloo on CPU, NCCL on GPUs); rank 0 writes the result.")
+@click.option("--shard", type=click.Choice(vocabulary.SHARDS), default="queries", show_default=True,
+              help="With --distributed: split the test queries, or the candidate entities, over the ranks.")
+@click.option("--candidates", type=click.Choice(vocabulary.CANDIDATE_MODES), default="all", show_default=True,
+              help="typed: rank each query only against entities of a node type its relation admits there.")
+@click.option("--model-dir", "model_dirs", type=click.Path(file_okay=False, exists=True), multiple=True,
+              help="A model folder: " + "; ".join(vocabulary.MODEL_SOURCES[name] for name in ("pykeen", "dglke", "libkge"))
+                   + ". Repeat it to evaluate several models in one run (--output then names a folder).")
+@click.option("--sweep", "sweep_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A JSON list of models to evaluate in one run, each {\"name\": ..., \"model_dir\": ...} or "
+                   "{\"name\": ..., \"entity_embeddings\": ..., \"relation_embeddings\": ..., \"model\": ...}.")
+@click.option("--relations", "relations_text", default=None,
+              help="Evaluate only the test triples of these relations (comma-separated names).")
+@click.option("--sides", type=click.Choice(["both", "head", "tail"]), default="both", show_default=True,
+              help="Which queries to evaluate: (?, r, t) heads, (h, r, ?) tails, or both.")
+@click.option("--entities", "entities_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Rank only against these entities (one label per line); a triple whose answer is not among "
+                   "them is dropped and counted.")
+@click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
+@click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
+              help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
+@click.option("--dglke-compat", is_flag=True,
+              help="Reproduce DGL-KE's own evaluator: RESCAL tails with the transposed matrix, SimplE clamped to "
+                   "±20 (compare its pessimistic ranks).")
+@click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
+              help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir].")
+@click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help=vocabulary.MODEL_SOURCES["anyburl"].capitalize() + " instead of embeddings.")
+@click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help=vocabulary.MODEL_SOURCES["obl2021"].capitalize() + ", against the integer-id layout's test triples.")
+@click.option("--drop-unknown", is_flag=True, help="Drop evaluation triples with labels missing from the maps "
+                                                   "(recorded as a warning) instead of failing.")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Queries per batch [default: by memory].")
+@click.option("--protocol", type=click.Choice(["sampled", "full"]), default=None,
+              help="sampled: rank each test query against its own negatives, unfiltered (OGB's protocol; the "
+                   "default for OGB folders; needs an OGB folder or a split written with --eval-negatives); full: "
+                   "against every entity, filtered [default elsewhere].")
+@click.option("--ogb-split", default=None, help="OGB folders: the split type under split/ (random, time, …) "
+                                                "[default: the only one].")
+@click.option("--entity-offsets", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="ogbl-biokg: JSON {\"node type\": first global id} instead of OGB's KGE-example order.")
+@click.option("--fast", is_flag=True, help="Embeddings: compare the scores as computed in the embeddings' precision "
+                                           "(\"ranks\": \"float32\") instead of exact ranks (a near-tie may then "
+                                           "depend on batch size, device or sharding).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Recorded in the result (evaluation is "
+                                                                     "deterministic).")
+@click.option("--output", type=click.Path(), default=None,
+              help="Result JSON file [default: stdout]; with several models (--model-dir repeated, --sweep) the "
+                   "folder for their records.")
+@click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
+@click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
+              help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
+                   "per-relation thresholds chosen on validation).")
+@click.option("--threshold-metric", type=click.Choice(["accuracy", "f1"]), default="accuracy", show_default=True,
+              help="With --task classification: what each relation's threshold maximises on validation.")
+@handle_errors
+def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
+             relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
+             candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
+             dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
+             ogb_split, entity_offsets, fast, seed, output, progress, task, threshold_metric):
+    """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
+    classification of its positives and negatives (--task classification)."""
+    if no_filter and filter_text:
+        raise click.UsageError("--filter and --no-filter exclude each other")
+    if task == "classification" and distributed:
+        raise click.UsageError("--task classification runs on one process: --distributed is for ranking")
+    hits = int_list("--hits-at", hits_at)
+    filter_sets = [] if no_filter else split_list(filter_text or ",".join(SPLITS))
+    from openbench._io import check_output_file, is_openbench_json
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.report import format_table
+    from openbench.evaluation.sources import EvaluationOptions, evaluate_model, read_entity_list
+    from openbench.models.sources import ModelSpec, select_source
+
+    options = EvaluationOptions(filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
+                                exclude_query_entity=exclude_query_entity, candidates=candidates, device=device,
+                                batch_size=batch_size, seed=seed, progress=progress, distributed=distributed,
+                                shard=shard, filter_given=bool(filter_text or no_filter),
+                                sides=["head", "tail"] if sides == "both" else [sides],
+                                relations=[part.strip() for part in relations_text.split(",") if part.strip()]
+                                if relations_text is not None else None,
+                                entities=read_entity_list(entities_path) if entities_path else None,
+                                ranks="fast" if fast else "exact", protocol=protocol)
+    dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
+    if len(model_dirs) > 1 or sweep_path:
+        if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
+            raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
+                                   "prediction files listed in the sweep file")
+        _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
+                          trust_pickle, options, output, task, dataset_options)
+        return
+    spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
+                     model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
+                     predictions_path, submission_path)
+    inputs = spec.files() + dataset_inputs(dataset_path, entity_map, relation_map)
+    if output:
+        check_output_file(output, inputs, recognise=is_openbench_json)  # before any work
+    if select_source(spec).name == "pykeen":
+        quiet_pykeen()
+    dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
+                           drop_unknown=drop_unknown, **dataset_options)
+    if task == "classification":
+        from openbench.evaluation.classification import summary_lines
+        from openbench.evaluation.sources import classify_model
+
+        result = classify_model(dataset, spec, options, threshold_metric, fold)
+        click.echo("\n".join(summary_lines(result)), err=not output)
+        write_json(result, output, inputs)
+        return
+    record = evaluate_model(dataset, spec, options)
+    if record is None:  # a distributed rank other than 0
+        return
+    click.echo(format_table(record), err=not output)  # stdout holds the record itself when there is no --output
+    write_json(record, output, inputs)
+

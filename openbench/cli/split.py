@@ -1,0 +1,110 @@
+"""``openbench split rand|time``: leakage-free splits of a generated graph."""
+from __future__ import annotations
+
+import click
+
+from openbench.cli.common import FiniteFloat, handle_errors
+from splits import SEEN_RULES
+
+__all__ = ["split", "split_rand", "split_time"]
+
+
+@click.group()
+def split():
+    """Leakage-free train/validation/test splits of a generated graph."""
+
+
+_SEEN_NODES = click.option(
+    "--seen-nodes", type=click.Choice(SEEN_RULES), default="positives", show_default=True,
+    help="positives: every node of a validation or test row occurs in a training positive (what embedding models "
+         "and the evaluator's default maps know); any: a training negative counts too (OpenBioLink's rule).")
+
+
+def _eval_negatives(function):
+    """--eval-negatives K and --typed, shared by both split commands."""
+    function = click.option("--typed", "typed_negatives", is_flag=True,
+                            help="With --eval-negatives: draw each negative from the true answer's node type.")(function)
+    return click.option("--eval-negatives", type=click.IntRange(min=1), default=None,
+                        help="Also write K negative heads and tails per validation and test triple "
+                             "(valid_/test_negatives.npz: seeded, never a known answer) for "
+                             "evaluate --protocol sampled.")(function)
+
+
+def _options(*decorators):
+    """Apply several click options at once, listed in the order --help shows them."""
+    def apply(function):
+        for decorator in reversed(decorators):
+            function = decorator(function)
+        return function
+    return apply
+
+
+_GRAPH = _options(
+    click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
+                 help="Positive edges (graph_files/edges.csv)."),
+    click.option("--tn-edges", "tn_path", required=True, type=click.Path(dir_okay=False, exists=True),
+                 help="True-negative edges (graph_files/TN_edges.csv)."),
+    click.option("--nodes", "nodes_path", required=True, type=click.Path(dir_okay=False, exists=True),
+                 help="Nodes to draw negatives from (graph_files/ALL_nodes.csv or nodes.csv)."))
+_COMMON = _options(
+    click.option("--sep", default="\t", show_default="TAB", help="Separator of the input files."),
+    click.option("--output", "output_dir", default="train_test_data", show_default=True,
+                 type=click.Path(file_okay=False), help="Folder for the split files (replaced atomically)."),
+    click.option("--seed", type=int, default=42, show_default=True, help="Seed of every random draw."),
+    click.option("--neg-ratio", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True,
+                 help="Negatives per positive."),
+    click.option("--no-neg-train-val", is_flag=True, help="No negatives for training and validation."),
+    click.option("--no-neg-test", is_flag=True, help="No negatives for the test set."),
+    click.option("--undirected", is_flag=True, help="The graph is undirected: keep reverse edges."),
+    _SEEN_NODES, _eval_negatives)
+
+
+@split.command("rand")
+@_GRAPH
+@click.option("--test-frac", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="Test share of all samples.")
+@click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.05, show_default=True,
+              help="Validation share of the rest (0: none).")
+@click.option("--crossval", is_flag=True, help="ceil(1/val) cross-validation folds in fold_<i>/.")
+@_COMMON
+@handle_errors
+def split_rand(edges_path, tn_path, nodes_path, test_frac, val, crossval, sep, output_dir, seed, neg_ratio,
+               no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
+    """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
+    from splits.pipeline import split_random
+
+    info = split_random(edges_path, tn_path, nodes_path, output_dir, sep=sep, test_frac=test_frac, val=val,
+                        crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
+                        neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
+                        **_negative_options(eval_negatives, typed_negatives))
+    click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)")
+
+
+def _negative_options(eval_negatives, typed_negatives) -> dict:
+    if typed_negatives and not eval_negatives:
+        raise click.UsageError("--typed applies to --eval-negatives")
+    return {"eval_negatives": eval_negatives or 0, "typed_negatives": typed_negatives}
+
+
+@split.command("time")
+@_GRAPH
+@click.option("--tmo-edges", "tmo_edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Positive edges of the older (t-1) graph.")
+@click.option("--tmo-tn-edges", "tmo_tn_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="True-negative edges of the older (t-1) graph.")
+@click.option("--tmo-nodes", "tmo_nodes_path", required=True, type=click.Path(dir_okay=False, exists=True),
+              help="Nodes of the older (t-1) graph.")
+@click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.0, show_default=True,
+              help="Validation share carved from t-1.")
+@_COMMON
+@handle_errors
+def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, val, sep, output_dir,
+               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
+    """Time-slice split: train on the t-1 graph, test on the edges new at t."""
+    from splits.pipeline import split_time as run_time_split
+
+    info = run_time_split(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output_dir,
+                          sep=sep, val=val, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
+                          neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
+                          **_negative_options(eval_negatives, typed_negatives))
+    click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)")

@@ -1,0 +1,36 @@
+"""``openbench train``: a PyKEEN baseline on a split."""
+from __future__ import annotations
+
+import click
+
+from openbench.cli.common import FiniteFloat, handle_errors, quiet_pykeen
+
+__all__ = ["train"]
+
+
+@click.command()
+@click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
+              help="A split folder or a registry name (as for evaluate).")
+@click.option("--model", "model_name", required=True, help="Any PyKEEN model name (TransE, DistMult, RotatE, ...).")
+@click.option("--dim", type=click.IntRange(min=1), default=200, show_default=True)
+@click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
+@click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--lr", "learning_rate", type=FiniteFloat(min=0, min_open=True), default=0.01, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--device", default="auto", show_default=True, help="auto, cpu or cuda.")
+@click.option("--no-early-stopping", is_flag=True, help="Train all epochs even with validation triples.")
+@click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Model folder to write (PyKEEN's layout plus openbench-model.json).")
+@handle_errors
+def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed, device, no_early_stopping,
+          output_dir):
+    """Train a PyKEEN model on a split's training triples (validation for early stopping)."""
+    from openbench.training import train_dataset
+
+    quiet_pykeen()
+    description = train_dataset(dataset_path, output_dir, model=model_name, dim=dim, epochs=epochs,
+                                batch_size=batch_size, learning_rate=learning_rate, seed=seed, device=device,
+                                early_stopping=not no_early_stopping)
+    click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
+               f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle")
+

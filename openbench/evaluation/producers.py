@@ -1,0 +1,288 @@
+"""Producers: a model's complete rank counts for every query of an evaluation.
+
+A producer turns a scorer (or a model's ranked lists) into ``{side: RankCounts}`` over the
+evaluation triples, under a :class:`~openbench.evaluation.setup.RankingSetup`; the one reduction
+and record (:func:`openbench.evaluation.evaluate.run`) take it from there. The contract:
+
+* ``setup_defaults()``, ``setup_options()``: setup options the producer takes by default, or needs;
+* ``bind(setup)``: get ready for this setup (devices, exact ranks, checks against the dataset);
+* ``evaluation_triples(setup) -> (T, 3)``: what is ranked, in the order :meth:`produce` walks it;
+* ``produce(setup, triples, batch_size) -> {side: RankCounts (T_side,)}``;
+* ``side_relations(setup, triples) -> {side: (T_side,)}``: each side's counts' relations;
+* ``adjust(protocol)``: what the producer adds to the recorded protocol;
+* ``model_description()``, ``timing()``.
+
+:class:`FullRanking` ranks every candidate entity (filtered), :class:`SampledRanking` each query's
+own sampled negatives (OGB); the ranked-list producers are in :mod:`openbench.evaluation.topk`,
+the distributed wrapper in :mod:`openbench.evaluation.distributed`.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Dict, List, Optional
+
+import torch
+
+from openbench.datasets.negatives import SampledNegatives
+from openbench.errors import InputError
+from openbench.evaluation.chain import MIN_FULL_ROWS, BlockSource, EmbeddingBlocks, RowBlocks, count_batch
+from openbench.evaluation.exact import RANK_MODES, ExactRanks
+from openbench.evaluation.ranking import NonFiniteRows, RankCounts
+from openbench.evaluation.sampled import sampled_counts, score_as_triples
+from openbench.evaluation.setup import RankingSetup, block_elements
+from openbench.models.scorers import EmbeddingScorer
+from openbench.progress import progress
+from openbench.record import Protocol
+
+__all__ = ["Producer", "FullRanking", "SampledRanking", "is_out_of_memory"]
+
+logger = logging.getLogger(__name__)
+
+
+def _take_warnings(setup: RankingSetup, scorer) -> None:
+    """What the scorer found while matching the dataset (a PyKEEN model knowing other entities)."""
+    setup.warnings.extend(message for message in getattr(scorer, "warnings", []) if message not in setup.warnings)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    if isinstance(error, (torch.OutOfMemoryError, MemoryError)):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+class Producer:
+    """The contract (see the module docstring), with the defaults most producers keep."""
+
+    def setup_defaults(self) -> dict:
+        """Setup options this producer takes where the caller gave none (None)."""
+        return {}
+
+    def setup_options(self) -> dict:
+        """Setup options this producer requires whatever the caller gave."""
+        return {}
+
+    def bind(self, setup: RankingSetup) -> None:
+        """Get ready for ``setup``; nothing to do by default."""
+
+    def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
+        """(T, 3) the evaluation split's triples in the scope."""
+        return setup.scoped(setup.evaluation_triples())
+
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """{side: RankCounts (T,)} of ``triples`` (T, 3)."""
+        raise NotImplementedError
+
+    def side_relations(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """{side: (T,) relation ids}: every side ranks every triple of ``triples`` (T, 3)."""
+        return {side: triples[:, 1] for side in setup.sides}
+
+    def adjust(self, protocol: Protocol) -> Protocol:
+        """The recorded protocol with what this producer adds (here: nothing)."""
+        return protocol
+
+    def model_description(self) -> dict:
+        raise NotImplementedError
+
+    def timing(self) -> dict:
+        """Machine-dependent counts kept under the record's ``timing`` (none here)."""
+        return {}
+
+
+class FullRanking(Producer):
+    """Every candidate entity of each query, the known answers filtered (openbench's protocol).
+
+    :param scorer: an :class:`~openbench.models.scorers.EmbeddingScorer` (streamed in entity
+        chunks, exact ranks) or any row scorer (:class:`~openbench.models.base.RowScorer`).
+    :param ranks: embeddings: ``"exact"`` (better and tied as exact arithmetic on the stored
+        values decides, :mod:`openbench.evaluation.exact`) or ``"fast"`` (as the scores computed in
+        the embeddings' precision compare).
+    :param entity_chunk: candidates per block (default: by the block budget).
+    """
+
+    def __init__(self, scorer, *, ranks: str = "exact", entity_chunk: Optional[int] = None):
+        if ranks not in RANK_MODES:
+            raise InputError(f"unknown ranks mode {ranks!r}; expected one of {', '.join(RANK_MODES)}")
+        self.scorer, self.ranks, self.entity_chunk = scorer, ranks, entity_chunk
+        self.exact: Optional[ExactRanks] = None
+        self.source: Optional[BlockSource] = None
+        self.entity_range: Optional[tuple] = None  # an entity shard's [start, stop)
+        self._block_budget = 0
+        self._bound: Optional[RankingSetup] = None
+
+    @property
+    def embeddings(self) -> bool:
+        return isinstance(self.scorer, EmbeddingScorer)
+
+    def bind(self, setup: RankingSetup, entity_range: Optional[tuple] = None, gather_rows=None, reduce=None,
+             reduce_max=None) -> None:
+        """Move the scorer to the setup's device; embeddings: check the entity count (an entity
+        shard's, given ``entity_range`` and its cross-process ``gather_rows``/``reduce``/
+        ``reduce_max``), set up exact ranks, and stream in chunks the block budget holds."""
+        if self._bound is setup:  # bound already (an evaluator shell evaluated twice keeps its counts)
+            return
+        self._bound = setup
+        self._block_budget = block_elements(setup.device)
+        _take_warnings(setup, self.scorer)
+        if not self.embeddings:
+            if hasattr(self.scorer, "to"):  # a Scorer without it computes where it likes
+                self.scorer = self.scorer.to(setup.device)
+            self.source = RowBlocks(self.scorer, check=getattr(self.scorer, "check_rows", None))
+            return
+        start, stop = entity_range if entity_range is not None else (0, setup.num_entities)
+        if self.scorer.num_entities != stop - start:
+            raise InputError(f"the model has {self.scorer.num_entities} entities, the dataset {setup.num_entities}"
+                             + (f" (entity range {start}..{stop - 1})" if entity_range is not None else ""))
+        self.entity_range = (start, stop)
+        self.scorer = self.scorer.to(setup.device)
+        exact = self.ranks == "exact"
+        if exact and not self.scorer.exact_keys:
+            logger.warning("%s post-processes its scores (%s): ranks compare the computed scores, not exact ones",
+                           self.scorer.name, type(self.scorer).__name__)
+            exact = False
+        self.exact = ExactRanks(self.scorer, setup.lower_is_better, reduce_max, entity_offset=start) if exact else None
+        self.source = EmbeddingBlocks(self.scorer, self.exact, self.chunk_width, self.entity_range,
+                                      gather_rows, reduce)
+
+    # -- sizes ------------------------------------------------------------------------------
+    def default_batch_size(self, setup: RankingSetup) -> int:
+        """Queries per batch: embeddings, as many full (E,) score rows as the block budget holds
+        (at most 4096, 256 when not even :data:`MIN_FULL_ROWS` fit); rows, at most 1024."""
+        budget = self._block_budget
+        if not self.embeddings:
+            return max(1, min(budget // max(setup.num_entities, 1), 1024))
+        if setup.num_entities * MIN_FULL_ROWS <= budget:
+            return max(1, min(budget // setup.num_entities, 4096))
+        return 256
+
+    def chunk_width(self, batch_size: int) -> int:
+        """Candidates per block for ``batch_size`` queries (all of them where they fit)."""
+        total = self.scorer.num_entities
+        if self.entity_chunk:
+            return min(self.entity_chunk, total)
+        budget = self._block_budget
+        if batch_size * total <= max(budget, MIN_FULL_ROWS * total):
+            return total
+        return max(1, min(total, budget // batch_size))
+
+    # -- the producer -----------------------------------------------------------------------
+    def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
+        """(T, 3) the scoped triples, in the order the scorer is fastest on (TransR: by relation)."""
+        triples = super().evaluation_triples(setup)
+        if self.embeddings or not hasattr(self.scorer, "order"):
+            return triples
+        return self.scorer.order(triples)
+
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """{side: RankCounts (T,)} of ``triples`` (T, 3), batch by batch through the count chain
+        (:func:`~openbench.evaluation.chain.count_batch`), the batch halved on out-of-memory."""
+        total = triples.shape[0]
+        size = int(batch_size) if batch_size else self.default_batch_size(setup)
+        if size < 1:
+            raise InputError(f"batch size must be positive, got {size}")
+        if self.source is None or self._bound is not setup:
+            raise RuntimeError("bind(setup) first")
+        source = self.source
+        parts: Dict[str, List[RankCounts]] = {side: [] for side in setup.sides}
+        position = 0
+        with progress(total=total, desc="evaluating", unit="triple", enabled=setup.progress) as bar:
+            while position < total:
+                batch = triples[position:position + size]
+                try:
+                    counts = count_batch(setup, source, batch)
+                except NonFiniteRows as error:
+                    raise setup.nan_error(position + error.row, str(error), getattr(error, "side", None)) from None
+                except (RuntimeError, MemoryError) as error:
+                    if not is_out_of_memory(error) or size == 1:
+                        raise
+                    self._fallback(setup, size)
+                    size = max(1, size // 2)
+                    continue
+                for side in setup.sides:
+                    parts[side].append(counts[side])
+                position += batch.shape[0]
+                bar.update(batch.shape[0])
+        if not total:
+            empty = torch.zeros(0, dtype=torch.long, device=setup.device)
+            return {side: RankCounts(empty, empty, empty) for side in setup.sides}
+        return {side: RankCounts.cat(parts[side]) for side in setup.sides}
+
+    @staticmethod
+    def _fallback(setup: RankingSetup, size: int) -> None:
+        if setup.device.type == "cuda":
+            torch.cuda.empty_cache()
+        message = f"out of memory at batch size {size}; continued with batch size {max(1, size // 2)}"
+        setup.warnings.append(message)
+        logger.warning(message)
+
+    def adjust(self, protocol: Protocol) -> Protocol:
+        """Embeddings: how ranks were counted (``ranks``: ``"exact"`` or the precision the scores
+        were compared in) and the stored values' dtype (``embedding_precision``)."""
+        if self.embeddings:
+            precision = str(self.scorer.entities.dtype).replace("torch.", "")
+            compared = str(self.scorer.entities.real.dtype).replace("torch.", "")
+            protocol.extra["ranks"] = "exact" if self.exact is not None else compared
+            protocol.extra["embedding_precision"] = precision
+        return protocol
+
+    def model_description(self) -> dict:
+        """The scorer's description."""
+        return self.scorer.description()
+
+    def timing(self) -> dict:
+        """Exact ranks: how many (query, candidate) pairs the fast pass left undecided and what
+        settled them (they depend on the arithmetic's order, so they live with the timings)."""
+        return {} if self.exact is None else {"exact_ranks": self.exact.stats.as_dict()}
+
+
+class SampledRanking(Producer):
+    """OGB's sampled protocol: each query against its own negatives, unfiltered (see
+    :mod:`openbench.evaluation.sampled`). Embeddings score each query's candidates directly;
+    other scorers score the (1 + K) triples of each query."""
+
+    def __init__(self, scorer, negatives: SampledNegatives):
+        self.scorer, self.negatives = scorer, negatives
+        self.sides: List[str] = []
+        self.lower_is_better = False
+
+    @property
+    def embeddings(self) -> bool:
+        return isinstance(self.scorer, EmbeddingScorer)
+
+    def bind(self, setup: RankingSetup) -> None:
+        """Move the scorer to the setup's device and check it holds every entity."""
+        if self.embeddings and self.scorer.num_entities != setup.num_entities:
+            raise InputError(f"the model has {self.scorer.num_entities} entities, the dataset {setup.num_entities}")
+        _take_warnings(setup, self.scorer)
+        if hasattr(self.scorer, "to"):
+            self.scorer = self.scorer.to(setup.device)
+        self.sides, self.lower_is_better = list(setup.sides), setup.lower_is_better
+
+    def score_candidates(self, batch: torch.Tensor, side: str, candidates: torch.Tensor) -> torch.Tensor:
+        """(B, W) float64, higher is more plausible (embeddings only; see :func:`sampled_counts`)."""
+        scores = self.scorer.score_candidates(batch, side, candidates)
+        return -scores if self.lower_is_better else scores
+
+    def score_triples(self, triples: torch.Tensor) -> torch.Tensor:
+        """(T,) float64, higher is more plausible."""
+        scores = self.scorer.score_triples(triples)
+        return -scores if self.lower_is_better else scores
+
+    def produce(self, setup: RankingSetup, triples: torch.Tensor,
+                batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
+        """{side: RankCounts (T,)}: each query of ``triples`` (T, 3) against its 1 + K candidates."""
+        score = self.score_candidates if self.embeddings else score_as_triples(self.score_triples)
+        return sampled_counts(score, self.sides, triples, self.negatives, batch_size)
+
+    def adjust(self, protocol: Protocol) -> Protocol:
+        """Embeddings: sampled ranks compare the scores as computed (``ranks``: their precision)."""
+        if self.embeddings:
+            precision = str(self.scorer.entities.dtype).replace("torch.", "")
+            protocol.extra["ranks"] = str(self.scorer.entities.real.dtype).replace("torch.", "")
+            protocol.extra["embedding_precision"] = precision
+        return protocol
+
+    def model_description(self) -> dict:
+        """The scorer's description."""
+        return self.scorer.description()

@@ -1,0 +1,264 @@
+"""What one ranking evaluation ranks against: the known answers filtered out, the candidates (all,
+typed, an entity scope), the evaluated relations and sides, the k of hits@k, and the split.
+
+A :class:`RankingSetup` is built once per dataset and protocol and shared by every producer that
+runs under it (:mod:`openbench.evaluation.producers`); it knows nothing of how scores are made.
+It also answers what the record says of the protocol and of the dataset.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import polars as pl
+import torch
+
+from openbench.datasets.cache import cached_filter_index
+from openbench.datasets.filter_index import FilterIndex
+from openbench.datasets.loader import Dataset
+from openbench.datasets.negatives import SampledNegatives
+from openbench.errors import InputError, ScoreError, option
+from openbench.evaluation.device import resolve_device
+from openbench.evaluation.ranking import candidate_counts, other_known, true_ids_of
+from openbench.evaluation.typed import TypedCandidates
+from openbench.record import Protocol
+from openbench.vocabulary import CANDIDATE_MODES, QUERY_SIDES, SPLITS
+
+__all__ = ["DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "Filter", "RankingSetup", "block_elements"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HITS_AT = (1, 3, 10)
+# score-block size (elements) per batch: large enough for efficient GEMMs, small enough for caches
+CPU_BLOCK_ELEMENTS = 2 ** 23
+GPU_BLOCK_FRACTION = 0.25
+
+Filter = Tuple[torch.Tensor, torch.Tensor]  # (rows (M,), entity ids (M,)) of known answers other than the true one
+
+
+def block_elements(device: torch.device) -> int:
+    """Score-block elements per batch on ``device``: a quarter of the free memory on CUDA."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(2 ** 20, int(free * GPU_BLOCK_FRACTION) // 4)
+    return CPU_BLOCK_ELEMENTS
+
+
+class RankingSetup:
+    """Filtered rank-based evaluation of the ``evaluation_split`` triples: the protocol's state.
+
+    :param dataset: a loaded :class:`~openbench.datasets.loader.Dataset`.
+    :param filter_sets: splits whose triples are known answers, removed from the candidates
+        (the evaluated answer itself is always kept); ``()`` for raw ranking.
+    :param hits_at: the k of hits@k.
+    :param lower_is_better: scores are distances (smaller ranks first).
+    :param exclude_query_entity: also remove the query's own entity from its candidates
+        (as rule learners such as SAFRAN do), unless it is the true answer.
+    :param sides: the query sides to evaluate (``("head", "tail")``: both).
+    :param scope_relations: evaluate only the evaluation triples of these relations (labels).
+    :param scope_entities: rank only against these entities (labels); a triple whose evaluated
+        answer is not among them is dropped and counted (PyKEEN's ``restrict_entities_to``).
+    :param sampled_negatives: the sampled protocol's negatives per evaluation triple (no filter sets).
+    """
+
+    def __init__(self, dataset: Dataset, *, filter_sets: Sequence[str] = SPLITS,
+                 hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
+                 exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
+                 progress: bool = True, candidates: str = "all", sides: Sequence[str] = QUERY_SIDES,
+                 scope_relations: Optional[Sequence[str]] = None, scope_entities: Optional[Sequence[str]] = None,
+                 sampled_negatives: Optional[SampledNegatives] = None):
+        unknown = [name for name in filter_sets if name not in SPLITS]
+        if unknown:
+            raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
+        if evaluation_split not in SPLITS:
+            raise InputError(f"unknown evaluation split {evaluation_split!r}; expected one of {', '.join(SPLITS)}")
+        bad_k = [k for k in hits_at if int(k) < 1]
+        if bad_k or not hits_at:
+            raise InputError(f"hits@k needs positive integers k, got {list(hits_at)}")
+        self.dataset = dataset
+        self.device = device if isinstance(device, torch.device) else resolve_device(device)
+        self.filter_sets = [name for name in SPLITS if name in filter_sets]
+        self.hits_at = sorted({int(k) for k in hits_at})
+        self.lower_is_better = lower_is_better
+        self.exclude_query_entity = exclude_query_entity
+        self.evaluation_split = evaluation_split
+        self.seed = seed
+        self.progress = progress
+        self.warnings: List[str] = list(dataset.warnings)
+        self.num_entities = dataset.num_entities
+        known = [dataset.triples[name] for name in self.filter_sets]
+        known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
+        def build(side: str) -> Callable[[], FilterIndex]:
+            return lambda: FilterIndex.build(known_triples, dataset.num_relations, side, self.device)
+
+        self.filters = {side: cached_filter_index(dataset, self.filter_sets, side, build(side)).to(self.device)
+                        for side in QUERY_SIDES}
+        if candidates not in CANDIDATE_MODES:
+            raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
+        self.candidates = candidates
+        self.sides, self.relation_scope, self.entity_scope = _scope(dataset, sides, scope_relations, scope_entities)
+        self.sampled_negatives = sampled_negatives
+        if sampled_negatives is not None:
+            if self.filter_sets:
+                raise InputError("the sampled protocol ranks against the given negatives without filtering (OGB's "
+                                 f"definition): {option('filter_sets')} does not apply")
+            if self.relation_scope is not None or self.entity_scope is not None:
+                raise InputError(f"the sampled protocol ranks the whole evaluation split: {option('relations')} and "
+                                 f"{option('entities')} do not apply")
+            sampled_negatives.check(dataset.triples[evaluation_split], dataset.num_entities)
+        self.scope_dropped = 0  # evaluation triples whose answer lies outside the entity scope
+        self.admitted: Optional[TypedCandidates] = None  # typed candidates and/or the entity scope
+        self.entity_mask: Optional[torch.Tensor] = None  # (E,) bool: the entity scope
+        if self.entity_scope is not None:
+            self.entity_mask = torch.zeros(dataset.num_entities, dtype=torch.bool)
+            self.entity_mask[torch.tensor(self.entity_scope, dtype=torch.long)] = True
+        if candidates == "typed" or self.entity_mask is not None:
+            self.admitted = TypedCandidates(dataset.entity_labels, dataset.relation_labels, self.device,
+                                            typed=candidates == "typed", allowed_entities=self.entity_mask)
+            if candidates == "typed" and self.admitted.untyped_relations:
+                self.warnings.append(f"typed candidates: {len(self.admitted.untyped_relations)} relation(s) not in the "
+                                     f"edge-type registry keep all candidates (first: {self.admitted.untyped_relations[0]})")
+
+    # -- the queries ----------------------------------------------------------------------
+    def evaluation_triples(self) -> torch.Tensor:
+        """(T, 3) the triples to rank, on the evaluation device."""
+        return self.dataset.triples[self.evaluation_split].to(self.device)
+
+    def scoped(self, triples: torch.Tensor) -> torch.Tensor:
+        """(T', 3): the triples of ``triples`` (T, 3) in the evaluation scope (the chosen relations,
+        and answers among the chosen entities; the latter dropped triples are counted)."""
+        if self.relation_scope is not None:
+            chosen = torch.tensor(self.relation_scope, dtype=triples.dtype, device=triples.device)
+            triples = triples[torch.isin(triples[:, 1], chosen)]
+        if self.entity_mask is not None:
+            allowed = self.entity_mask.to(triples.device)
+            inside = torch.ones(triples.shape[0], dtype=torch.bool, device=triples.device)
+            for side in self.sides:
+                inside &= allowed[true_ids_of(triples, side)]
+            self.scope_dropped = int((~inside).sum())
+            triples = triples[inside]
+        if triples.shape[0] == 0:
+            raise InputError(f"no evaluation triple lies in the chosen scope ({option('relations')}, "
+                             f"{option('entities')})",
+                             self.dataset.path)
+        return triples
+
+    # -- the candidates -------------------------------------------------------------------
+    def filter_pairs(self, batch: torch.Tensor, side: str) -> Filter:
+        """Known answers of the batch's ``side`` queries other than the true one, as (rows, cols)."""
+        true_ids = true_ids_of(batch, side)
+        known_rows, known_cols = self.filters[side].lookup(batch)
+        rows, cols = other_known(known_rows, known_cols, true_ids)
+        if self.exclude_query_entity:
+            query_entity = batch[:, 2] if side == "head" else batch[:, 0]
+            batch_rows = torch.arange(batch.shape[0], device=batch.device)
+            codes = rows * self.num_entities + cols
+            extra = (query_entity != true_ids) & ~torch.isin(batch_rows * self.num_entities + query_entity, codes)
+            rows = torch.cat([rows, batch_rows[extra]])
+            cols = torch.cat([cols, query_entity[extra]])
+        return rows, cols
+
+    def candidates_of(self, batch: torch.Tensor, side: str, filter_pairs: Filter) -> torch.Tensor:
+        """(B,) candidates left per query of ``batch`` (B, 3): the entities, less the filtered
+        known answers, less the ones typed candidates or the entity scope exclude."""
+        candidates = candidate_counts(self.num_entities, filter_pairs[0], batch.shape[0])
+        if self.admitted is not None:
+            candidates = candidates - self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
+                                                                     filter_pairs, self.num_entities)
+        return candidates
+
+    def exclude_untyped(self, block: torch.Tensor, batch: torch.Tensor, side: str, start: int,
+                        true_ids: torch.Tensor) -> None:
+        """With typed candidates: overwrite the non-admitted entries of ``block`` (B, w), candidates
+        ``start .. start + w - 1`` of the ``batch`` (B, 3) queries, with the worst value."""
+        if self.admitted is not None:
+            self.admitted.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
+
+    def untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
+                    filter_pairs: Filter) -> torch.Tensor:
+        """``eq`` (B,) less the ties a true score equal to the fill value had with every excluded
+        entry (``true_scores`` (B,)); excluded entries that are also filtered were already taken
+        back by the filter correction."""
+        if self.admitted is None:
+            return eq
+        worst = float("inf") if self.lower_is_better else float("-inf")
+        at_worst = true_scores == worst
+        if not bool(at_worst.any()):
+            return eq
+        unfiltered = self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side), filter_pairs,
+                                                    self.num_entities)
+        return eq - torch.where(at_worst, unfiltered, torch.zeros_like(unfiltered))
+
+    # -- what the record says ---------------------------------------------------------------
+    def protocol(self) -> Protocol:
+        """How the counts were obtained, before what the producer adds."""
+        extra: Dict[str, object] = {}
+        if self.relation_scope is not None:
+            extra["relations"] = [self.dataset.relation_labels[i] for i in self.relation_scope]
+        if self.entity_scope is not None:
+            labels = "\n".join(self.dataset.entity_labels[i] for i in self.entity_scope)
+            extra["entities"] = {"count": len(self.entity_scope), "dropped_triples": self.scope_dropped,
+                                 "sha256": hashlib.sha256(labels.encode("utf-8")).hexdigest()}
+        sides = len(self.sides)
+        candidates = self.candidates
+        if self.sampled_negatives is not None:
+            candidates = "sampled"
+            extra["negatives_per_query"] = self.sampled_negatives.description()
+        return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=candidates,
+                        sides=list(self.sides), exclude_query_entity=self.exclude_query_entity,
+                        lower_is_better=self.lower_is_better,
+                        dropped_queries=sides * (self.dataset.dropped.get(self.evaluation_split, 0)
+                                                 + self.scope_dropped),
+                        evaluation_split=self.evaluation_split, extra=extra)
+
+    def dataset_description(self) -> dict:
+        """What a record says of the dataset: path, fingerprint, id-map hash, counts, registry entry."""
+        return {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
+                "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
+                "registry": self.dataset.registry}
+
+    def warn(self, message: str) -> None:
+        """Record ``message`` in the result (once) and log it."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            logger.warning(message)
+
+    def nan_error(self, index: int, detail: str, side: Optional[str]) -> ScoreError:
+        """The error of a NaN score in the ``side`` query of evaluation triple ``index``."""
+        h, r, t = self.dataset.triples[self.evaluation_split][index].tolist()
+        labels = self.dataset.entity_labels, self.dataset.relation_labels
+        triple = f"({labels[0][h]}, {labels[1][r]}, {labels[0][t]})"
+        shown = f"{side} " if side else ""
+        return ScoreError(f"{detail} in the scores of {shown}query #{index} of the {self.evaluation_split} "
+                          f"split {triple}; NaN cannot be ranked: fix the model or its inputs")
+
+
+def _scope(dataset: Dataset, sides: Sequence[str], relations: Optional[Sequence[str]],
+           entities: Optional[Sequence[str]]):
+    """(sides in order, relation ids or None, entity ids or None); unknown names are an InputError
+    listing them (and, for relations, the dataset's)."""
+    chosen_sides = [side for side in QUERY_SIDES if side in sides]
+    if not chosen_sides or any(side not in QUERY_SIDES for side in sides):
+        raise InputError(f"sides {list(sides)!r}: expected head, tail or both")
+    relation_ids = None
+    if relations is not None:
+        index = {label: i for i, label in enumerate(dataset.relation_labels)}
+        unknown = [name for name in relations if name not in index]
+        if unknown or not relations:
+            raise InputError(f"unknown relation(s) {', '.join(unknown) or '(none given)'}; the dataset has "
+                             f"{', '.join(dataset.relation_labels)}")
+        relation_ids = sorted({index[name] for name in relations})
+    entity_ids = None
+    if entities is not None:
+        # an Enum's physical code is the label's position in the id-ordered list (as map_labels does)
+        labels = pl.Series("label", list(entities), dtype=pl.String)
+        codes = labels.cast(pl.Enum(dataset.entity_labels), strict=False)
+        unknown = labels.filter(codes.is_null())
+        if unknown.len():
+            raise InputError(f"{unknown.len()} entity label(s) not in the dataset (first: "
+                             f"{', '.join(unknown.head(5).to_list())})")
+        entity_ids = codes.to_physical().unique().sort().to_list()
+        if not entity_ids:
+            raise InputError("the entity list is empty: nothing to rank against")
+    return chosen_sides, relation_ids, entity_ids
