@@ -8,23 +8,11 @@ From Python (the names load on first use, so ``import openbench`` stays light)::
     record = openbench.evaluate(dataset, model)
     print(record.metric("both.realistic.mrr"))
 """
-from importlib import import_module
-from typing import Any
+from openbench._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_PUBLIC = {"load_dataset": "api", "embedding_model": "api", "from_pykeen": "api", "score_function": "api",
-           "load_model": "api", "evaluate": "api", "ResultRecord": "api", "Dataset": "api"}
+_PUBLIC = {"load_dataset": ".api", "embedding_model": ".api", "from_pykeen": ".api", "score_function": ".api",
+           "load_model": ".api", "evaluate": ".api", "ResultRecord": ".api", "Dataset": ".api"}
 __all__ = ["__version__", *sorted(_PUBLIC)]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'openbench' has no attribute {name!r}")
-    value = getattr(import_module(f"openbench.{_PUBLIC[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _PUBLIC)

@@ -237,3 +237,27 @@ def test_gzip_members_padding_truncation_and_checksums_with_each_inflater(tmp_pa
         (tmp_path / f"{name}.gz").write_bytes(data)
         with pytest.raises(InputError, match=message):
             inputs.read_bytes(tmp_path / f"{name}.gz")
+
+
+# ------------------------------------------------------------------------------------------
+# the JSON nesting bound (issue 36's deep bodies; its own test since Python's RecursionError
+# only stops documents deeper than the interpreter's recursion limit)
+
+
+@pytest.mark.parametrize("opening, closing", [("[", "]"), ('{"a": ', "}")])
+def test_json_nested_past_the_bound_is_refused_before_parsing_and_within_it_is_read(tmp_path, opening, closing):
+    from openbench._io.inputs import parse_json, read_json
+    from openbench.errors import InputError
+
+    JSON_MAX_DEPTH = 200  # the stated bound (a record nests a few levels)
+    within = opening * JSON_MAX_DEPTH + "1" + closing * JSON_MAX_DEPTH
+    assert parse_json(within) is not None
+    beyond = opening * (JSON_MAX_DEPTH + 1) + "1" + closing * (JSON_MAX_DEPTH + 1)
+    with pytest.raises(InputError, match=f"nested deeper than {JSON_MAX_DEPTH} levels"):
+        parse_json(beyond, None, "the result record")
+    path = tmp_path / "deep.json"
+    path.write_text(beyond)
+    with pytest.raises(InputError, match=f"{path}: JSON nested deeper than"):
+        read_json(path)
+    flat = "[" + "[1], " * 5000 + "[1]]"  # many brackets, shallow: read
+    assert len(parse_json(flat)) == 5001

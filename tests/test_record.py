@@ -101,6 +101,8 @@ IMPOSSIBLE = [
                                                      0.5 / r["metrics"]["tail"]["optimistic"]["mrr"])(r),
      "the mean of 1/rank is at least 1/mean rank"),
     ("NaN", _set(("metrics", "both", "realistic", "mrr"), float("nan")), "finite number"),
+    ("an AMRI above 1", _set(("metrics", "both", "realistic", "amri"), 1.01), r"outside \[-1, 1\]"),
+    ("an AMRI below -1", _set(("metrics", "tail", "pessimistic", "amri"), -1.01), r"outside \[-1, 1\]"),
     ("an unknown rank type", _set(("metrics", "both", "lucky"), {"mrr": 1.0}), "expected a rank type"),
     ("a newer schema", _set(("schema_version",), 99), "schema_version 99"),
     ("a fingerprint that is no sha256", _set(("dataset", "fingerprint"), "=HYPERLINK(\"http://x\")"),

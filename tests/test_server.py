@@ -23,6 +23,7 @@ from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
+from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.hosting import PARTS
 from openbench.leaderboard.server import load_benchmark, score_predictions
 from tests.bases import TableReader, chromium
@@ -271,6 +272,17 @@ def test_rate_limit_and_size_limit(world, tmp_path):
         time.sleep(4)
         status, answer = request(server.url + "/api/submissions?name=n", b"x" * 5000, token)
         assert status == 413 and "larger than" in answer["error"]
+        time.sleep(2)  # a body without Content-Length (chunked) is bounded as it streams in
+        host, port = server.url.split("//")[1].split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            connection.request("POST", "/api/submissions?name=n", body=iter([b"x" * 1000] * 50),
+                               headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+                               encode_chunked=True)
+            answer = connection.getresponse()
+            assert answer.status == 413 and "larger than" in json.loads(answer.read())["error"]
+        finally:
+            connection.close()
     finally:
         server.stop()
 
@@ -502,3 +514,66 @@ def test_a_store_holding_objects_openbench_did_not_create_is_refused_untouched(w
                              str(_free_port())], capture_output=True, text=True, timeout=60)
     assert served.returncode == 1 and "trigger wipe" in served.stderr and "Traceback" not in served.stderr
     assert db.read_bytes() == before
+
+
+# ------------------------------------------------------------------------------------------
+# issue 43: a revoked token can do nothing, at once
+
+
+def _attempts(db, team):
+    with sqlite3.connect(db) as connection:
+        return connection.execute("SELECT COUNT(*) FROM attempts WHERE team = ?", (team,)).fetchone()[0]
+
+
+def test_a_revoked_token_can_do_nothing_on_any_route_at_once(world, hardened, tmp_path):
+    """Property: after `leaderboard token revoke`, every route and command that takes a token
+    refuses it (401, as an unknown token) on the server already running, nothing is written or counted for
+    it, the team's names stay its own, and only that team's tokens stop (a new one works)."""
+    db, url = world["db"], hardened.url
+    token, bystander = _team(db, "revoked"), _team(db, "bystander")
+    queries = len(request(url + "/api/benchmarks/bench/queries")[1]["queries"])
+    lists = np.tile(np.arange(5), (queries, 1))
+    record = _variant(world["record"], "revoked", 0)
+    assert request(url + "/api/submissions?name=revoked%20model", record, token)[0] == 201  # live: accepted
+    done = CliRunner().invoke(main, ["leaderboard", "token", "revoke", "--db", str(db), "--name", "revoked"])
+    assert done.exit_code == 0 and "revoked 1 token(s) of 'revoked'" in done.output, done.output
+    rows, attempts = _rows(db), _attempts(db, "revoked")
+    for path, body, content_type in (
+            ("/api/submissions?name=revoked%20model", _variant(world["record"], "revoked", 1), "application/json"),
+            ("/api/submissions?name=another%20name", _variant(world["record"], "revoked", 2), "application/json"),
+            ("/api/benchmarks/bench/predictions?name=revoked%20lists", _npz(lists), "application/octet-stream"),
+            ("/api/benchmarks/bench/predictions?name=revoked%20lists", b"broken", "application/octet-stream")):
+        status, answer = request(url + path, body, token, content_type)
+        assert status == 401 and "a valid token is needed" in answer["error"], (path, status, answer)
+    # listing needs no token, and a revoked one adds nothing to it (the team's earlier row stays listed)
+    for path in ("/api/leaderboard", "/api/benchmarks", "/api/benchmarks/bench/queries"):
+        assert request(url + path, token=token) == request(url + path), path
+    assert any(row.get("team") == "revoked" for row in request(url + "/api/leaderboard")[1])
+    # the commands that carry a token say so and write nothing
+    record_file, lists_file = tmp_path / "revoked.json", tmp_path / "revoked.npz"
+    record_file.write_bytes(_variant(world["record"], "revoked", 6))
+    lists_file.write_bytes(_npz(lists))
+    for command in (["leaderboard", "submit", str(record_file), "--name", "revoked cli", "--server", url,
+                     "--token", token],
+                    ["leaderboard", "submit-predictions", str(lists_file), "--server", url, "--benchmark", "bench",
+                     "--name", "revoked cli lists", "--token", token]):
+        refused = CliRunner().invoke(main, command)
+        assert refused.exit_code == 1 and "a valid token is needed" in refused.output, (command, refused.output)
+    assert _rows(db) == rows and _attempts(db, "revoked") == attempts  # nothing written, nothing counted
+    store = open_leaderboard(db)
+    try:
+        assert store.authenticate(token) is None and store.team_of(token) is None
+        assert store.team_of(bystander) == "bystander"  # another team's token is untouched
+    finally:
+        store.close()
+    # the team's name stays its own: another team cannot take it, a new token of the team can
+    taken = request(url + "/api/submissions?name=revoked%20model", _variant(world["record"], "bystander", 3),
+                    bystander)
+    assert taken[0] == 400 and "belongs to another team" in taken[1]["error"]
+    fresh = _team(db, "revoked")
+    assert request(url + "/api/submissions?name=revoked%20model", _variant(world["record"], "revoked", 4),
+                   fresh)[0] == 201
+    again = CliRunner().invoke(main, ["leaderboard", "token", "revoke", "--db", str(db), "--name", "revoked"])
+    assert "revoked 1 token(s)" in again.output  # the fresh one only: the old one was revoked already
+    assert request(url + "/api/submissions?name=revoked%20model", _variant(world["record"], "revoked", 5),
+                   fresh)[0] == 401

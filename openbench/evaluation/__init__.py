@@ -4,8 +4,7 @@ counts, the exact-ranks machinery and kernels, metrics and the evaluator classes
 The public names below load on first use (PEP 562), so that importing a light submodule does not
 import torch and polars.
 """
-from importlib import import_module
-from typing import Any
+from openbench._lazy import lazy_exports
 
 _PUBLIC = {
     "resolve_device": "openbench.evaluation.device",
@@ -16,15 +15,4 @@ _PUBLIC = {
     "ModelSpec": "openbench.models.sources", "SOURCES": "openbench.models.sources",
 }
 __all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'openbench.evaluation' has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _PUBLIC)

@@ -422,8 +422,9 @@ class ExactRanks:
           norm as one more term.
 
         A scorer whose fast pass scores a rewritten formula adds the difference
-        (:meth:`~openbench.models.scorers.EmbeddingScorer.rewrite_error`); subnormal results
-        add 4·(d + n + 8) times the smallest subnormal.
+        (:meth:`~openbench.models.scorers.EmbeddingScorer.rewrite_error`), takes e from the
+        magnitude of the query the fast pass computes (``fast_query_formula``), and never counts
+        its fast keys as exact; subnormal results add 4·(d + n + 8) times the smallest subnormal.
         """
         dtype = queries.dtype  # the block's: keys are computed in the queries' precision
         u = self.unit
@@ -453,19 +454,22 @@ class ExactRanks:
         fast_two, fast_one = (n.numpy() for n in norm_bounds(queries.detach().cpu()))
         own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
         c2, c1 = self.candidate_norms(side)
-        rewrite = None
+        rewrite, fast_magnitudes = None, query_norms
         if scorer.rewrites(used_side):
             anchor, relation = inputs.rows()
             rewrite = scorer.rewrite_error(torch.from_numpy(relation), used_side, torch.from_numpy(anchor),
                                            (c2, c1)).numpy()
+            # the fast pass rounds the rewritten query: its own error is relative to that one's magnitude
+            rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)
+            fast_magnitudes = tuple(n.numpy() for n in norm_bounds(_tensor(rewritten)))
         if self.kind == "dot":
             delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
         elif self.kind in ("l1", "moduli"):
             extra = 2 if self.kind == "l1" else 4
-            delta = gamma(width + extra, u) * (fast_one + c1) + own * query_norms[1]
+            delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
         else:
             reach = fast_two + c2
-            error = own * query_norms[0]
+            error = own * fast_magnitudes[0]
             norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
             delta = (gamma(width + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
                      + 2 * u * reach ** 2 + error * (2 * reach + error))
@@ -479,6 +483,8 @@ class ExactRanks:
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
         computed_exactly = self._fast_is_exact(scorer, query_norms, c2, c1, dtype)
+        if rewrite is not None:  # exactly computed, but a rewritten formula: its order need not be the definition's
+            computed_exactly[:] = False
         # a true key that is not finite in float64 (stored infinities): ranked by the fast keys.
         # A fast key that overflowed while the float64 one did not is re-scored like any other.
         computed_exactly |= ~np.isfinite(true_key)

@@ -287,6 +287,12 @@ class EmbeddingScorer:
         """Whether the fast pass scores ``side`` queries by a rewritten formula (:meth:`rewrite_error`)."""
         return False
 
+    def fast_query_formula(self, anchor, relation, side: str, sub):
+        """(B, d') the query vectors the fast pass computes (:meth:`query_vectors`), as a formula
+        like :meth:`query_formula`; they differ only where the fast pass rewrites (:meth:`rewrites`).
+        Exact ranks bound the fast query's own rounding by this formula's magnitude."""
+        return self.query_formula(anchor, relation, side, sub)
+
     def rewrite_error(self, relation: torch.Tensor, side: str, anchor: torch.Tensor,
                       candidate_norms: Tuple[float, float]) -> Optional[torch.Tensor]:
         """(B,) float64 bound on |fast-pass formula - exact formula| in the key's units, where the
@@ -437,6 +443,10 @@ class RotatE(ComplEx):
     def rewrites(self, side):
         """True for head queries, scored as ‖h - t ∘ conj(r)‖ by the fast pass."""
         return side == "head"
+
+    def fast_query_formula(self, anchor, relation, side, sub):
+        """t ∘ conj(r) for head queries (ComplEx's), h ∘ r for tails: what :meth:`query_vectors` computes."""
+        return ComplEx.query_formula(self, anchor, relation, side, sub)
 
     def rewrite_error(self, relation, side, anchor, candidate_norms):
         """|‖c∘r - t‖² - ‖c - t∘conj(r)‖²| = |Σ (|r_k|² - 1)(|c_k|² - |t_k|²)| <= max|ρ - 1| (C₂² + ‖t‖₂²)

@@ -201,3 +201,63 @@ def test_error_paths_name_what_is_wrong(tmp_path):
     assert CliRunner().invoke(main, ["export-kgid", "--dataset", str(split), "--output", str(ids)]).exit_code == 0
     with pytest.raises(UsageError, match="the integer-id layout has none"):
         read_labelled_split(load_dataset(ids), "test")
+
+
+# ------------------------------------------------------------------------------------------
+# issue 43: thresholds come from validation only
+
+
+def test_thresholds_and_test_metrics_come_from_validation_where_validation_and_test_disagree(tmp_path):
+    """Property: on a split whose validation and test favour different thresholds, the recorded
+    per-relation thresholds are validation's best (a plain loop over validation alone), and the
+    test metrics are those thresholds applied to test, never test's own best."""
+    import openbench
+
+    genes = [f"NCBIGENE:{i}" for i in range(12)]
+    # (head, relation, tail) -> score; validation separates at 5 (REL_A) and 0.8 (REL_B), test at 2 and 0.2
+    planted = {
+        "valid": {("NCBIGENE:0", "REL_A", "NCBIGENE:1"): (5.0, 1), ("NCBIGENE:0", "REL_A", "NCBIGENE:2"): (6.0, 1),
+                  ("NCBIGENE:0", "REL_A", "NCBIGENE:3"): (1.0, 0), ("NCBIGENE:0", "REL_A", "NCBIGENE:4"): (3.0, 0),
+                  ("NCBIGENE:5", "REL_B", "NCBIGENE:6"): (0.8, 1), ("NCBIGENE:5", "REL_B", "NCBIGENE:7"): (0.9, 1),
+                  ("NCBIGENE:5", "REL_B", "NCBIGENE:8"): (0.1, 0), ("NCBIGENE:5", "REL_B", "NCBIGENE:9"): (0.5, 0)},
+        "test": {("NCBIGENE:1", "REL_A", "NCBIGENE:2"): (2.0, 1), ("NCBIGENE:1", "REL_A", "NCBIGENE:3"): (2.5, 1),
+                 ("NCBIGENE:1", "REL_A", "NCBIGENE:4"): (0.0, 0), ("NCBIGENE:1", "REL_A", "NCBIGENE:5"): (0.5, 0),
+                 ("NCBIGENE:6", "REL_B", "NCBIGENE:7"): (0.2, 1), ("NCBIGENE:6", "REL_B", "NCBIGENE:8"): (0.3, 1),
+                 ("NCBIGENE:6", "REL_B", "NCBIGENE:9"): (0.0, 0), ("NCBIGENE:6", "REL_B", "NCBIGENE:10"): (0.05, 0)},
+    }
+    folder = tmp_path / "split"
+    folder.mkdir()
+    train = [(genes[i], "REL_A" if i % 2 else "REL_B", genes[(i + 1) % len(genes)]) for i in range(len(genes))]
+    (folder / "train_sample.csv").write_text("".join(f"{h}\t{r}\t{t}\t700\t1\tSTRING\n" for h, r, t in train))
+    for split, name in (("valid", "val_sample.csv"), ("test", "test_sample.csv")):
+        (folder / name).write_text("".join(f"{h}\t{r}\t{t}\t\t{label}\t{'STRING' if label else 'GENERATED'}\n"
+                                           for (h, r, t), (_, label) in planted[split].items()))
+    dataset = openbench.load_dataset(str(folder))
+    score_of = {(dataset.entity_labels.index(h), dataset.relation_labels.index(r), dataset.entity_labels.index(t)):
+                value for split in planted for (h, r, t), (value, _) in planted[split].items()}
+
+    def planted_scores(batch, side):
+        rows = torch.zeros(batch.shape[0], dataset.num_entities, dtype=torch.float64)
+        for row, (h, r, t) in enumerate(batch.tolist()):
+            for entity in range(dataset.num_entities):
+                key = (h, r, entity) if side == "tail" else (entity, r, t)
+                rows[row, entity] = score_of.get(key, -1.0)
+        return rows
+
+    record = openbench.evaluate(dataset, openbench.score_function(planted_scores, dataset.num_entities),
+                                task="classification").to_dict()
+    thresholds = record["classification"]["thresholds"]
+    test = record["classification"]["test"]["per_relation"]
+    for relation in ("REL_A", "REL_B"):
+        def part(split):
+            rows = [(value, label) for (_, r, _), (value, label) in planted[split].items() if r == relation]
+            return np.array([v for v, _ in rows]), np.array([bool(y) for _, y in rows])
+
+        valid_scores, valid_labels = part("valid")
+        test_scores, test_labels = part("test")
+        from_valid = _loop_threshold(valid_scores, valid_labels, "accuracy")
+        assert from_valid != _loop_threshold(test_scores, test_labels, "accuracy")  # the split disagrees
+        assert thresholds[relation] == {"threshold": from_valid, "chosen_on": "relation"}
+        predicted = test_scores >= from_valid
+        assert test[relation]["accuracy"] == pytest.approx(float((predicted == test_labels).mean()))
+        assert test[relation]["accuracy"] < 1.0  # test's own best would classify it perfectly

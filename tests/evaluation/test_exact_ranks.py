@@ -348,3 +348,190 @@ def test_windows_that_reach_infinity_still_drop_the_true_and_known_answers(datas
     assert bool(torch.isneginf(block).all())  # the fast pass decides nothing here
     assert _counts(exact) == _counts(EmbeddingEvaluator(dataset, wide, device="cpu", progress=False, ranks="fast"))
     assert exact.exact.stats.float64 > 0
+
+
+# -- issue 43: the window is at least the stated bound ------------------------------------------
+
+def _gamma(n, u):
+    return n * u / (1 - n * u)
+
+
+def _complex_product_magnitude(a, r):
+    """|a| ∘ |r| as the fast pass's complex product rounds it, on [Re | Im] halves: both components
+    of (a_re r_re ∓ a_im r_im, a_re r_im ± a_im r_re) with every term counted positive (the same for
+    r and conj(r))."""
+    half = a.shape[1] // 2
+    a_re, a_im, r_re, r_im = np.abs(a[:, :half]), np.abs(a[:, half:]), np.abs(r[:, :half]), np.abs(r[:, half:])
+    return np.concatenate([a_re * r_re + a_im * r_im, a_re * r_im + a_im * r_re], axis=1)
+
+
+def _query_magnitude(model, anchor, relation, side):
+    """(the magnitude |q| (B, w) of the query the fast pass computes, its roundings per component n),
+    from each model's definition on the stored float64 rows ``anchor`` (B, ·), ``relation`` (B, ·)."""
+    a, r = np.abs(anchor), np.abs(relation)
+    if model == "DistMult":
+        return a * r, 1
+    if model in ("TransE-L1", "TransE-L2"):  # h + r, or t - r for heads
+        return a + r, 1
+    if model in ("ComplEx", "RotatE", "RotatE-DGLKE"):  # h ∘ r, or t ∘ conj(r) for heads (RotatE too)
+        return _complex_product_magnitude(a, r), 2
+    if model == "RESCAL":  # hᵀ M_r or M_r t: a d-term dot product per component
+        d = a.shape[1]
+        matrices = r.reshape(-1, d, d)
+        magnitude = np.einsum("bi,bij->bj", a, matrices) if side == "tail" else np.einsum("bij,bj->bi", matrices, a)
+        return magnitude, d
+    half = a.shape[1] // 2  # SimplE: ½[h_h∘r | h_t∘r⁻] or ½[r∘t_t | r⁻∘t_h] (the ½ exact)
+    first, second = (a[:, :half], a[:, half:]) if side == "tail" else (a[:, half:], a[:, :half])
+    return np.concatenate([first * r[:, :half], second * r[:, half:]], axis=1) / 2, 1
+
+
+def _stated_bound(model, anchor, relation, side, queries, candidates, u):
+    """δ of ExactRanks.prepare's docstring (the README's), computed here from the stored rows in
+    float64: ``anchor``/``relation`` (B, ·) rows, ``queries`` (B, w) the computed (fast) queries,
+    ``candidates`` (E, w) the stored candidate rows (the fast pass's candidates are these, rearranged:
+    the same norms)."""
+    magnitude, n = _query_magnitude(model, anchor, relation, side)
+    w = queries.shape[1]
+    c2 = np.sqrt((candidates ** 2).sum(axis=1)).max()
+    c1 = np.abs(candidates).sum(axis=1).max()
+    q1, q2 = np.abs(queries).sum(axis=1), np.sqrt((queries ** 2).sum(axis=1))
+    own = _gamma(n, u)  # |q̂ - q| <= γ_n |q| per component
+    if model in ("DistMult", "ComplEx", "RESCAL", "SimplE"):
+        delta = _gamma(n + w, u) * np.sqrt((magnitude ** 2).sum(axis=1)) * c2
+    elif model in ("TransE-L1", "RotatE-DGLKE"):
+        delta = _gamma(w + (2 if model == "TransE-L1" else 4), u) * (q1 + c1) + own * magnitude.sum(axis=1)
+    else:
+        eta = u + 2 * _gamma(w, 2.0 ** -53)  # the squared norms' one rounding (summed in float64)
+        e2 = own * np.sqrt((magnitude ** 2).sum(axis=1))
+        delta = (_gamma(w + 2, u) * (c2 ** 2 + 2 * q2 * c2) + eta * (q2 ** 2 + c2 ** 2) + 2 * u * (q2 + c2) ** 2
+                 + e2 * (2 * (q2 + c2) + e2))
+    if model in ("RotatE", "RotatE-DGLKE") and side == "head":
+        # heads are scored as ‖h - t∘conj(r)‖, the definition being ‖h∘r - t‖: their difference
+        half = relation.shape[1] // 2
+        off = np.abs(relation[:, :half] ** 2 + relation[:, half:] ** 2 - 1).max(axis=1)  # max_k | |r_k|² - 1 |
+        if model == "RotatE":
+            delta = delta + off * (c2 ** 2 + (anchor ** 2).sum(axis=1))
+        else:
+            delta = delta + 2 * off * (1 + off) * (c1 + np.abs(anchor).sum(axis=1))
+    return delta
+
+
+def _bound_test_scorer(dataset, model, scale, rng):
+    """``model`` over random rows (width 6) times ``scale``; RotatE: float32-rounded rotations."""
+    entities = (rng.normal(size=(dataset.num_entities, 6)) * scale).astype(np.float32)
+    if model in ("RotatE", "RotatE-DGLKE"):
+        angles = rng.uniform(-np.pi, np.pi, (dataset.num_relations, 3))
+        relations = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    else:
+        relations = (rng.normal(size=(dataset.num_relations, 36 if model == "RESCAL" else 6)) * scale).astype(np.float32)
+    return build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("scale", [1.0, 1e3])
+def test_the_window_is_at_least_the_stated_bound(dataset, model, scale):
+    """Property: around each true key the window reaches at least the error bound δ that
+    ExactRanks.prepare states (the README's), for tail and head queries of every scorer, δ
+    computed here from each model's definition. Outcome tests cannot see a window a constant
+    factor too narrow (float32's actual errors stay far below the worst case), so the bound itself
+    is checked against its statement."""
+    scorer = _bound_test_scorer(dataset, model, scale, np.random.default_rng(21))
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    exact, batch = evaluator.exact, dataset.triples["test"]
+    entities, relations = _stored(scorer.entities), _stored(scorer.relations)
+    for side in ("tail", "head"):
+        true_ids = batch[:, 2] if side == "tail" else batch[:, 0]
+        anchor_ids = (batch[:, 0] if side == "tail" else batch[:, 2]).numpy()
+        queries = scorer.query_vectors(batch, side)
+        exact.prepare(scorer, batch, side, queries, scorer.entities[true_ids])
+        lows, highs, _ = exact._window
+        true_key = exact._queries.true_key
+        bound = _stated_bound(model, entities[anchor_ids], relations[batch[:, 1].numpy()], side,
+                              _stored(queries), entities, 2.0 ** -24)
+        assert (true_key - lows.double().numpy() >= bound * (1 - 1e-9)).all(), (model, side)
+        assert (highs.double().numpy() - true_key >= bound * (1 - 1e-9)).all(), (model, side)
+        # and not needlessly wide (every pair inside it is re-scored in float64)
+        assert (highs.double().numpy() - true_key <= 2 * bound + 1e-6 * np.abs(true_key) + 1e-30).all(), (model, side)
+
+
+def _rows_at_key_offsets(key, true_row, offsets, rng):
+    """float32 rows near ``true_row`` (w,) whose exact key, ``key`` of Fractions, lies about
+    ``offsets`` away from the true row's: moved along one random direction by the key's slope
+    there (exact for dot products, to first order for distances), then rounded to float32."""
+    direction = rng.normal(size=true_row.shape)
+    step = 1e-3 * (np.abs(true_row).max() + 1e-30)
+    ahead = key(_fractions(true_row + step * direction))
+    behind = key(_fractions(true_row - step * direction))
+    slope = float(ahead - behind) / (2 * step)
+    return np.stack([(true_row + (offset / slope) * direction).astype(np.float32) for offset in offsets])
+
+
+def _near_bound_scorer(model, seed):
+    """Tail query (E:0, R:0, E:1) and head query (E:1, R:1, E:0) whose other candidates are built
+    around the true answer E:1 at exact key offsets k·δ/4, k = -12..12, δ the stated bound."""
+    rng = np.random.default_rng(seed)
+    width = 16 if model == "RESCAL" else 4  # RESCAL: 4 × 4 matrices over width-4 entities
+    if model in ("RotatE", "RotatE-DGLKE"):
+        angles = rng.uniform(-np.pi, np.pi, (2, 2))
+        relations = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    else:
+        relations = rng.normal(size=(2, width)).astype(np.float32)
+    anchor, truth = rng.normal(size=(2, 4)).astype(np.float32)
+    stored = np.stack([anchor, truth]).astype(np.float64)
+    table, stored_relations = stored, relations.astype(np.float64)
+    blocks = [np.stack([anchor, truth])]
+    for side, relation in (("tail", 0), ("head", 1)):
+        probe = build_scorer(model, np.stack([anchor, truth]), relations, 2, 2)
+        query = probe.query_vectors(torch.tensor([[0, relation, 1] if side == "tail" else [1, relation, 0]]), side)
+        delta = float(_stated_bound(model, table[:1], stored_relations[relation:relation + 1], side,
+                                    _stored(query), table, 2.0 ** -24)[0])
+        r = _fractions(stored_relations[relation])
+        a = _fractions(anchor)
+
+        def key(c, r=r, a=a, side=side):
+            return exact_score_key(model, a, r, c) if side == "tail" else exact_score_key(model, c, r, a)
+        blocks.append(_rows_at_key_offsets(key, truth.astype(np.float64), [k * delta / 4 for k in range(-12, 13)], rng))
+    entities = np.concatenate(blocks)
+    dataset = _tiny_dataset(len(entities), [[0, 0, 1], [1, 1, 0]])
+    return dataset, build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_candidates_built_within_a_few_bounds_of_the_true_key_are_ranked_exactly(model, seed):
+    """Constructed, not drawn: around the true answer of a tail and a head query, candidates whose
+    exact keys lie k·δ/4 from the true key (k = -12..12, δ the stated bound): half inside the
+    window, half just outside. Exact counts equal the rational reference for every scorer."""
+    dataset, scorer = _near_bound_scorer(model, seed)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    assert _counts(evaluator) == reference_counts(dataset, scorer, model, filter_sets=())
+    # the construction did what it says: keys within a few bounds, on both sides of the window's edge
+    entities, relations = _stored(scorer.entities), _stored(scorer.relations)
+    for side, relation, block in (("tail", 0, slice(2, 27)), ("head", 1, slice(27, 52))):
+        batch = torch.tensor([[0, relation, 1] if side == "tail" else [1, relation, 0]])
+        delta = float(_stated_bound(model, entities[:1], relations[relation:relation + 1], side,
+                                    _stored(scorer.query_vectors(batch, side)), entities, 2.0 ** -24)[0])
+        r, a = _fractions(relations[relation]), _fractions(entities[0])
+        keys = [exact_score_key(model, a, r, c) if side == "tail" else exact_score_key(model, c, r, a)
+                for c in (_fractions(row) for row in entities[block])]
+        true_key = exact_score_key(model, a, r, _fractions(entities[1])) if side == "tail" else \
+            exact_score_key(model, _fractions(entities[1]), r, a)
+        offsets = np.array([abs(float(k - true_key)) / delta for k in keys])
+        assert offsets.max() <= 5 and (offsets <= 1).sum() >= 5 and (offsets > 1).sum() >= 5, (side, offsets)
+    assert evaluator.exact.stats.rescored > 0 and evaluator.exact.stats.unresolved == 0
+
+
+@pytest.mark.parametrize("model", ["RotatE", "RotatE-DGLKE"])
+def test_rotate_heads_on_a_grid_are_ranked_by_the_definition_not_the_rewrite(model):
+    """float64 values on a binary grid: the fast pass computes ‖h - t∘conj(r)‖ without rounding,
+    but with |r| = 1 only to within 8e-6 that rewrite ties two heads the definition ‖h∘r - t‖
+    orders (it found a tie here, counting (1, 1) instead of (2, 0))."""
+    unit, step = 2.0 ** -8, 2.0 ** -4
+    entities = np.array([[1, 0], [1 + step, -unit], [1 - step, -unit]], dtype=np.float64)  # [Re | Im], d = 1
+    relations = np.array([[1, unit], [1, 0]], dtype=np.float64)  # |r|² = 1 + 2^-16
+    dataset = _tiny_dataset(3, [[1, 0, 0]])
+    scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    counts = _counts(evaluator)
+    assert counts == reference_counts(dataset, scorer, model, filter_sets=())
+    assert counts["head"] == [(2, 0, 3)]
