@@ -461,7 +461,8 @@ class ExactRanks:
                                            (c2, c1)).numpy()
             # the fast pass rounds the rewritten query: its own error is relative to that one's magnitude
             rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)
-            fast_magnitudes = tuple(n.numpy() for n in norm_bounds(_tensor(rewritten)))
+            rewritten_two, rewritten_one = norm_bounds(_tensor(rewritten))
+            fast_magnitudes = (rewritten_two.numpy(), rewritten_one.numpy())
         if self.kind == "dot":
             delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
         elif self.kind in ("l1", "moduli"):
