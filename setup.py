@@ -18,13 +18,13 @@ setup(
     install_requires=[
         "torch>=2.1",
         "numpy>=1.24",
-        "polars>=1.0",
+        "polars>=1.30",  # write_parquet(metadata=) and read_parquet_metadata: the ranks files
         "click>=8.1",
         "tqdm>=4.60",
         "rdflib>=7.0",
         "filelock>=3.12",
         "platformdirs>=3.0",
-        "scipy>=1.10",  # linear_sum_assignment: the optimal matching of BRAT/ChEMU scoring
+        "scipy>=1.10",  # linear_sum_assignment (BRAT/ChEMU matching), stats.wilcoxon (openbench compare)
         "starlette>=0.37",  # leaderboard serve: the ASGI toolkit (routes, requests, responses)
         "uvicorn>=0.29",  # leaderboard serve: the ASGI server
         # ISA-L's inflate for gzip inputs (2.2x zlib's speed: the bounded reading layer inflates every

@@ -13,6 +13,7 @@ from openbench._lazy import lazy_exports
 __version__ = "0.1.0"
 
 _PUBLIC = {"load_dataset": ".api", "embedding_model": ".api", "from_pykeen": ".api", "score_function": ".api",
-           "load_model": ".api", "evaluate": ".api", "ResultRecord": ".api", "Dataset": ".api"}
+           "load_model": ".api", "evaluate": ".api", "ResultRecord": ".api", "Dataset": ".api",
+           "compare": ".evaluation.compare", "popularity_model": ".models.popularity"}
 __all__ = ["__version__", *sorted(_PUBLIC)]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _PUBLIC)

@@ -19,7 +19,7 @@ from openbench.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
-           "write_samples", "run_demo", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
+           "write_samples", "run_demo", "compare_models", "popularity_baseline", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
            "results_table", "submit_to_leaderboard"]
 
 logger = logging.getLogger(__name__)
@@ -159,13 +159,15 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     """The whole job on the embedded sample sources, offline: generate the graph (nq), split it
     (random, with negatives and leakage removal), train two PyKEEN baselines, evaluate both.
 
-    Writes ``out/graph/graph_files``, ``out/split``, ``out/models/<model>/*.npy`` and
-    ``out/results/<model>.json``; returns {model: result}.
+    Writes ``out/graph/graph_files``, ``out/split``, ``out/models/<model>/*.npy``,
+    ``out/results/<model>.json`` and the per-query ranks ``out/results/<model>.ranks.parquet``;
+    returns {model: result}.
     """
     from graphgen.pipeline import SAMPLE_DIR, generate
     from openbench._io import write_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluate import evaluate
+    from openbench.evaluation.ranks import write_ranks
     from splits.pipeline import split_random
 
     out = Path(out)
@@ -182,8 +184,10 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
         scorer = trained_scorer(dataset, model, out / "models" / model, dim, epochs, seed, progress)
         stage("demo: evaluating %s (full filtered ranking, classification, sampled protocol)", model)
         settings = dict(device=device, seed=seed, progress=progress)
-        results[model] = evaluate(dataset, scorer, **settings).to_dict()
+        full = evaluate(dataset, scorer, **settings)
+        results[model] = full.to_dict()
         write_json(out / "results" / f"{model}.json", results[model])
+        write_ranks(out / "results" / f"{model}.ranks.parquet", full.ranks, results[model])  # for compare
         classification = evaluate(dataset, scorer, task="classification", **settings).to_dict()
         write_json(out / "results" / f"{model}.classification.json", classification)
         # the same embeddings under OGB's sampled protocol: each test query against its own
@@ -192,6 +196,32 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
         write_json(out / "results" / f"{model}.sampled.json", sampled)
         results[model] = dict(results[model], classification_record=classification, sampled_record=sampled)
     return results
+
+
+def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> str:
+    """Evaluate the popularity baseline on the demo's split (``out/results/popularity.json``) and
+    describe it in a line: what hub degree alone scores, beside the trained models."""
+    from openbench._io import write_json
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.popularity import POPULARITY_SCORE, popularity_model
+
+    dataset = load_dataset(Path(out) / "split")
+    record = evaluate(dataset, popularity_model(dataset), device=device, seed=seed).to_dict()
+    write_json(Path(out) / "results" / "popularity.json", record)
+    block = record["metrics"]["both"]["realistic"]
+    return (f"popularity baseline ({POPULARITY_SCORE}): MRR {block['mrr']:.4f}, hits@1 {block['hits@1']:.4f}, "
+            f"hits@10 {block['hits@10']:.4f}, AMRI {block['amri']:.4f}")
+
+
+def compare_models(out: Path, seed: int = 0) -> str:
+    """The paired comparison of the two baselines from their ranks files (``openbench compare``'s
+    table): DistMult - TransE-L2 on the realistic MRR, interval, p-values."""
+    from openbench.evaluation.compare import compare_ranks, format_comparison
+
+    first, second = (Path(out) / "results" / f"{model}.ranks.parquet" for model in PIPELINE_MODELS)
+    result = compare_ranks(first, second, seed=seed, names=PIPELINE_MODELS)
+    return format_comparison(result, *PIPELINE_MODELS)
 
 
 def results_table(results: Dict[str, dict]) -> str:

@@ -18,8 +18,6 @@ import threading
 # Measured on bench_evaluator: no cost beyond the run-to-run noise.
 os.environ.setdefault("MKL_CBWR", "AUTO")
 
-from openbench.errors import INTERRUPTED  # noqa: E402
-
 __all__ = ["main", "metaeval_main", "INTERRUPTED", "GRACE_S"]
 
 GRACE_S = 10.0  # after a Ctrl-C, the command ends within this even if a library swallowed the interrupt
@@ -29,7 +27,8 @@ _interrupted = threading.Event()
 def _force_exit() -> None:
     """The last resort: every output is staged and swapped atomically, so ending now leaves the old
     outputs as they were (the next run removes the staging leftovers)."""
-    os.write(2, (INTERRUPTED + "\n").encode())
+    message = globals().get("INTERRUPTED", "error: interrupted")  # a Ctrl-C may come before the import below
+    os.write(2, (message + "\n").encode())
     os._exit(130)
 
 
@@ -57,6 +56,14 @@ def _on_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _install() -> None:
+    """The interrupt handler, on the main thread, unless someone set their own."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
+            signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_interrupt)
+        sys.unraisablehook = _on_unraisable
+
+
 def _on_unraisable(info) -> None:
     """A KeyboardInterrupt raised where it cannot propagate (a finaliser, a generator closed by the
     garbage collector) would be printed as "Exception ignored" with a traceback and lost: the
@@ -66,11 +73,15 @@ def _on_unraisable(info) -> None:
     sys.__unraisablehook__(info)
 
 
+# as soon as the entry point is imported (the console scripts import it first): the imports below
+# and the command's own come under the handler
+_install()
+
+from openbench.errors import INTERRUPTED  # noqa: E402
+
+
 def _run(load) -> None:
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
-            signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_interrupt)
-        sys.unraisablehook = _on_unraisable
+    _install()
     try:
         import click
 

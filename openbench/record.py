@@ -103,6 +103,14 @@ class ResultRecord:
     task: str = "ranking"
     timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
     classification: Optional[Dict[str, Any]] = None
+    # per-query ranks (polars DataFrame, openbench.evaluation.ranks) of an evaluation run here;
+    # not part of the JSON (--ranks-output writes them), None for a record read back
+    ranks: Optional[Any] = field(default=None, repr=False, compare=False)
+    # bootstrap intervals of the headline metrics (openbench.evaluation.confidence); None: not asked for
+    confidence: Optional[Dict[str, Any]] = None
+    # the metrics by the answer's training degree and node type (openbench.evaluation.strata)
+    by_degree: Optional[Dict[str, Any]] = None
+    by_node_type: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as the JSON document openbench writes (keys in their written order)."""
@@ -113,6 +121,9 @@ class ResultRecord:
                     "model": self.model}
         else:
             body = {"metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
+                    **({"confidence": self.confidence} if self.confidence is not None else {}),
+                    **({"by_degree": self.by_degree, "by_node_type": self.by_node_type}
+                       if self.by_degree is not None else {}),
                     "protocol": protocol, "dataset": self.dataset, "model": self.model,
                     "diagnostics": self.diagnostics}
         return {**head, **body, "seed": self.seed, "device": self.device, "version": self.version,
@@ -131,7 +142,9 @@ class ResultRecord:
                    dataset=record.get("dataset", {}), model=record.get("model", {}),
                    diagnostics=record.get("diagnostics"), seed=record.get("seed"), device=record.get("device", ""),
                    version=record.get("version", ""), seconds=seconds, warnings=list(record.get("warnings", [])),
-                   task=task, timing=timing, classification=record.get("classification"))
+                   task=task, timing=timing, classification=record.get("classification"),
+                   confidence=record.get("confidence"), by_degree=record.get("by_degree"),
+                   by_node_type=record.get("by_node_type"))
 
     def metric(self, path: str):
         """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
@@ -178,6 +191,23 @@ def _hits(values: Dict[str, Any], where: str) -> List[tuple]:
     return sorted(hits)
 
 
+DEGREE_BUCKET = re.compile(r"0|1|([1-9][0-9]*)-([1-9][0-9]*)")  # by_degree's keys (openbench.evaluation.strata)
+def _is_degree_bucket(label: str) -> bool:
+    """``0``, ``1`` or ``a-b`` with a a power of two from 2 and b = 2a - 1 (strata.degree_bucket_labels)."""
+    match = DEGREE_BUCKET.fullmatch(label)
+    if match is None or match.group(1) is None:
+        return match is not None
+    low, high = int(match.group(1)), int(match.group(2))
+    return low >= 2 and low & (low - 1) == 0 and high == 2 * low - 1
+
+
+ADJUSTED_METRICS = ("amr", "amri", "amrr", "zmr", "zmrr")  # and ahits@k, zhits@k: chance-adjusted (metrics.py)
+
+
+def _is_adjusted(name: str) -> bool:
+    return name in ADJUSTED_METRICS or name.startswith("ahits@") or name.startswith("zhits@")
+
+
 def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[int]], entities: Optional[int],
                  averaged: bool) -> Dict[str, Optional[float]]:
     """Ranges and the within-block consistency of one {metric: value} block; returns the numbers."""
@@ -186,7 +216,8 @@ def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[
     numbers: Dict[str, Optional[float]] = {}
     for name, value in values.items():
         label = f"{where}.{name}"
-        number = _number(label, value, null_ok=name in ("mr", "amri"))  # undefined: truncated lists, no ranks
+        # undefined: truncated lists' ranks, or a chance level every query reaches (one candidate each)
+        number = _number(label, value, null_ok=name == "mr" or _is_adjusted(name))
         numbers[name] = number
         if number is None:
             continue
@@ -200,6 +231,10 @@ def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[
                 raise RecordError(f"{label} = {number}: a mean rank cannot exceed the {entities} entities")
         elif name == "amri" and not -1.0 - SLACK <= number <= 1.0 + SLACK:
             raise RecordError(f"{label} = {number}: outside [-1, 1]")
+        elif name == "amr" and not 0.0 < number <= 2.0 + SLACK:
+            raise RecordError(f"{label} = {number}: outside (0, 2] (a mean rank over its chance level (C + 1) / 2)")
+        elif (name == "amrr" or name.startswith("ahits@")) and number > 1.0 + SLACK:
+            raise RecordError(f"{label} = {number}: above 1 (a perfect ranking)")
     hits = _hits(values, where)
     if hits_at is not None and sorted(k for k, _ in hits) != sorted(set(hits_at)):
         raise RecordError(f"{where}: hits@k for k in {[k for k, _ in hits]}, but protocol.hits_at is {list(hits_at)}")
@@ -254,12 +289,10 @@ def _check_rank_order(where: str, numbers: Dict[str, Dict[str, Optional[float]]]
     """optimistic >= realistic >= pessimistic (MR reversed); expected between the extremes."""
     optimistic, realistic, pessimistic = numbers["optimistic"], numbers["realistic"], numbers["pessimistic"]
     for name in set(optimistic) & set(realistic) & set(pessimistic):
-        if name == "amri":
-            continue
         o, r, p = optimistic[name], realistic[name], pessimistic[name]
         if o is None or r is None or p is None:
             continue
-        high, middle, low = (p, r, o) if name == "mr" else (o, r, p)
+        high, middle, low = (p, r, o) if name in ("mr", "amr") else (o, r, p)
         if not high + SLACK >= middle >= low - SLACK:
             raise RecordError(f"{where}: {name} optimistic {o}, realistic {r}, pessimistic {p}; ties can only "
                               "move a rank between its optimistic and pessimistic value")
@@ -333,6 +366,46 @@ def validate_record(record) -> None:
         _check_sides(f"per_relation.{relation}", sides, protocol.hits_at, entities, False, (), relation_sides)
     _check_sides("macro_relation", record.get("macro_relation", {}) or {}, protocol.hits_at, entities, True, (),
                  evaluated)
+    if record.get("confidence") is not None:
+        _check_confidence(record["confidence"], protocol.hits_at)
+    for name in ("by_degree", "by_node_type"):
+        groups = record.get(name)
+        if groups is None:
+            continue
+        if not isinstance(groups, dict):
+            raise RecordError(f"{name} must be an object or null")
+        for label, sides in groups.items():
+            if name == "by_degree" and not _is_degree_bucket(str(label)):
+                raise RecordError(f"by_degree.{label}: expected a degree bucket (0, 1, 2-3, 4-7, ...)")
+            # a group may hold the answers of one side only (a degree no head answer has)
+            _check_sides(f"{name}.{label}", sides, protocol.hits_at, entities, False, (), ("both",))
+
+
+def _check_confidence(block, hits_at: Sequence[int]) -> None:
+    """The bootstrap block: resamples and seed, and per side an interval [low, high] in [0, 1] of
+    MRR and of each hits@k of the protocol."""
+    if not isinstance(block, dict):
+        raise RecordError("confidence must be an object")
+    resamples = block.get("resamples")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise RecordError(f"confidence.resamples = {resamples!r}: expected a positive integer")
+    seed = block.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise RecordError(f"confidence.seed = {seed!r}: expected an integer or null")
+    expected = ["mrr"] + [f"hits@{k}" for k in hits_at]
+    for side in ("both", "head", "tail", "macro_relation"):
+        intervals = block.get(side)
+        if intervals is None and side != "both":
+            continue
+        if not isinstance(intervals, dict) or sorted(intervals) != sorted(expected):
+            raise RecordError(f"confidence.{side}: expected intervals of {', '.join(expected)}")
+        for name, interval in intervals.items():
+            where = f"confidence.{side}.{name}"
+            if not isinstance(interval, list) or len(interval) != 2:
+                raise RecordError(f"{where}: expected [low, high]")
+            low, high = (float(_number(where, value) or 0.0) for value in interval)  # null refused by _number
+            if not -SLACK <= low <= high + SLACK or high > 1.0 + SLACK:
+                raise RecordError(f"{where} = [{low}, {high}]: expected 0 <= low <= high <= 1")
 
 
 

@@ -35,7 +35,10 @@ MODEL_SOURCES: Dict[str, str] = {
     "libkge": "a LibKGE checkpoint (checkpoint_best.pt; --model-dir, --libkge-data)",
     "anyburl": "an AnyBURL/SAFRAN top-k prediction file (--predictions)",
     "obl2021": "an OBL2021 submission, pred_top10 in a .npz (--submission)",
+    "popularity": "the popularity baseline: each candidate scored by its training degree within the query's "
+                  "relation and side (--model popularity, no embeddings)",
 }
+POPULARITY = "popularity"  # --model popularity: the baseline, not a score function of embeddings
 
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")

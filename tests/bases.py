@@ -2,9 +2,11 @@
 import other test modules; what they share lives here or in :mod:`tests.helpers`)."""
 import json
 import random
+from fractions import Fraction
 from html.parser import HTMLParser
 
 import numpy as np
+import torch
 import torch.distributed as dist
 
 from openbench.datasets.loader import load_dataset
@@ -163,3 +165,57 @@ def chromium():
     import shutil
 
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+# -- an independent exact reference: each model's definition, in rational arithmetic -------------
+
+def fractions(row):
+    """The float values of ``row`` as exact Fractions."""
+    return [Fraction(float(x)) for x in row]
+
+
+def _complex(row):
+    half = len(row) // 2
+    return list(zip(row[:half], row[half:]))
+
+
+def _multiply(a, b):
+    return (a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0])
+
+
+def _sqrt_sum_key(values):
+    """Σ sqrt(v) of non-negative Fractions, to 80 significant digits."""
+    import decimal
+    with decimal.localcontext(decimal.Context(prec=80)):
+        return sum((decimal.Decimal(v.numerator) / decimal.Decimal(v.denominator)).sqrt() for v in values)
+
+
+def exact_score_key(model, h, r, t):
+    """A key ordering (h, r, t) as the model's score does, exactly: the score itself, or for
+    TransE-L2 and RotatE the negated squared distance (same order as the negated distance)."""
+    if model == "DistMult":
+        return sum(a * b * c for a, b, c in zip(h, r, t))
+    if model == "RESCAL":
+        d = len(h)
+        return sum(h[i] * r[i * d + j] * t[j] for i in range(d) for j in range(d))
+    if model == "SimplE":
+        d = len(h) // 2
+        return Fraction(1, 2) * sum(h[k] * r[k] * t[d + k] + t[k] * r[d + k] * h[d + k] for k in range(d))
+    if model in ("TransE-L1", "TransE-L2"):
+        x = [a + b - c for a, b, c in zip(h, r, t)]
+        return -sum(abs(v) for v in x) if model == "TransE-L1" else -sum(v * v for v in x)
+    hc, rc, tc = _complex(h), _complex(r), _complex(t)
+    if model == "ComplEx":  # Re Σ h r conj(t)
+        return sum(hr[0] * c[0] + hr[1] * c[1] for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc)))
+    moduli = [(hr[0] - c[0]) ** 2 + (hr[1] - c[1]) ** 2 for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc))]
+    if model == "RotatE":
+        return -sum(moduli)
+    return -_sqrt_sum_key(moduli)  # RotatE-DGLKE: Σ |h r - t| (80 digits: far beyond any near-tie here)
+
+
+def stored_rows(table):
+    """The stored rows of an embedding table as real float64 (N, w): complex as [Re | Im] halves."""
+    table = table.detach().cpu()
+    if table.is_complex():
+        table = torch.cat([table.real, table.imag], dim=-1)
+    return table.reshape(table.shape[0], -1).double().numpy()

@@ -141,6 +141,11 @@ def test_ctrl_c_at_any_moment_is_one_line_and_status_130(tmp_path):
         process.send_signal(signal.SIGINT)
         sent = time.monotonic()
         _, stderr = process.communicate(timeout=30)  # within entry.GRACE_S even if a library swallows it
+        if stderr.startswith("Fatal Python error: init_import_site") or (
+                "KeyboardInterrupt" in stderr and "openbench" not in stderr):
+            # on a loaded machine the signal can land in CPython's own start-up (site.py, runpy),
+            # before any of openbench's code runs: the interpreter's message, out of openbench's reach
+            continue
         assert "Traceback" not in stderr and "Aborted!" not in stderr, (delay, stderr)
         assert "Exception ignored" not in stderr, (delay, stderr)  # an interrupt lost in a finaliser
         # promptly, not by the grace timer (an interrupt raised into an import or a finaliser ends at once)

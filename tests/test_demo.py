@@ -85,6 +85,17 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
         assert sampled["protocol"]["candidates"] == "sampled" and sampled["protocol"]["filter_sets"] == []
         assert sampled["protocol"]["negatives_per_query"]["head"] == 20
     assert "under OGB's sampled protocol" in run.stdout
+    # what hub degree alone scores, beside them
+    popularity = json.loads((out / "results" / "popularity.json").read_text())
+    assert popularity["model"]["name"] == "popularity" and "popularity baseline (training degree" in run.stdout
+    assert f"MRR {popularity['metrics']['both']['realistic']['mrr']:.4f}" in run.stdout
+    # the two baselines compared query by query, from the ranks files the demo wrote
+    comparison = run.stdout[run.stdout.index("compared query by query"):]
+    assert "mrr on both" in comparison and "95 % CI" in comparison and "Wilcoxon p" in comparison
+    records = {model: json.loads((out / "results" / f"{model}.json").read_text()) for model in ("DistMult", "TransE-L2")}
+    difference = (records["DistMult"]["metrics"]["both"]["realistic"]["mrr"]
+                  - records["TransE-L2"]["metrics"]["both"]["realistic"]["mrr"])
+    assert f"A - B  {difference:+.4f}" in comparison
     assert "DistMult (demo, seed 0)" in (out / "leaderboard" / "index.html").read_text()
 
 
@@ -114,7 +125,9 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
     assert "graph/graph_files/edges.csv" in names and "split/split_info.json" in names
     for name in names:
         a, b = first / name, second / name
-        if name.startswith("results/"):
+        if name.endswith(".parquet"):  # per-query ranks: no timing in them
+            assert a.read_bytes() == b.read_bytes(), name
+        elif name.startswith("results/"):
             records = [json.loads(path.read_text()) for path in (a, b)]
             for record in records:
                 assert set(record.pop("timing")) <= {"seconds", "exact_ranks"}  # exact ranks: pairs re-scored

@@ -255,7 +255,8 @@ def test_each_dataset_and_task_is_ranked_on_its_own(tmp_path, records):
 
 
 @pytest.mark.parametrize("arguments, message", [
-    (["--sort", "foo"], "--sort 'foo': expected one of amri, hits@1, hits@10, hits@3, mr, mrr"),
+    (["--sort", "foo"], "--sort 'foo': expected one of ahits@1, ahits@10, ahits@3, amr, amri, amrr, hits@1, hits@10, "
+                        "hits@3, mr, mrr, zhits@1, zhits@10, zhits@3, zmr, zmrr"),
     (["--dataset", "b76"], "a fingerprint prefix needs 6 or more characters; the board holds"),
     (["--dataset", "NO_SUCH_SET"], "no dataset of that name or fingerprint on this board; it holds"),
 ])
@@ -268,14 +269,18 @@ def test_bad_show_options_are_errors_naming_the_choices(tmp_path, records, argum
     assert result.exit_code == 1 and message in result.output, result.output
 
 
-def test_sorting_by_mr_shows_the_mr_column(tmp_path, records):
+@pytest.mark.parametrize("sort, lower_first", [("mr", True), ("amr", True), ("amrr", False), ("zmr", False)])
+def test_sorting_by_mr_shows_the_mr_column(tmp_path, records, sort, lower_first):
     db = str(tmp_path / "lb.sqlite")
     board = open_leaderboard(db)
     for model in ("DistMult", "TransE-L2"):
         board.submit(records[(model, 0)], name=model)
-    rows = [row for row in board.rows(sort="mr") if not row["published"]]
+    rows = [row for row in board.rows(sort=sort) if not row["published"]]
     board.close()
-    assert [row["metrics"]["mr"]["mean"] for row in rows] == sorted(row["metrics"]["mr"]["mean"] for row in rows)
+    values = [row["metrics"][sort]["mean"] for row in rows]
+    assert len(set(values)) == 2 and values == sorted(values, reverse=not lower_first)
+    if sort != "mr":
+        return
     header = next(line for line in render(rows, "table", "mr").splitlines() if line.startswith("#"))
     assert header.split()[-2] == "mr"
 

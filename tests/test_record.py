@@ -103,6 +103,11 @@ IMPOSSIBLE = [
     ("NaN", _set(("metrics", "both", "realistic", "mrr"), float("nan")), "finite number"),
     ("an AMRI above 1", _set(("metrics", "both", "realistic", "amri"), 1.01), r"outside \[-1, 1\]"),
     ("an AMRI below -1", _set(("metrics", "tail", "pessimistic", "amri"), -1.01), r"outside \[-1, 1\]"),
+    ("an AMR of 2.5", _set(("metrics", "both", "realistic", "amr"), 2.5), r"outside \(0, 2\]"),
+    ("an AMR of 0", _set(("metrics", "head", "optimistic", "amr"), 0.0), r"outside \(0, 2\]"),
+    ("an adjusted MRR above 1", _set(("metrics", "both", "realistic", "amrr"), 1.2), "above 1"),
+    ("an adjusted hits@10 above 1", _set(("metrics", "tail", "realistic", "ahits@10"), 1.01), "above 1"),
+    ("a z-score that is not finite", _set(("metrics", "both", "realistic", "zmrr"), float("inf")), "finite number"),
     ("an unknown rank type", _set(("metrics", "both", "lucky"), {"mrr": 1.0}), "expected a rank type"),
     ("a newer schema", _set(("schema_version",), 99), "schema_version 99"),
     ("a fingerprint that is no sha256", _set(("dataset", "fingerprint"), "=HYPERLINK(\"http://x\")"),
@@ -154,7 +159,11 @@ def _block_of(ranks, template: dict) -> dict:
         elif name.startswith("hits@"):
             k = int(name[5:])
             block[name] = sum(rank <= k for rank in values) / len(values)
-        else:  # amri and the like: not part of the rank order
+        elif name in ("amr", "amrr", "zmrr"):  # affine in MR or MRR, as with 20 candidates per query
+            mean_rank, reciprocal = sum(values) / len(values), sum(1 / rank for rank in values) / len(values)
+            block[name] = {"amr": mean_rank / 10.5, "amrr": (reciprocal - 0.18) / 0.82,
+                           "zmrr": (reciprocal - 0.18) / 0.05}[name]
+        else:  # the others: not part of the order this test breaks
             block[name] = value
     return block
 
@@ -180,7 +189,8 @@ def _places(record):
     relation = _first_relation(record)
     return ([("metrics", side) for side in ("both", "head", "tail")]
             + [("per_relation", relation, side) for side in ("both", "head", "tail")]
-            + [("macro_relation", side) for side in ("both", "head", "tail")])
+            + [("macro_relation", side) for side in ("both", "head", "tail")]
+            + [("by_degree", next(iter(record["by_degree"])), "both"), ("by_node_type", "GENE", "both")])
 
 
 def _only(record: dict, metric: str) -> dict:
@@ -189,9 +199,12 @@ def _only(record: dict, metric: str) -> dict:
     record = copy.deepcopy(record)
     # hits@100 is 1 for every rank the test makes: it takes part in no inequality
     record["protocol"]["hits_at"] = [int(metric[5:])] if metric.startswith("hits@") else [100]
-    blocks = [record["metrics"], record["macro_relation"], *record["per_relation"].values()]
+    blocks = [record["metrics"], record["macro_relation"], *record["per_relation"].values(),
+              *(record.get("by_degree") or {}).values(), *(record.get("by_node_type") or {}).values()]
     for sides in blocks:
         for block in sides.values():
+            if block is None:  # a stratum without queries of that side
+                continue
             for rank_type in list(block):
                 kept = {name: value for name, value in block[rank_type].items() if name == metric}
                 if not metric.startswith("hits@"):
@@ -201,8 +214,8 @@ def _only(record: dict, metric: str) -> dict:
 
 
 # the expected block's MR is the realistic one: the record bounds only its other metrics
-ORDER_CASES = [(case, metric) for case in ORDER_BREAKS for metric in ("mrr", "mr", "hits@3")
-               if not (case.startswith("expected") and metric == "mr")]
+ORDER_CASES = [(case, metric) for case in ORDER_BREAKS for metric in ("mrr", "mr", "hits@3", "amr", "amrr", "zmrr")
+               if not (case.startswith("expected") and metric not in ("mrr", "hits@3"))]
 
 
 @pytest.mark.parametrize("case,metric", ORDER_CASES)

@@ -33,6 +33,7 @@ __all__ = ["COMMANDS", "OWN_LOGGERS", "LazyGroup", "main", "metaeval_command", "
 
 # command -> (module of openbench.cli, attribute, the help line --help shows)
 COMMANDS: Dict[str, Tuple[str, str, str]] = {
+    "compare": ("compare", "compare", "Paired comparison of two ranks files (evaluate --ranks-output) of the same..."),
     "datasets": ("datasets", "datasets", "The registry of published datasets (OpenBioLink2020, OBL2021): list and fetch..."),
     "demo": ("demo", "demo", "Offline end-to-end run on the embedded sample: generate, split, train two..."),
     "evaluate": ("evaluate", "evaluate", "Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a..."),

@@ -27,7 +27,8 @@ __all__ = ["demo"]
 @handle_errors
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
-    from openbench.demo import results_table, run_demo, run_pipeline_demo, submit_to_leaderboard
+    from openbench.demo import (compare_models, popularity_baseline, results_table, run_demo, run_pipeline_demo,
+                                submit_to_leaderboard)
     from openbench.evaluation.report import format_table
 
     quiet_pykeen()
@@ -35,6 +36,9 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     if not planted:
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
         click.echo(results_table(results))
+        click.echo("\n" + popularity_baseline(out, seed, device))
+        click.echo("\nthe two baselines compared query by query (openbench compare on their ranks files):\n"
+                   + compare_models(out, seed))
         page = submit_to_leaderboard(results, out, seed)
         click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
                    f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "
@@ -42,7 +46,9 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
                    f"the same evaluation from the command line:\n"
                    f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
                    f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "
-                   f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}")
+                   f"--relation-embeddings {out / 'models' / 'DistMult' / 'relations.npy'}\n"
+                   f"  openbench compare {out / 'results' / 'DistMult.ranks.parquet'} "
+                   f"{out / 'results' / 'TransE-L2.ranks.parquet'}")
         return
     result = run_demo(out, seed=seed, epochs=epochs or 40, model=model_name, device=device, progress=progress)
     click.echo(format_table(result))

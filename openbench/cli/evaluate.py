@@ -51,8 +51,9 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
               help="Cross-validation fold (train_test_data/fold_<I>/).")
 @click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
 @click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
-@click.option("--model", "model_name", type=Names(vocabulary.SCORERS),
-              help="Score function of the embeddings.")
+@click.option("--model", "model_name", type=Names([*vocabulary.SCORERS, vocabulary.POPULARITY]),
+              help="Score function of the embeddings; popularity (no embeddings): the baseline that scores each "
+                   "candidate by its training degree within the query's relation and side.")
 @click.option("--complex-layout", type=click.Choice(vocabulary.COMPLEX_LAYOUTS), default="halves", show_default=True,
               help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
 @click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
@@ -116,6 +117,13 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--output", type=click.Path(), default=None,
               help="Result JSON file [default: stdout]; with several models (--model-dir repeated, --sweep) the "
                    "folder for their records.")
+@click.option("--bootstrap", type=click.IntRange(min=1), default=None,
+              help="Add 95 % bootstrap intervals of MRR and hits@k (both, head, tail, macro) to the record: this "
+                   "many resamples of the test triples, seeded by --seed (1000 is common).")
+@click.option("--ranks-output", type=click.Path(dir_okay=False), default=None,
+              help="Also write the per-query ranks to this Parquet file: one row per query (split, side, relation, "
+                   "head, tail, n_greater, n_equal with the answer, n_candidates, realistic rank), for "
+                   "openbench compare and your own statistics.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
 @click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
               help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
@@ -127,7 +135,8 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
              dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
-             ogb_split, entity_offsets, fast, seed, output, progress, task, threshold_metric):
+             ogb_split, entity_offsets, fast, seed, bootstrap, output, ranks_output, progress, task,
+             threshold_metric):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
     classification of its positives and negatives (--task classification)."""
     if no_filter and filter_text:
@@ -139,7 +148,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     from openbench._io import check_output_file, is_openbench_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.report import format_table
-    from openbench.evaluation.sources import EvaluationOptions, evaluate_model, read_entity_list
+    from openbench.evaluation.sources import EvaluationOptions, evaluate_model_record, read_entity_list
     from openbench.models.sources import ModelSpec, select_source
 
     options = EvaluationOptions(filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
@@ -150,8 +159,13 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                                 relations=[part.strip() for part in relations_text.split(",") if part.strip()]
                                 if relations_text is not None else None,
                                 entities=read_entity_list(entities_path) if entities_path else None,
-                                ranks="fast" if fast else "exact", protocol=protocol)
+                                ranks="fast" if fast else "exact", protocol=protocol, bootstrap=bootstrap)
     dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
+    if bootstrap and task == "classification":
+        raise click.UsageError("--bootstrap gives intervals of ranking metrics: not with --task classification")
+    if ranks_output and (len(model_dirs) > 1 or sweep_path or task == "classification"):
+        raise click.UsageError("--ranks-output writes the ranks of one ranking evaluation: not with several models "
+                               "or --task classification")
     if len(model_dirs) > 1 or sweep_path:
         if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
             raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
@@ -165,6 +179,12 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     inputs = spec.files() + dataset_inputs(dataset_path, entity_map, relation_map)
     if output:
         check_output_file(output, inputs, recognise=is_openbench_json)  # before any work
+    if ranks_output:
+        from openbench.evaluation.ranks import is_openbench_ranks
+
+        if output and Path(ranks_output).resolve() == Path(output).resolve():
+            raise click.UsageError("--ranks-output and --output name the same file")
+        check_output_file(ranks_output, inputs + ([output] if output else []), recognise=is_openbench_ranks)
     if select_source(spec).name == "pykeen":
         quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
@@ -177,9 +197,14 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         click.echo("\n".join(summary_lines(result)), err=not output)
         write_json(result, output, inputs)
         return
-    record = evaluate_model(dataset, spec, options)
-    if record is None:  # a distributed rank other than 0
+    evaluated = evaluate_model_record(dataset, spec, options)
+    if evaluated is None:  # a distributed rank other than 0
         return
+    record = evaluated.to_dict()
     click.echo(format_table(record), err=not output)  # stdout holds the record itself when there is no --output
+    if ranks_output and evaluated.ranks is not None:  # every ranking run has them
+        from openbench.evaluation.ranks import write_ranks
+
+        write_ranks(ranks_output, evaluated.ranks, record, inputs + ([output] if output else []))
     write_json(record, output, inputs)
 

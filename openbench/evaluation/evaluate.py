@@ -21,6 +21,8 @@ from openbench.errors import UsageError
 from openbench.evaluation.metrics import summarize
 from openbench.evaluation.producers import FullRanking, Producer, SampledRanking
 from openbench.evaluation.ranking import RankCounts
+from openbench.evaluation.ranks import ranks_table
+from openbench.evaluation.strata import stratified
 from openbench.evaluation.setup import DEFAULT_HITS_AT, RankingSetup
 from openbench.evaluation.topk import LISTS_SCORE_NOTHING, OBL2021Listing, TopKListing
 from openbench.models.base import Scorer
@@ -34,34 +36,49 @@ PROTOCOLS = ("full", "sampled")
 
 
 def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, RankCounts],
-                 relations: Dict[str, torch.Tensor], seconds: float) -> ResultRecord:
-    """The one reduction (metrics per side, relation and macro) and the one record.
+                 triples: Dict[str, torch.Tensor], seconds: float) -> ResultRecord:
+    """The one reduction (metrics per side, relation and macro) and the one record, with its
+    per-query ranks (:mod:`openbench.evaluation.ranks`).
 
-    :param counts: {"head", "tail"} counts, each (T_side,); ``relations`` {side: (T_side,)} the
-        relation ids of those counts (the producer's ``side_relations``).
+    :param counts: {"head", "tail"} counts, each (T_side,); ``triples`` {side: (T_side, 3)} the
+        triples of those counts (the producer's ``side_triples``).
     """
+    relations = {side: side_triples[:, 1] for side, side_triples in triples.items()}
     metrics, per_relation, macro = summarize(counts.get("head"), counts.get("tail"), relations,
                                              setup.dataset.relation_labels, setup.hits_at)
+    ranks = ranks_table(setup.evaluation_split, counts, triples, setup.dataset.entity_labels,
+                        setup.dataset.relation_labels)
+    by_degree, by_node_type = stratified(counts, triples, setup.dataset.triples["train"],
+                                         setup.dataset.entity_labels, setup.hits_at)
     # an exact integer count, divided once on the host: the same float on every device
     queries = sum(side.n_equal.numel() for side in counts.values())
     tied = sum(int((side.n_equal > 0).sum()) for side in counts.values())
-    return ResultRecord(metrics=metrics, per_relation=per_relation, macro_relation=macro,
+    return ResultRecord(metrics=metrics, per_relation=per_relation, macro_relation=macro, by_degree=by_degree,
+                        by_node_type=by_node_type,
                         protocol=producer.adjust(setup.protocol()), dataset=setup.dataset_description(),
                         model=producer.model_description(),
                         diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
                         seed=setup.seed, device=str(setup.device), version=__version__, seconds=seconds,
-                        warnings=list(setup.warnings), timing=producer.timing())
+                        warnings=list(setup.warnings), timing=producer.timing(), ranks=ranks)
 
 
-def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = None) -> ResultRecord:
-    """Every evaluation triple through ``producer`` under ``setup``, reduced into the record."""
+def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = None,
+        bootstrap: Optional[int] = None) -> ResultRecord:
+    """Every evaluation triple through ``producer`` under ``setup``, reduced into the record;
+    ``bootstrap`` resamples of the test triples add its ``confidence`` block (seeded by the setup's seed)."""
     started = time.perf_counter()
     producer.bind(setup)
     triples = producer.evaluation_triples(setup)
     counts = producer.produce(setup, triples, batch_size)
     counts = {side: counts[side] for side in setup.sides}
-    return build_record(setup, producer, counts, producer.side_relations(setup, triples),
-                        time.perf_counter() - started)
+    record = build_record(setup, producer, counts, producer.side_triples(setup, triples),
+                          time.perf_counter() - started)
+    if bootstrap is not None and record.ranks is not None:
+        from openbench.evaluation.confidence import confidence_block
+
+        record.confidence = confidence_block(record.ranks, setup.hits_at, bootstrap, setup.seed)
+        record.seconds = time.perf_counter() - started
+    return record
 
 
 def producer_for(model, *, protocol: str = "full", negatives: Optional[SampledNegatives] = None,
@@ -130,8 +147,9 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
              device="auto", seed: Optional[int] = 0, lower_is_better: bool = False,
              exclude_query_entity: Optional[bool] = None, evaluation_split: str = "test", progress: bool = False,
              entity_chunk: Optional[int] = None, threshold_metric: str = "accuracy",
-             shard: Optional[str] = None) -> ResultRecord:
-    """Evaluate ``model`` on ``dataset``; returns the typed result record.
+             shard: Optional[str] = None, bootstrap: Optional[int] = None) -> ResultRecord:
+    """Evaluate ``model`` on ``dataset``; returns the typed result record (its per-query ranks in
+    ``record.ranks``).
 
     :param dataset: a :class:`~openbench.datasets.loader.Dataset`, a split folder or a registry name.
     :param model: a scorer (:func:`openbench.embedding_model`, :func:`openbench.from_pykeen`,
@@ -150,8 +168,10 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
     :param relations: evaluate only these relations' triples (labels); ``entities``: rank only
         against these entities (labels).
     :param ranks: embeddings: ``"exact"`` or ``"fast"``.
-    :param seed: recorded in the record (the run's seed, as ``--seed``; the evaluation itself is
-        deterministic and draws nothing).
+    :param seed: recorded in the record (the run's seed, as ``--seed``; the ranking itself is
+        deterministic and draws nothing; it seeds ``bootstrap``).
+    :param bootstrap: resamples of the test triples for the record's ``confidence`` block (95 %
+        percentile intervals of MRR and hits@k; :mod:`openbench.evaluation.confidence`).
     :param shard: ``"queries"`` or ``"entities"``: evaluate on every rank of the initialised
         torch.distributed process group (:class:`~openbench.evaluation.distributed.ShardedProducer`).
     """
@@ -175,7 +195,7 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
                       device=device, exclude_query_entity=exclude_query_entity, evaluation_split=evaluation_split,
                       seed=seed, progress=progress, candidates=candidates, sides=sides, scope_relations=relations,
                       scope_entities=entities, sampled_negatives=negatives)
-    return run(setup, producer, batch_size)
+    return run(setup, producer, batch_size, bootstrap)
 
 
 class _Classifying:

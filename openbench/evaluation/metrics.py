@@ -8,10 +8,21 @@ Rank types from the counts g = ``n_greater`` and k = ``n_equal + 1`` (ties inclu
   protocol without the sampling).
 
 MRR, MR and hits@k are computed on the (possibly half-integer) rank itself: a realistic rank of
-1.5 is not a hit@1 and contributes 1/1.5 to the MRR. AMRI (Berrendorf et al.) uses the realistic
-mean rank and the per-query candidate counts C: 1 - (MR - 1) / (E[MR] - 1), E[MR] = mean (C + 1) / 2.
-Undefined values (no queries, or every query with a single candidate for AMRI) are ``None``.
-Sums are float64, counts int64.
+1.5 is not a hit@1 and contributes 1/1.5 to the MRR.
+
+Chance-adjusted metrics (Hoyt et al. 2022, PyKEEN's ``pykeen.metrics.ranking``), in the
+optimistic, pessimistic and realistic blocks, from each query's candidate count C (the answer
+included) and a rank drawn uniformly from 1..C, the queries independent: E[rank] = (C + 1) / 2,
+V[rank] = (C² - 1) / 12, E[1/rank] = H(C) / C, E[1/rank²] = H₂(C) / C, P[rank <= k] = min(k, C) / C;
+a mean's expectation is the mean of the expectations, its variance the mean variance over n:
+
+* ``amr`` = MR / E[MR]; ``amri`` = 1 - (MR - 1) / (E[MR] - 1) (Berrendorf et al.);
+* ``amrr`` = (MRR - E[MRR]) / (1 - E[MRR]) and ``ahits@k`` likewise (1 is perfect, 0 chance);
+* ``zmr`` = (E[MR] - MR) / √V[MR], ``zmrr`` = (MRR - E[MRR]) / √V[MRR], ``zhits@k`` likewise:
+  standard deviations above chance, larger is better for all three.
+
+Undefined values (no queries; no rank, for truncated lists' MR; a chance level of 1 or a variance
+of 0, every query with one candidate) are ``None``. Sums are float64, counts int64.
 """
 from __future__ import annotations
 
@@ -21,10 +32,10 @@ from typing import Dict, List, Optional, Sequence, Union
 import torch
 
 from openbench.evaluation.ranking import RankCounts
-from openbench.vocabulary import RANK_TYPES, SIDES
+from openbench.vocabulary import QUERY_SIDES, RANK_TYPES, SIDES
 
-__all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "task_values", "group_means", "metric_block", "summarize",
-           "macro_average"]
+__all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "harmonic_squares", "task_values", "group_means", "metric_block",
+           "adjusted_metrics", "grouped_blocks", "summarize", "strata", "macro_average"]
 
 SIDE_NAMES = SIDES
 _EULER_GAMMA = 0.57721566490153286060651209008240243
@@ -33,6 +44,11 @@ _EULER_GAMMA = 0.57721566490153286060651209008240243
 def harmonic(n: torch.Tensor) -> torch.Tensor:
     """H(n) = sum_{i=1..n} 1/i for float64 n >= 0."""
     return torch.special.digamma(n + 1.0) + _EULER_GAMMA
+
+
+def harmonic_squares(n: torch.Tensor) -> torch.Tensor:
+    """H₂(n) = sum_{i=1..n} 1/i² = π²/6 - ψ₁(n + 1) for float64 n >= 0."""
+    return math.pi ** 2 / 6.0 - torch.special.polygamma(1, n + 1.0)
 
 
 def task_values(counts: RankCounts, hits_at: Sequence[int]) -> Dict[str, torch.Tensor]:
@@ -52,7 +68,16 @@ def task_values(counts: RankCounts, hits_at: Sequence[int]) -> Dict[str, torch.T
     values["expected.mrr"] = torch.where(ties == 1.0, single, spread)
     for k in hits_at:
         values[f"expected.hits@{k}"] = (k - g).clamp(min=0.0).minimum(ties) / ties
-    values["random.mr"] = (counts.n_candidates.to(torch.float64) + 1.0) / 2.0
+    candidates = counts.n_candidates.to(torch.float64)
+    chance_rr = harmonic(candidates) / candidates
+    values["random.mr"] = (candidates + 1.0) / 2.0
+    values["random.mr_var"] = (candidates * candidates - 1.0) / 12.0
+    values["random.mrr"] = chance_rr
+    values["random.mrr_var"] = harmonic_squares(candidates) / candidates - chance_rr * chance_rr
+    for k in hits_at:
+        chance_hit = candidates.clamp(max=float(k)) / candidates
+        values[f"random.hits@{k}"] = chance_hit
+        values[f"random.hits@{k}_var"] = chance_hit * (1.0 - chance_hit)
     return values
 
 
@@ -71,22 +96,79 @@ def _clean(value: Optional[float]) -> Optional[float]:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def metric_block(means: Dict[str, float], hits_at: Sequence[int]) -> Dict[str, Dict[str, Optional[float]]]:
-    """Nest flat means into {rank type: {metric: value}} with the result JSON's keys."""
+def _ratio(numerator: float, denominator: float) -> Optional[float]:
+    return numerator / denominator if denominator > 0.0 and math.isfinite(numerator) else None
+
+
+def adjusted_metrics(means: Dict[str, float], rank_type: str, hits_at: Sequence[int],
+                     queries: int) -> Dict[str, Optional[float]]:
+    """The chance-adjusted metrics of one rank type (see the module docstring) from the group
+    means of :func:`task_values` over ``queries`` queries."""
+    mr, mrr = means[f"{rank_type}.mr"], means[f"{rank_type}.mrr"]
+    expected_mr, expected_mrr = means["random.mr"], means["random.mrr"]
+    spread_mr = math.sqrt(max(means["random.mr_var"], 0.0) / queries) if queries else 0.0
+    spread_mrr = math.sqrt(max(means["random.mrr_var"], 0.0) / queries) if queries else 0.0
+    values: Dict[str, Optional[float]] = {
+        "amr": _ratio(mr, expected_mr), "amri": None if _ratio(mr - 1.0, expected_mr - 1.0) is None
+        else 1.0 - (mr - 1.0) / (expected_mr - 1.0),
+        "amrr": _ratio(mrr - expected_mrr, 1.0 - expected_mrr)}
+    for k in hits_at:
+        values[f"ahits@{k}"] = _ratio(means[f"{rank_type}.hits@{k}"] - means[f"random.hits@{k}"],
+                                      1.0 - means[f"random.hits@{k}"])
+    values["zmr"] = _ratio(expected_mr - mr, spread_mr)
+    values["zmrr"] = _ratio(mrr - expected_mrr, spread_mrr)
+    for k in hits_at:
+        spread = math.sqrt(max(means[f"random.hits@{k}_var"], 0.0) / queries) if queries else 0.0
+        values[f"zhits@{k}"] = _ratio(means[f"{rank_type}.hits@{k}"] - means[f"random.hits@{k}"], spread)
+    return {name: _clean(value) for name, value in values.items()}
+
+
+def metric_block(means: Dict[str, float], hits_at: Sequence[int], queries: int) -> Dict[str, Dict[str, Optional[float]]]:
+    """Nest flat means of ``queries`` queries into {rank type: {metric: value}} with the result
+    JSON's keys."""
     block: Dict[str, Dict[str, Optional[float]]] = {}
     for rank_type in RANK_TYPES:
         block[rank_type] = {"mrr": _clean(means[f"{rank_type}.mrr"]), "mr": _clean(means[f"{rank_type}.mr"])}
         for k in hits_at:
             block[rank_type][f"hits@{k}"] = _clean(means[f"{rank_type}.hits@{k}"])
-    mean_rank, expected_rank = means["realistic.mr"], means["random.mr"]
-    amri: Optional[float] = None
-    if math.isfinite(mean_rank) and math.isfinite(expected_rank) and expected_rank > 1.0:
-        amri = 1.0 - (mean_rank - 1.0) / (expected_rank - 1.0)
-    block["realistic"]["amri"] = _clean(amri)
+        block[rank_type].update(adjusted_metrics(means, rank_type, hits_at, queries))
     block["expected"] = {"mrr": _clean(means["expected.mrr"])}
     for k in hits_at:
         block["expected"][f"hits@{k}"] = _clean(means[f"expected.hits@{k}"])
     return block
+
+
+def _side_values(head: Optional[RankCounts], tail: Optional[RankCounts], hits_at: Sequence[int]
+                 ) -> Dict[str, Dict[str, torch.Tensor]]:
+    """{side: per-query values} of the evaluated sides, and ``both`` (head queries first)."""
+    evaluated = {side: counts for side, counts in (("head", head), ("tail", tail)) if counts is not None}
+    if not evaluated:
+        raise ValueError("summarize needs the counts of at least one side")
+    sides = {side: task_values(counts.to("cpu"), hits_at) for side, counts in evaluated.items()}
+    first = next(iter(sides.values()))
+    sides["both"] = {key: torch.cat([values[key] for values in sides.values()]) for key in first}
+    return sides
+
+
+def grouped_blocks(sides: Dict[str, Dict[str, torch.Tensor]], groups: Dict[str, torch.Tensor],
+                   labels: Sequence[str], hits_at: Sequence[int]) -> Dict[str, dict]:
+    """{label: {side: block or None}} of the groups that hold queries: ``sides`` as
+    :func:`_side_values` gives them, ``groups`` {head/tail side: (T_side,) group ids in
+    0..len(labels)-1}, in the order of ``labels``."""
+    side_groups = {side: groups[side].to(torch.long).cpu() for side in sides if side != "both"}
+    side_groups["both"] = torch.cat([side_groups[side] for side in QUERY_SIDES if side in side_groups])
+    blocks: Dict[int, dict] = {}
+    for side in SIDE_NAMES:
+        if side not in sides:
+            continue
+        means, counts = group_means(sides[side], side_groups[side], len(labels))
+        for group in counts.nonzero().squeeze(1).tolist():
+            blocks.setdefault(group, {})[side] = metric_block({key: float(v[group]) for key, v in means.items()},
+                                                              hits_at, int(counts[group]))
+    out = {}
+    for group in sorted(blocks):
+        out[labels[group]] = {side: blocks[group].get(side) for side in SIDE_NAMES}
+    return out
 
 
 def summarize(head: Optional[RankCounts], tail: Optional[RankCounts],
@@ -102,35 +184,22 @@ def summarize(head: Optional[RankCounts], tail: Optional[RankCounts],
         triple on one side): a relation without queries of a side then has a null block there.
     :returns: (metrics, per_relation, macro_relation) shaped as in the result JSON.
     """
-    n_relations = len(relation_labels)
-    evaluated = {side: counts for side, counts in (("head", head), ("tail", tail)) if counts is not None}
-    if not evaluated:
-        raise ValueError("summarize needs the counts of at least one side")
+    sides = _side_values(head, tail, hits_at)
     if isinstance(relations, torch.Tensor):
-        relations = {side: relations for side in evaluated}
-    side_relations = {side: relations[side].to(torch.long).cpu() for side in evaluated}
-    sides = {side: task_values(counts.to("cpu"), hits_at) for side, counts in evaluated.items()}
-    first = next(iter(sides.values()))
-    sides["both"] = {key: torch.cat([values[key] for values in sides.values()]) for key in first}
-    side_relations["both"] = torch.cat([side_relations[side] for side in evaluated])
-
-    metrics: Dict[str, Optional[dict]] = {}
-    per_relation: Dict[str, dict] = {}
-    for side in SIDE_NAMES:
-        if side not in sides:
-            metrics[side] = None
-            continue
-        values = sides[side]
-        overall, _ = group_means(values, torch.zeros_like(side_relations[side]), 1)
-        metrics[side] = metric_block({key: float(v[0]) for key, v in overall.items()}, hits_at)
-        by_relation, counts = group_means(values, side_relations[side], n_relations)
-        for relation in counts.nonzero().squeeze(1).tolist():
-            label = relation_labels[relation]
-            per_relation.setdefault(label, {})[side] = metric_block(
-                {key: float(v[relation]) for key, v in by_relation.items()}, hits_at)
-    for blocks in per_relation.values():
-        blocks.update({side: None for side in SIDE_NAMES if side not in blocks})
+        relations = {side: relations for side in sides if side != "both"}
+    metrics: Dict[str, Optional[dict]] = {side: None for side in SIDE_NAMES}
+    for side, block in grouped_blocks(sides, {side: torch.zeros_like(relations[side]) for side in relations},
+                                      ["all"], hits_at).get("all", {}).items():
+        metrics[side] = block
+    per_relation = grouped_blocks(sides, relations, relation_labels, hits_at)  # in relation id order
     return metrics, per_relation, macro_average(per_relation)
+
+
+def strata(head: Optional[RankCounts], tail: Optional[RankCounts], groups: Dict[str, torch.Tensor],
+           labels: Sequence[str], hits_at: Sequence[int]) -> Dict[str, dict]:
+    """The metric blocks of each group of queries (by the answer's training degree, by its node
+    type): {label: {both, head, tail: block or None}}, ``groups`` {side: (T_side,) ids into ``labels``}."""
+    return grouped_blocks(_side_values(head, tail, hits_at), groups, labels, hits_at)
 
 
 def macro_average(per_relation: Dict[str, dict]) -> dict:

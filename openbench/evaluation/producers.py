@@ -8,7 +8,7 @@ and record (:func:`openbench.evaluation.evaluate.run`) take it from there. The c
 * ``bind(setup)``: get ready for this setup (devices, exact ranks, checks against the dataset);
 * ``evaluation_triples(setup) -> (T, 3)``: what is ranked, in the order :meth:`produce` walks it;
 * ``produce(setup, triples, batch_size) -> {side: RankCounts (T_side,)}``;
-* ``side_relations(setup, triples) -> {side: (T_side,)}``: each side's counts' relations;
+* ``side_triples(setup, triples) -> {side: (T_side, 3)}``: the triples of each side's counts;
 * ``adjust(protocol)``: what the producer adds to the recorded protocol;
 * ``model_description()``, ``timing()``.
 
@@ -73,9 +73,9 @@ class Producer:
         """{side: RankCounts (T,)} of ``triples`` (T, 3)."""
         raise NotImplementedError
 
-    def side_relations(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
-        """{side: (T,) relation ids}: every side ranks every triple of ``triples`` (T, 3)."""
-        return {side: triples[:, 1] for side in setup.sides}
+    def side_triples(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """{side: (T, 3)}: every side ranks every triple of ``triples`` (T, 3)."""
+        return {side: triples for side in setup.sides}
 
     def adjust(self, protocol: Protocol) -> Protocol:
         """The recorded protocol with what this producer adds (here: nothing)."""

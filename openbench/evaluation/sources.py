@@ -17,8 +17,9 @@ from openbench.evaluation.evaluate import producer_for, run, setup_for
 from openbench.evaluation.setup import DEFAULT_HITS_AT
 from openbench.layouts import SPLITS
 from openbench.models.sources import ModelSource, ModelSpec, select_source
+from openbench.record import ResultRecord
 
-__all__ = ["EvaluationOptions", "PROTOCOLS", "with_protocol", "source_settings", "evaluate_model", "classify_model",
+__all__ = ["EvaluationOptions", "PROTOCOLS", "with_protocol", "source_settings", "evaluate_model", "evaluate_model_record", "classify_model",
            "read_entity_list"]
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class EvaluationOptions:
     # entity, filtered; None: sampled for OGB folders, else full
     protocol: Optional[str] = None
     sampled_negatives: Optional[SampledNegatives] = field(default=None, repr=False)  # set by build_evaluator
+    bootstrap: Optional[int] = None  # resamples of the test triples for the confidence block
 
     def evaluator_options(self) -> dict:
         return dict(filter_sets=list(SPLITS if self.filter_sets is None else self.filter_sets),
@@ -112,6 +114,14 @@ def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[Evaluati
     In a distributed run every rank evaluates its share and only rank 0 returns the record (the
     others return None); the process group is closed afterwards.
     """
+    record = evaluate_model_record(dataset, spec, options)
+    return None if record is None else record.to_dict()
+
+
+def evaluate_model_record(dataset: Dataset, spec: ModelSpec,
+                          options: Optional[EvaluationOptions] = None) -> Optional[ResultRecord]:
+    """:func:`evaluate_model`'s record as a :class:`~openbench.record.ResultRecord` (its per-query
+    ``ranks`` included)."""
     options = options or EvaluationOptions()
     source = select_source(spec)
     if options.distributed and not source.distributable:
@@ -124,7 +134,7 @@ def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[Evaluati
     producer = producer_for(model, protocol=options.protocol or "full", negatives=options.sampled_negatives,
                             ranks=options.ranks)
     if not options.distributed:
-        return run(setup_for(dataset, producer, **settings), producer, options.batch_size).to_dict()
+        return run(setup_for(dataset, producer, **settings), producer, options.batch_size, options.bootstrap)
     import torch.distributed as dist
 
     from openbench.evaluation.device import resolve_device
@@ -134,7 +144,7 @@ def evaluate_model(dataset: Dataset, spec: ModelSpec, options: Optional[Evaluati
     settings["device"] = resolve_device(options.device, local_rank=int(os.environ.get("LOCAL_RANK", 0)))
     try:
         sharded = ShardedProducer(producer, options.shard)
-        result = run(setup_for(dataset, sharded, **settings), sharded, options.batch_size).to_dict()
+        result = run(setup_for(dataset, sharded, **settings), sharded, options.batch_size, options.bootstrap)
     finally:
         rank = dist.get_rank()
         dist.destroy_process_group()

@@ -268,9 +268,9 @@ class ServedListing(Producer):
         """(A, 3) the answered triples, head answers first."""
         return self.answers
 
-    def side_relations(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
+    def side_triples(self, setup: RankingSetup, triples: torch.Tensor) -> Dict[str, torch.Tensor]:
         """Head answers are the first ``n_head`` triples, tail answers the rest."""
-        parts = {"head": triples[:self.n_head, 1], "tail": triples[self.n_head:, 1]}
+        parts = {"head": triples[:self.n_head], "tail": triples[self.n_head:]}
         return {side: parts[side] for side in setup.sides}
 
     def produce(self, setup: RankingSetup, triples: torch.Tensor,

@@ -571,7 +571,7 @@ def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
 
 
 def _sorted(rows: List[dict], sort: str) -> List[dict]:
-    lower_first = sort == "mr"
+    lower_first = sort in ("mr", "amr")  # mean ranks: lower is better
 
     def key(row):
         group, scope = row.get("group") or "", row.get("scope") or ""  # ranked within one dataset and scope

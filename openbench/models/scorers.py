@@ -126,10 +126,39 @@ class EmbeddingScorer:
 
     @torch.no_grad()
     def score_triples(self, triples: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
-        """(T,) float64 scores of (T, 3) triples, each against its own tail only: O(T · d)."""
-        out = [self.score_pairs(triples[i:i + TRIPLE_BATCH].to(self.device), entity_offset).double().cpu()
+        """(T,) float64 scores of (T, 3) triples, each against its own tail only: O(T · d).
+
+        Computed from the stored values in float64 by the model's definition (distances from
+        the differences, never the expanded ‖q‖² + ‖c‖² - 2q·c the ranking pass uses): off by
+        float64 rounding only, and a formula that is exact on the stored values (a TransE
+        self-loop h + r - h) gives equal scores exactly. Triple classification reads these."""
+        out = [self._definition_scores(triples[i:i + TRIPLE_BATCH].cpu(), entity_offset)
                for i in range(0, triples.shape[0], TRIPLE_BATCH)]
         return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+
+    def _definition_scores(self, batch: torch.Tensor, entity_offset: int) -> torch.Tensor:
+        """(B,) float64 scores of ``batch`` (B, 3) by :meth:`query_formula` and :meth:`candidate_formula`."""
+        def stored(table: torch.Tensor, ids: torch.Tensor) -> np.ndarray:
+            rows = torch.index_select(table, 0, ids.to(table.device)).detach().cpu()
+            if rows.is_complex():
+                rows = torch.cat([rows.real, rows.imag], dim=-1)
+            return rows.to(torch.float64).numpy()
+
+        anchor, relation = stored(self.entities, batch[:, 0]), stored(self.relations, batch[:, 1])
+        tails = stored(self.entities, batch[:, 2] - entity_offset)
+        query = self.query_formula(anchor, relation, "tail", np.subtract)
+        candidate = self.candidate_formula(tails, "tail", relation if self.candidate_rounding else None, np.subtract)
+        if self.kind == "dot":
+            return torch.from_numpy(np.einsum("ij,ij->i", query, candidate))
+        difference = query - candidate
+        if self.kind == "l2":
+            return torch.from_numpy(-np.sqrt(np.einsum("ij,ij->i", difference, difference)))
+        if self.kind == "l1":
+            return torch.from_numpy(-np.abs(difference).sum(axis=1))
+        if self.kind == "moduli":
+            half = difference.shape[1] // 2
+            return torch.from_numpy(-np.hypot(difference[:, :half], difference[:, half:]).sum(axis=1))
+        raise ValueError(f"unknown score kind {self.kind!r}")
 
     # -- per model ------------------------------------------------------------------------
     def query_vectors(self, batch: torch.Tensor, side: str) -> torch.Tensor:

@@ -93,8 +93,13 @@ def _is_libkge(folder: Path) -> bool:
     return is_libkge_checkpoint(folder)
 
 
+def _popularity(spec: ModelSpec) -> bool:
+    return (spec.model or "").lower() == vocabulary.POPULARITY and not (spec.entity_embeddings or
+                                                                         spec.relation_embeddings)
+
+
 def _embedding_inputs(spec: ModelSpec) -> bool:
-    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model)
+    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not _popularity(spec)
 
 
 def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
@@ -156,6 +161,12 @@ def _load_anyburl(dataset: Dataset, spec: ModelSpec):
     return topk_lists(Path(spec.predictions or ""), dataset)
 
 
+def _load_popularity(dataset: Dataset, spec: ModelSpec):
+    from openbench.models.popularity import popularity_model
+
+    return popularity_model(dataset)
+
+
 def _load_obl2021(dataset: Dataset, spec: ModelSpec):
     from openbench.models.lists import obl2021_submission
 
@@ -169,21 +180,23 @@ SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("libkge", _folder(_is_libkge), _load_libkge, distributable=True),
     ModelSource("anyburl", lambda spec: bool(spec.predictions), _load_anyburl, scores_every_entity=False),
     ModelSource("obl2021", lambda spec: bool(spec.submission), _load_obl2021, scores_every_entity=False),
+    ModelSource("popularity", _popularity, _load_popularity),
 )}
 vocabulary.check_names("model source", SOURCES, vocabulary.MODEL_SOURCES)
 
 
 def select_source(spec: ModelSpec) -> ModelSource:
     """The one source the spec selects; none or several given is a usage error naming the choices."""
-    kinds = {"embeddings": _embedding_inputs(spec), "--model-dir": bool(spec.model_dir),
+    kinds = {"embeddings": _embedding_inputs(spec), "--model popularity": _popularity(spec),
+             "--model-dir": bool(spec.model_dir),
              "--predictions": bool(spec.predictions), "--submission": bool(spec.submission)}
     if sum(kinds.values()) > 1:
         raise UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
-                         "--model-dir, --predictions or --submission")
+                         "--model popularity, --model-dir, --predictions or --submission")
     if not any(kinds.values()):
         raise UsageError("a model is needed: give --entity-embeddings, --relation-embeddings and --model "
-                         "(missing: --entity-embeddings, --relation-embeddings, --model), or --model-dir, "
-                         "--predictions or --submission")
+                         "(missing: --entity-embeddings, --relation-embeddings, --model), or --model popularity, "
+                         "--model-dir, --predictions or --submission")
     for source in SOURCES.values():
         if source.selects(spec):
             return source

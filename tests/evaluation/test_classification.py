@@ -1,6 +1,7 @@
 """Triple classification: AUROC/AP against scikit-learn, thresholds against a plain loop, a
 planted separable case, constant scores, the command, the record and the leaderboard (issue 23)."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -261,3 +262,69 @@ def test_thresholds_and_test_metrics_come_from_validation_where_validation_and_t
         predicted = test_scores >= from_valid
         assert test[relation]["accuracy"] == pytest.approx(float((predicted == test_labels).mean()))
         assert test[relation]["accuracy"] < 1.0  # test's own best would classify it perfectly
+
+
+# -- issue 39 (7): classification scores without rounding loss ----------------------------------
+
+def _random_tables(name, generator, rows=9, width=8):
+    scorer_class = SCORERS[name]
+    entities = torch.randn(rows, width, generator=generator)
+    relations = torch.randn(4, width, width, generator=generator) if name == "RESCAL" else \
+        torch.randn(4, width, generator=generator)
+    if scorer_class.complex_valued:
+        entities = torch.complex(entities[:, :width // 2], entities[:, width // 2:])
+        relations = torch.complex(relations[:, :width // 2], relations[:, width // 2:])
+        if "RotatE" in name:
+            relations = relations / relations.abs()
+    return scorer_class(entities, relations)
+
+
+@pytest.mark.parametrize("name", sorted(SCORERS))
+def test_triple_scores_are_each_models_definition_in_float64(name):
+    """score_triples equals the model's definition evaluated exactly on the stored values (the
+    rational reference of the exact-ranks tests) to float64's rounding, far below float32's."""
+    from tests.bases import exact_score_key, fractions as _fractions, stored_rows as _stored
+
+    scorer = _random_tables(name, torch.Generator().manual_seed(4))
+    batch = torch.tensor([[0, 1, 2], [3, 0, 3], [8, 3, 5], [1, 2, 0], [4, 1, 4]])
+    scores = scorer.score_triples(batch)
+    assert scores.dtype == torch.float64
+    entities, relations = _stored(scorer.entities), _stored(scorer.relations)
+    for (h, r, t), score in zip(batch.tolist(), scores.tolist()):
+        key = exact_score_key(name, _fractions(entities[h]), _fractions(relations[r]), _fractions(entities[t]))
+        # the key is the score, or the negated squared distance for TransE-L2 and RotatE
+        expected = -math.sqrt(-float(key)) if name in ("TransE-L2", "RotatE") else float(key)
+        assert score == pytest.approx(expected, rel=1e-13, abs=1e-13), (name, h, r, t)
+
+
+def test_transe_self_loops_tie_exactly_as_they_do_in_float64():
+    """TransE-L2's self-loops (h, r, h) all score -‖r‖: the expanded float32 formula the ranking
+    pass uses does not tie them, the classification scores must."""
+    generator = torch.Generator().manual_seed(5)
+    scorer = SCORERS["TransE-L2"](torch.randn(200, 16, generator=generator) * 3, torch.randn(2, 16, generator=generator))
+    loops = torch.tensor([[i, 1, i] for i in range(200)])
+    scores = scorer.score_triples(loops)
+    assert bool((scores == scores[0]).all())
+    assert scores[0].item() == -float(np.linalg.norm(scorer.relations[1].double().numpy()))
+    assert torch.unique(scorer.score_pairs(loops)).numel() > 1  # the expanded float32 formula breaks the tie
+
+
+def test_auroc_and_auprc_equal_scikit_learn_on_float64_scores_computed_directly(tmp_path):
+    """A TransE-L2 model's classification record against scikit-learn on -‖h + r - t‖ computed
+    here in float64 from the stored float32 values."""
+    from openbench.evaluation.classification import read_labelled_split
+
+    split = _sample_split(tmp_path)
+    dataset = load_dataset(split)
+    rng = np.random.default_rng(7)
+    entities = rng.normal(size=(dataset.num_entities, 12)).astype(np.float32)
+    relations = rng.normal(size=(dataset.num_relations, 12)).astype(np.float32)
+    scorer = SCORERS["TransE-L2"](torch.from_numpy(entities), torch.from_numpy(relations))
+    record = classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    for name in ("valid", "test"):
+        part = read_labelled_split(dataset, name, None)
+        h, r, t = (part.triples[:, i].numpy() for i in range(3))
+        direct = -np.linalg.norm(entities[h].astype(np.float64) + relations[r] - entities[t], axis=1)
+        overall = record["classification"][name]["overall"]
+        assert overall["auroc"] == pytest.approx(roc_auc_score(part.labels, direct), abs=1e-12)
+        assert overall["auprc"] == pytest.approx(average_precision_score(part.labels, direct), abs=1e-12)

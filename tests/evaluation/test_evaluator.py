@@ -230,7 +230,7 @@ def test_result_record_shape(dataset):
                                 hits_at=(1, 5)).evaluate()
     json.dumps(result, allow_nan=False)
     assert list(result) == ["written_by", "schema_version", "task", "metrics", "per_relation", "macro_relation",
-                            "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
+                            "by_degree", "by_node_type", "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
                             "warnings"]
     assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds", "exact_ranks"}
     from openbench.record import validate_record
@@ -238,8 +238,9 @@ def test_result_record_shape(dataset):
     validate_record(result)  # the evaluators' records pass the leaderboard's own checks
     for side in ("both", "head", "tail"):
         block = result["metrics"][side]
-        assert set(block["realistic"]) == {"mrr", "mr", "hits@1", "hits@5", "amri"}
-        assert set(block["optimistic"]) == set(block["pessimistic"]) == {"mrr", "mr", "hits@1", "hits@5"}
+        adjusted = {"amr", "amri", "amrr", "ahits@1", "ahits@5", "zmr", "zmrr", "zhits@1", "zhits@5"}
+        assert set(block["realistic"]) == set(block["optimistic"]) == set(block["pessimistic"]) == \
+            {"mrr", "mr", "hits@1", "hits@5"} | adjusted
         assert set(block["expected"]) == {"mrr", "hits@1", "hits@5"}
     protocol = result["protocol"]
     assert protocol["headline_rank_type"] == "realistic" and protocol["candidates"] == "all"

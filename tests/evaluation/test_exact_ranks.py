@@ -16,55 +16,13 @@ from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.evaluation.exact import fraction_bits
 from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
+from tests.bases import exact_score_key, fractions as _fractions, stored_rows as _stored
 from tests.helpers import known_answers, random_labelled_graph, write_samples
 
 MODELS = ("DistMult", "ComplEx", "RESCAL", "SimplE", "TransE-L1", "TransE-L2", "RotatE", "RotatE-DGLKE")
 
 
 # -- an independent exact reference: each model's definition, in rational arithmetic -------------
-
-def _fractions(row):
-    return [Fraction(float(x)) for x in row]
-
-
-def _complex(row):
-    half = len(row) // 2
-    return list(zip(row[:half], row[half:]))
-
-
-def _multiply(a, b):
-    return (a[0] * b[0] - a[1] * b[1], a[0] * b[1] + a[1] * b[0])
-
-
-def _sqrt_sum_key(values):
-    """Σ sqrt(v) of non-negative Fractions, to 80 significant digits."""
-    import decimal
-    with decimal.localcontext(decimal.Context(prec=80)):
-        return sum((decimal.Decimal(v.numerator) / decimal.Decimal(v.denominator)).sqrt() for v in values)
-
-
-def exact_score_key(model, h, r, t):
-    """A key ordering (h, r, t) as the model's score does, exactly: the score itself, or for
-    TransE-L2 and RotatE the negated squared distance (same order as the negated distance)."""
-    if model == "DistMult":
-        return sum(a * b * c for a, b, c in zip(h, r, t))
-    if model == "RESCAL":
-        d = len(h)
-        return sum(h[i] * r[i * d + j] * t[j] for i in range(d) for j in range(d))
-    if model == "SimplE":
-        d = len(h) // 2
-        return Fraction(1, 2) * sum(h[k] * r[k] * t[d + k] + t[k] * r[d + k] * h[d + k] for k in range(d))
-    if model in ("TransE-L1", "TransE-L2"):
-        x = [a + b - c for a, b, c in zip(h, r, t)]
-        return -sum(abs(v) for v in x) if model == "TransE-L1" else -sum(v * v for v in x)
-    hc, rc, tc = _complex(h), _complex(r), _complex(t)
-    if model == "ComplEx":  # Re Σ h r conj(t)
-        return sum(hr[0] * c[0] + hr[1] * c[1] for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc)))
-    moduli = [(hr[0] - c[0]) ** 2 + (hr[1] - c[1]) ** 2 for hr, c in ((_multiply(a, b), c) for a, b, c in zip(hc, rc, tc))]
-    if model == "RotatE":
-        return -sum(moduli)
-    return -_sqrt_sum_key(moduli)  # RotatE-DGLKE: Σ |h r - t| (80 digits: far beyond any near-tie here)
-
 
 def reference_counts(dataset, scorer, model, filter_sets=("train", "valid", "test")):
     """{side: [(n_greater, n_equal, n_candidates)]} per test triple, by loops over exact keys."""
@@ -86,13 +44,6 @@ def reference_counts(dataset, scorer, model, filter_sets=("train", "valid", "tes
             others = [key(c) for c in range(dataset.num_entities) if c != true and c not in removed]
             counts[side].append((sum(v > target for v in others), sum(v == target for v in others), len(others) + 1))
     return counts
-
-
-def _stored(table):
-    table = table.detach().cpu()
-    if table.is_complex():
-        table = torch.cat([table.real, table.imag], dim=-1)
-    return table.reshape(table.shape[0], -1).double().numpy()
 
 
 def _counts(evaluator):
