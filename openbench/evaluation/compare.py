@@ -3,11 +3,12 @@
 Given two ranks tables (:mod:`openbench.evaluation.ranks`) of the same queries, :func:`compare_ranks`
 reports each model's metric, their difference a - b and how sure one can be of it:
 
-* ``ci``: the paired bootstrap's 95 % percentile interval of the difference. Each resample draws
-  the *units* with replacement (``rng.integers(0, U, size=U)`` per resample, in order): for
-  ``side="both"`` a unit is a test triple with both its queries (the two queries of a triple are
-  not independent), otherwise a query; the resample's difference is the mean over the queries of
-  the drawn units.
+* ``ci``: the paired bootstrap's 95 % percentile interval of the difference. Resample i draws the
+  *units* of row i of ``rng.integers(0, U, size=(resamples, U), dtype=numpy.int32)`` (as the
+  record's intervals do, :mod:`openbench.evaluation.confidence`): for ``side="both"`` a unit is a
+  test triple with both its queries (the two queries of a triple are not independent), otherwise
+  a query, numbered in sorted order; the resample's difference is the mean over the queries of the
+  drawn units.
 * ``p_value``: the two-sided paired sign-flip permutation test of the per-query differences d:
   the share of sign vectors s with |Σ s_i d_i| >= |Σ d_i| (zero differences cannot change the
   sum). With at most :data:`EXACT_SIGN_FLIPS` non-zero differences every one of the 2^n sign
@@ -30,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import InputError, UsageError, option
+from openbench.evaluation.confidence import WEIGHT_ELEMENTS, bootstrap_weights
 from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, ranks_provenance, read_ranks
 
 __all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "query_values", "sign_flip_p_value",
@@ -87,16 +89,14 @@ def paired_bootstrap(differences: np.ndarray, units: np.ndarray, resamples: int,
     if resamples < 1:
         raise UsageError(f"{option('resamples', resamples)}: expected at least 1")
     n_units = int(units.max()) + 1
-    unit_sums = np.bincount(units, weights=differences, minlength=n_units)
-    unit_sizes = np.bincount(units, minlength=n_units).astype(np.float64)
+    sums = np.stack([np.bincount(units, weights=differences, minlength=n_units),
+                     np.bincount(units, minlength=n_units).astype(np.float64)], axis=1)  # (U, 2)
     means = np.empty(resamples)
-    step = max(1, _BLOCK_ELEMENTS // n_units)
+    step = max(1, WEIGHT_ELEMENTS // n_units)
     for first in range(0, resamples, step):
         count = min(step, resamples - first)
-        drawn = np.stack([rng.integers(0, n_units, size=n_units) for _ in range(count)])  # (count, U)
-        offsets = drawn + (np.arange(count) * n_units)[:, None]
-        weights = np.bincount(offsets.ravel(), minlength=count * n_units).reshape(count, n_units)
-        means[first:first + count] = (weights @ unit_sums) / (weights @ unit_sizes)
+        drawn = bootstrap_weights(rng, n_units, count) @ sums
+        means[first:first + count] = drawn[:, 0] / drawn[:, 1]
     return means
 
 

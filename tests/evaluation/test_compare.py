@@ -91,7 +91,7 @@ def test_the_comparison_equals_plain_loops_and_scipy(side, metric):
     rng = np.random.default_rng(9)
     means = []
     for _ in range(300):
-        drawn = [units[i] for i in rng.integers(0, len(units), size=len(units))]
+        drawn = [units[i] for i in rng.integers(0, len(units), size=len(units), dtype=np.int32)]
         picked = [i for unit in drawn for i in members[unit]]
         means.append(differences[picked].mean())
     assert result["ci"] == pytest.approx(list(np.quantile(means, [0.025, 0.975])), abs=1e-12)

@@ -46,7 +46,7 @@ def _loop_intervals(ranks, resamples, seed):
     rng = np.random.default_rng(seed)
     samples = {side: {name: [] for name in names} for side in ("both", "head", "tail", "macro_relation")}
     for _ in range(resamples):
-        drawn = [i for u in rng.integers(0, len(units), size=len(units)) for i in members[units[u]]]
+        drawn = [i for u in rng.integers(0, len(units), size=len(units), dtype=np.int32) for i in members[units[u]]]
         for name in names:
             for side in ("both", "head", "tail"):
                 picked = [rows[i] for i in drawn if side == "both" or rows[i]["side"] == side]
