@@ -18,7 +18,6 @@ import os
 import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +26,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 os.environ.setdefault("MKL_CBWR", "AUTO")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_evaluator import SCALES, make_dataset  # noqa: E402
+from bench_evaluator import SCALES, _timed, make_dataset  # noqa: E402
 
 TARGET_RATIO = 0.10
-
-
-def _best(function, repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        best = min(best, time.perf_counter() - started)
-    return best
 
 
 def main() -> None:
@@ -61,15 +51,14 @@ def main() -> None:
               f"triples; {arguments.resamples} resamples")
         for name in ("DistMult", "TransE-L2"):
             model = openbench.embedding_model(name, entities, relations)
-            openbench.evaluate(dataset, model, device="cpu")  # warm
-            evaluation = _best(lambda: openbench.evaluate(dataset, model, device="cpu"), arguments.repeats)
+            evaluation = _timed(lambda: openbench.evaluate(dataset, model, device="cpu"), arguments.repeats)
             records[name] = openbench.evaluate(dataset, model, device="cpu")
             ranks, hits = records[name].ranks, records[name].protocol.hits_at
-            bootstrap = _best(lambda: confidence_block(ranks, hits, arguments.resamples, 0), arguments.repeats)
+            bootstrap = _timed(lambda: confidence_block(ranks, hits, arguments.resamples, 0), arguments.repeats)
             ratio = bootstrap / evaluation
             print(f"{name:<10} evaluation {evaluation:7.3f} s   bootstrap {bootstrap:6.3f} s   ratio {ratio:.3f} "
                   f"(target < {TARGET_RATIO:.2f}: {'met' if ratio < TARGET_RATIO else 'NOT met'})")
-        comparison = _best(lambda: openbench.compare(records["DistMult"], records["TransE-L2"]), arguments.repeats)
+        comparison = _timed(lambda: openbench.compare(records["DistMult"], records["TransE-L2"]), arguments.repeats)
         print(f"compare DistMult vs TransE-L2 ({records['DistMult'].ranks.height} queries): {comparison:.3f} s")
     print(f"peak memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 

@@ -153,6 +153,13 @@ MUTATIONS: List[Mutation] = [
     Mutation("record: an AMR outside (0, 2] passes", "openbench/record.py",
              "        elif name == \"amr\" and not 0.0 < number <= 2.0 + SLACK:", "        elif False:",
              ("tests/test_record.py",)),
+    Mutation("leaderboard: ranks of another evaluation accepted", "openbench/leaderboard/uncertainty.py",
+             "        if block.get(metric) is None or abs(from_ranks - block[metric]) > _TOLERANCE:",
+             "        if block.get(metric) is None:", ("tests/test_uncertainty.py",)),
+    Mutation("leaderboard: tests against the best row not Holm-corrected", "openbench/leaderboard/uncertainty.py",
+             "            for (row, difference, _), adjusted in zip(compared, holm([p for _, _, p in compared])):",
+             "            for (row, difference, _), adjusted in zip(compared, [p for _, _, p in compared]):",
+             ("tests/test_uncertainty.py",)),
     # issues 36 and 37: a token's one spelling, the JSON depth bound, a user's file in a nested output
     Mutation("tokens: any secret length is a token", "openbench/leaderboard/store.py",
              'TOKEN_PATTERN = re.compile(r"obt_([1-9][0-9]{0,17})_([A-Za-z0-9_-]{43})")',

@@ -128,3 +128,17 @@ def missing_implementation(name: str) -> None:
         pytest.fail(f"{name} is missing in CI: the comparison would quietly cover fewer implementations")
     warnings.warn(f"{name} is not available here: this test compares fewer implementations", UserWarning,
                   stacklevel=2)
+
+
+def sampled_protocol(dataset, negatives_per_query: int, seed: int) -> dict:
+    """``openbench.evaluate`` options for the sampled protocol: each test query against its own
+    ``negatives_per_query`` uniformly drawn entities (seeded), head and tail alike."""
+    import torch
+
+    from openbench.datasets.negatives import SampledNegatives
+
+    rng = np.random.default_rng(seed)
+    shape = (dataset.triples["test"].shape[0], negatives_per_query)
+    return {"protocol": "sampled", "negatives": SampledNegatives(
+        torch.from_numpy(rng.integers(0, dataset.num_entities, shape)),
+        torch.from_numpy(rng.integers(0, dataset.num_entities, shape)))}

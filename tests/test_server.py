@@ -192,6 +192,15 @@ def test_predictions_are_scored_against_the_hidden_answers(world):
         return [row for row in request(url + "/api/leaderboard")[1] if row["name"] == "red top10"]
 
     assert [row["protocol"]["benchmark_part"] for row in shown()] == ["test-dev"]
+    # server-scored rows keep their ranks in the store (never served) and show their interval
+    with sqlite3.connect(world["db"]) as connection:
+        kept = connection.execute("SELECT count(*) FROM ranks JOIN submissions ON submissions.id = "
+                                  "ranks.submission_id WHERE submissions.name = 'red top10'").fetchone()[0]
+    assert kept == 2  # both parts
+    interval = shown()[0]["interval"]
+    mrr = local["test-dev"]["metrics"]["both"]["realistic"]["mrr"]
+    assert interval["metric"] == "mrr" and interval["low"] <= mrr <= interval["high"]
+    assert "n_greater" not in json.dumps(request(url + "/api/leaderboard")[1])  # no per-query rank leaves the store
     assert "test-challenge" not in request(url + "/")[1]
     assert all(row["verified"] == "server" and row["team"] == "red" for row in shown())
     done = CliRunner().invoke(main, ["leaderboard", "reveal", "--benchmark", "bench", "--db", str(world["db"])])

@@ -29,10 +29,16 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
 @click.option("--server", default=None, help="A served board's URL (openbench leaderboard serve) instead of --db.")
 @click.option("--token", default=None, envvar="OPENBENCH_TOKEN", help="Your team's token for --server "
                                                                       "[env: OPENBENCH_TOKEN].")
+@click.option("--ranks", "ranks_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="The record's per-query ranks (evaluate --ranks-output): the row then shows its 95 % interval "
+                   "and whether it is significantly worse than the best row.")
 @_DB_OPTION
 @handle_errors
-def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, db):
+def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, ranks_path, db):
     """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard (local, or --server)."""
+    if server and ranks_path:
+        raise click.UsageError("--ranks goes with a local board (--db); a served board keeps the ranks of the rows "
+                               "it scores itself (submit-predictions)")
     if server:
         from openbench._io.inputs import read_bytes
         from openbench.leaderboard.client import post
@@ -43,7 +49,8 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, server
         return
     from openbench.leaderboard.store import submit_file
 
-    path, row_id = submit_file(result_path, db, name=name, model_type=model_type, paper=paper, code=code, notes=notes)
+    path, row_id = submit_file(result_path, db, ranks_path, name=name, model_type=model_type, paper=paper, code=code,
+                               notes=notes)
     click.echo(f"added #{row_id} {name!r} to {path}")
 
 

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 
 from openbench.record import CLASSIFICATION_METRICS
 
-__all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
+__all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
            "legend", "safe_link"]
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
@@ -33,6 +33,26 @@ def _value(row: dict, metric: str, plain: bool = False) -> str:
     if plain:
         return f"{mean:.6f}"
     return f"{mean:.3f} ± {std:.3f}" if std is not None else f"{mean:.3f}"
+
+
+def _uncertain(rows: List[dict]) -> bool:
+    """Whether any row knows its interval or its test against the best (uncertainty.py)."""
+    return any(row.get("interval") or row.get("not_worse_than_best") is not None for row in rows)
+
+
+def _interval(row: dict) -> str:
+    interval = row.get("interval")
+    return "-" if not interval else f"[{interval['low']:.3f}, {interval['high']:.3f}]"
+
+
+def _versus_best(row: dict) -> str:
+    """``yes`` not significantly worse than the best row of its ranking, ``no`` significantly worse."""
+    mark = row.get("not_worse_than_best")
+    return "-" if mark is None else ("yes" if mark else "no")
+
+
+UNCERTAINTY_NOTE = ("95 % CI: bootstrap interval of the ranked metric; ≈best: not significantly worse than the "
+                    "ranking's best row (paired sign-flip test, Holm-corrected, α = 0.05)")
 
 
 def _flags(row: dict) -> str:
@@ -133,9 +153,12 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
     parts = []
     for group, members in _groups(rows):
         columns = _columns(members, sort)
-        header = ["#", "model", *(["team", "verified"] if served else []), "type", *columns, "runs"]
+        uncertain = _uncertain(members)
+        header = ["#", "model", *(["team", "verified"] if served else []), "type", *columns,
+                  *(["95% CI", "≈best"] if uncertain else []), "runs"]
         body = [[str(i), _name(row), *([row.get("team") or "", row.get("verified") or ""] if served else []),
                  row.get("model_type") or "", *(_value(row, m) for m in columns),
+                 *([_interval(row), _versus_best(row)] if uncertain else []),
                  str(row["runs"]) if row["runs"] is not None else "-"] for i, row in enumerate(members, start=1)]
         if fmt == "md":
             lines = [f"### {_markdown_cell(group)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -147,7 +170,7 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
             lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
                       for line in [header, *body]]
         parts.append("\n".join(lines))
-    footnotes = legend(rows)
+    footnotes = "; ".join(part for part in (legend(rows), UNCERTAINTY_NOTE if _uncertain(rows) else "") if part)
     return "\n\n".join(parts) + (f"\n\n{_markdown_cell(footnotes) if fmt == 'md' else footnotes}\n" if footnotes
                                   else "\n")
 
@@ -163,7 +186,8 @@ def _csv(rows: List[dict]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["group", "name", "team", "verified", "model_type", "dataset", "fingerprint", "scope", "side",
                      "rank_type", *(f"{m}_{part}" for m in columns for part in ("mean", "std")), "runs", "published",
-                     "nonstandard_protocol", "paper", "code"])
+                     "nonstandard_protocol", "paper", "code", "interval_metric", "interval_low", "interval_high",
+                     "not_worse_than_best"])
     for row in rows:
         cells = []
         for metric in columns:
@@ -176,8 +200,15 @@ def _csv(rows: List[dict]) -> str:
         writer.writerow([_csv_text(str(text or "")) for text in texts] + cells
                         + ["" if row["runs"] is None else row["runs"], row["published"],
                            "" if row.get("nonstandard_protocol") is None else row["nonstandard_protocol"],
-                           _csv_text(row.get("paper") or ""), _csv_text(row.get("code") or "")])
+                           _csv_text(row.get("paper") or ""), _csv_text(row.get("code") or "")]
+                        + _interval_cells(row))
     return buffer.getvalue()
+
+
+def _interval_cells(row: dict) -> list:
+    interval, mark = row.get("interval"), row.get("not_worse_than_best")
+    return ([interval["metric"], repr(interval["low"]), repr(interval["high"])] if interval else ["", "", ""]) \
+        + ["" if mark is None else mark]
 
 
 def safe_link(url: Optional[str]) -> Optional[str]:
@@ -225,6 +256,8 @@ function text(row, key) {
   if (key === "model_type") return row.model_type || "";
   if (key === "team") return row.team || "";
   if (key === "verified") return row.published ? "published" : (row.verified || "self");
+  if (key === "interval") return row.interval ? "[" + row.interval.low.toFixed(3) + ", " + row.interval.high.toFixed(3) + "]" : "-";
+  if (key === "not_worse_than_best") return row.not_worse_than_best === null ? "-" : (row.not_worse_than_best ? "yes" : "no");
   const cell = row.metrics[key];
   if (!cell || cell.mean === null) return "-";
   return cell.mean.toFixed(3) + (cell.std === null ? "" : " \\u00b1 " + cell.std.toFixed(3));
@@ -238,7 +271,7 @@ function cell(row, key) {
   return row.links.map(link => `<a href="${escaped(link.url)}" rel="nofollow noopener noreferrer">${escaped(link.label)}</a>`)
     .join(" ");
 }
-const TEXT_KEYS = ["name", "model_type", "team", "verified", "links"];
+const TEXT_KEYS = ["name", "model_type", "team", "verified", "links", "interval", "not_worse_than_best"];
 function value(row, key) {
   if (TEXT_KEYS.includes(key)) return key === "links" ? row.links.length : text(row, key);
   if (key === "runs") return row.runs;
@@ -314,6 +347,8 @@ def page(rows: List[dict]) -> str:
             columns = [{"key": "name", "label": "model"}, {"key": "team", "label": "team"},
                        {"key": "verified", "label": "verified"}, {"key": "model_type", "label": "type"}]
             columns += [{"key": m, "label": m.upper() if m == "mrr" else m} for m in _columns(members)]
+            if _uncertain(members):
+                columns += [{"key": "interval", "label": "95% CI"}, {"key": "not_worse_than_best", "label": "≈best"}]
             columns += [{"key": "runs", "label": "runs"}, {"key": "links", "label": "links"}]
             columns_by_table[number] = columns
             parts.append(f'<h3>{html.escape(caption)}</h3>\n<table class="leaderboard" id="leaderboard-{number}" '
@@ -322,7 +357,7 @@ def page(rows: List[dict]) -> str:
         sections.append("\n".join(parts) + "</section>")
     script = _SCRIPT.replace("COLUMNS", _json_for_html(columns_by_table))
     body = "\n".join(sections) or "<p>No results yet.</p>"
-    footnotes = legend(rows)
+    footnotes = "; ".join(part for part in (legend(rows), UNCERTAINTY_NOTE if _uncertain(rows) else "") if part)
     note = f'<p class="legend">{html.escape(footnotes)}</p>\n' if footnotes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>openbench leaderboard</title>

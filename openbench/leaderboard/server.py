@@ -48,7 +48,7 @@ from openbench.leaderboard.store import (DuplicateRun, Leaderboard, LeaderboardE
 if TYPE_CHECKING:
     from openbench.datasets.loader import Dataset
 
-__all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions",
+__all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions", "scored_parts",
            "serve", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
 
 logger = logging.getLogger(__name__)
@@ -130,6 +130,12 @@ def _check_rows(predictions: np.ndarray, num_entities: int) -> None:
 
 def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES * INFLATE_FACTOR) -> Dict[str, dict]:
     """{part: the record} of an upload, scored against the hidden answers of each part."""
+    return {part: record for part, (record, _) in scored_parts(hosted, raw, max_bytes).items()}
+
+
+def scored_parts(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES * INFLATE_FACTOR) -> Dict[str, tuple]:
+    """{part: (the record, its per-query ranks)} of an upload, scored against the hidden answers
+    of each part; the ranks stay in the store (they name the hidden test triples)."""
     from openbench.evaluation.evaluate import run, setup_for
     from openbench.evaluation.topk import ServedListing
 
@@ -152,9 +158,10 @@ def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_B
                  "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values()))}
         producer = ServedListing(test[torch.from_numpy(triple[chosen])], served.side[rows] == 1, predictions[rows],
                                  extra, digest)
-        record = run(setup_for(hosted.dataset, producer, progress=False), producer).to_dict()
+        scored = run(setup_for(hosted.dataset, producer, progress=False), producer)
+        record = scored.to_dict()
         record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
-        records[part] = record
+        records[part] = (record, scored.ranks)
     return records
 
 
@@ -321,8 +328,10 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
             hosted = hosted_of(request)
             team, fields, raw = await receive(request, ("application/octet-stream", "application/x-npz"),
                                               "predictions (an .npz file)", hosted.name)
-            records = await run_in_threadpool(score_predictions, hosted, raw, max_body * INFLATE_FACTOR)
-            ids = await on_board("submit_parts", records, hosted.name, team=team, **fields)
+            parts = await run_in_threadpool(scored_parts, hosted, raw, max_body * INFLATE_FACTOR)
+            records = {part: record for part, (record, _) in parts.items()}
+            ids = await on_board("submit_parts", records, hosted.name, team=team,
+                                 ranks={part: ranks for part, (_, ranks) in parts.items()}, **fields)
         except (_Refused, OpenbenchError) as problem:
             return refusal(problem)
         return JSONResponse({"id": ids["test-dev"], "team": team, "verified": "server", "part": "test-dev",

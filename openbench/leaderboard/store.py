@@ -102,6 +102,13 @@ MIGRATIONS = [
     );
     CREATE INDEX attempts_by_team ON attempts (team, benchmark, day);
     """,
+    # version 4: a row's per-query ranks (Parquet bytes) and the intervals they give (uncertainty.py)
+    """
+    CREATE TABLE ranks (
+        submission_id INTEGER PRIMARY KEY REFERENCES submissions (id), parquet BLOB NOT NULL,
+        confidence_json TEXT NOT NULL
+    );
+    """,
 ]
 TOKEN_PREFIX = "obt"
 # the one token syntax: obt_<id>_<secret>, the id a canonical decimal (no sign, no leading zero,
@@ -160,6 +167,8 @@ class Leaderboard:
     """An open leaderboard database. Use :func:`open_leaderboard`."""
 
     def __init__(self, path: Path, connection: sqlite3.Connection):
+        # (difference, p-value) of row pairs already compared (uncertainty.annotate)
+        self._compared: Dict[tuple, Optional[tuple]] = {}
         self.path, self.connection = path, connection
 
     def close(self) -> None:
@@ -177,29 +186,67 @@ class Leaderboard:
 
     def submit(self, record: dict, name: str, model_type: str = "other", paper: Optional[str] = None,
                code: Optional[str] = None, notes: Optional[str] = None, team: Optional[str] = None,
-               verified: str = "self") -> int:
+               verified: str = "self", ranks=None) -> int:
         """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records.
 
         :param team: the submitting team (a served board's token); its rows' names and groups are
             its own: another team's cannot be joined or reused.
         :param verified: ``"self"`` (a result JSON the submitter computed) or ``"server"`` (scored
             by the server against hidden test answers).
+        :param ranks: the record's per-query ranks (a polars DataFrame), checked against it; the
+            row then shows its interval and is compared with the best of its ranking.
         """
         fields = self._fields(name, model_type, paper, code, notes, team, verified)
         keys, row = self._row(record, fields)
         if "hosted_protocol" in record["protocol"] or "benchmark_part" in record["protocol"]:
             raise LeaderboardError("a hosted benchmark's rows are scored by its server only (submit-predictions); "
                                    "a record claiming its protocol is refused")
+        stored = self._ranks_row(record, ranks)
         with self._transaction() as connection:
-            return self._insert(connection, keys, row, fields, record.get("task", "ranking"))
+            row_id = self._insert(connection, keys, row, fields, record.get("task", "ranking"))
+            self._insert_ranks(connection, row_id, stored)
+            return row_id
+
+    @staticmethod
+    def _ranks_row(record: dict, ranks) -> Optional[tuple]:
+        """(Parquet bytes, confidence JSON) of checked ranks, before any transaction; None without."""
+        if ranks is None:
+            return None
+        from openbench.leaderboard.uncertainty import check_ranks, confidence_json, ranks_blob
+
+        if record.get("task", "ranking") != "ranking":
+            raise LeaderboardError("ranks belong to ranking records, not to a classification record")
+        try:
+            check_ranks(record, ranks)
+        except RecordError as error:
+            raise LeaderboardError(str(error)) from None
+        return ranks_blob(ranks), confidence_json(record, ranks)
+
+    @staticmethod
+    def _insert_ranks(connection: sqlite3.Connection, row_id: int, stored: Optional[tuple]) -> None:
+        if stored is not None:
+            connection.execute("INSERT INTO ranks (submission_id, parquet, confidence_json) VALUES (?, ?, ?)",
+                               (row_id, *stored))
+
+    def stored_ranks(self, row_id: int) -> Optional[tuple]:
+        """(ranks DataFrame, confidence block) of a stored row, or None where it has no ranks."""
+        from openbench.leaderboard.uncertainty import ranks_of_blob
+
+        found = self.connection.execute("SELECT parquet, confidence_json FROM ranks WHERE submission_id = ?",
+                                        (row_id,)).fetchone()
+        if found is None:
+            return None
+        return ranks_of_blob(found["parquet"]), _loads(found["confidence_json"], self.path, row_id, "confidence_json")
 
     def submit_parts(self, records: Dict[str, dict], benchmark: str, name: str, model_type: str = "other",
                      paper: Optional[str] = None, code: Optional[str] = None, notes: Optional[str] = None,
-                     team: Optional[str] = None) -> Dict[str, int]:
+                     team: Optional[str] = None, ranks: Optional[Dict[str, object]] = None) -> Dict[str, int]:
         """Store the server-scored records of a hosted benchmark's parts ({part: record}) in one
-        transaction; the test-challenge row stays hidden until :meth:`reveal`. Returns {part: id}."""
+        transaction, with their ranks ({part: DataFrame}); the test-challenge row stays hidden
+        until :meth:`reveal`. Returns {part: id}."""
         fields = self._fields(name, model_type, paper, code, notes, team, "server")
         prepared = {part: self._row(record, fields) for part, record in records.items()}
+        stored = {part: self._ranks_row(record, (ranks or {}).get(part)) for part, record in records.items()}
         with self._transaction() as connection:
             state = connection.execute("SELECT revealed_at FROM benchmarks WHERE name = ?", (benchmark,)).fetchone()
             if state is None:
@@ -209,6 +256,7 @@ class Leaderboard:
                 hidden = part == "test-challenge" and state["revealed_at"] is None
                 ids[part] = self._insert(connection, keys, row, fields, "ranking",
                                          {"benchmark": benchmark, "part": part, "hidden": int(hidden)})
+                self._insert_ranks(connection, ids[part], stored[part])
             return ids
 
     @staticmethod
@@ -318,7 +366,11 @@ class Leaderboard:
         known = sorted({key for row in out for key in row["metrics"]} | {"mrr" if task == "ranking" else "auroc"})
         if sort not in known:
             raise LeaderboardError(f"--sort {sort!r}: expected one of {', '.join(known)}")
-        return _sorted(out, sort)
+        from openbench.leaderboard.uncertainty import annotate
+
+        ranked = _sorted(out, sort)
+        annotate(ranked, self.stored_ranks, sort, side, rank_type, self._compared)
+        return ranked
 
     def create_token(self, team: str) -> str:
         """A new token for ``team``, returned once: the store keeps a salted SHA-256 of its secret."""
@@ -538,6 +590,7 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
             "nonstandard_protocol": _nonstandard(first["dataset_name"], protocol),
             "scope": first["scope"],
             "seeds": [json.loads(run["seed_key"]) for run in runs],
+            "_ids": [run["id"] for run in runs],  # for the stored ranks; annotate() removes it
             "team": first["team"], "verified": "server" if all(run["verified"] == "server" for run in runs) else "self",
             "paper": first["paper"], "code": first["code"], "notes": first["notes"]}
 
@@ -583,18 +636,26 @@ def _sorted(rows: List[dict], sort: str) -> List[dict]:
     return sorted(rows, key=key)
 
 
-def submit_file(result_path, db=None, **fields) -> tuple:
-    """Validate the result JSON at ``result_path`` and add it; returns (database path, row id)."""
+def submit_file(result_path, db=None, ranks_path=None, **fields) -> tuple:
+    """Validate the result JSON at ``result_path`` (and the ranks file at ``ranks_path``, its
+    per-query ranks) and add it; returns (database path, row id)."""
     from openbench._io import read_json
 
     record = read_json(result_path, "result record")
+    ranks = None
     try:
         validate(record)  # before the store is opened: a refused record creates nothing
-    except LeaderboardError as error:
+        if ranks_path is not None:
+            from openbench.evaluation.ranks import read_ranks
+            from openbench.leaderboard.uncertainty import check_ranks
+
+            ranks, _ = read_ranks(ranks_path)
+            check_ranks(record, ranks)
+    except (LeaderboardError, RecordError) as error:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     board = open_leaderboard(db)
     try:
-        row_id = board.submit(record, **fields)
+        row_id = board.submit(record, ranks=ranks, **fields)
     except LeaderboardError as error:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     finally:

@@ -5,15 +5,13 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from click.testing import CliRunner
 
 import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.sampled import SampledNegatives
 from openbench.record import RecordError, validate_record
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, random_labelled_graph, sampled_protocol, write_samples
 
 HITS = (1, 3, 10)
 
@@ -61,13 +59,7 @@ def _loop_intervals(ranks, resamples, seed):
 
 @pytest.mark.parametrize("protocol", ["full", "sampled"])
 def test_the_intervals_are_the_documented_bootstrap(dataset, protocol):
-    options = {}
-    if protocol == "sampled":
-        rng = np.random.default_rng(8)
-        tasks = dataset.triples["test"].shape[0]
-        options = {"protocol": "sampled", "negatives": SampledNegatives(
-            torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 15))),
-            torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 15))))}
+    options = sampled_protocol(dataset, 15, 8) if protocol == "sampled" else {}
     record = openbench.evaluate(dataset, _model(dataset), bootstrap=150, seed=11, **options)
     block = record.confidence
     assert block["resamples"] == 150 and block["seed"] == 11 and block["level"] == 0.95

@@ -2,7 +2,6 @@
 batch size, the entity chunking or the embeddings' dtype (the shards: test_distributed.py)."""
 import json
 import math
-from fractions import Fraction
 
 import numpy as np
 import pytest

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-import torch
 from click.testing import CliRunner
 
 import openbench
@@ -15,9 +14,8 @@ from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
 from openbench.evaluation.ranks import RANKS_SCHEMA, read_ranks
-from openbench.evaluation.sampled import SampledNegatives
 from openbench.models.lists import TopKLists, read_safran_predictions
-from tests.helpers import integer_embeddings, random_labelled_graph, snapshot, write_samples
+from tests.helpers import integer_embeddings, random_labelled_graph, sampled_protocol, snapshot, write_samples
 
 HITS = (1, 3, 10)
 
@@ -184,11 +182,7 @@ def test_every_metric_of_a_full_ranking_follows_from_its_ranks_file(folder, tmp_
 
 def test_every_metric_of_the_sampled_protocol_follows_from_its_ranks(folder):
     dataset = load_dataset(folder)
-    rng = np.random.default_rng(3)
-    tasks = dataset.triples["test"].shape[0]
-    negatives = SampledNegatives(torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 9))),
-                                 torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 9))))
-    record = openbench.evaluate(dataset, _integer_model(dataset), protocol="sampled", negatives=negatives)
+    record = openbench.evaluate(dataset, _integer_model(dataset), **sampled_protocol(dataset, 9, 3))
     assert set(record.ranks["n_candidates"].to_list()) == {10}
     _check_record_against_ranks(record.to_dict(), record.ranks)
 
@@ -261,13 +255,7 @@ def test_the_adjusted_metrics_equal_pykeens_on_the_same_ranks_and_candidates(fol
     ranks and candidate counts of the ranks table: every side and relation of the record."""
     ranking = pytest.importorskip("pykeen.metrics.ranking")
     dataset = load_dataset(folder)
-    options = {}
-    if protocol == "sampled":
-        rng = np.random.default_rng(5)
-        tasks = dataset.triples["test"].shape[0]
-        options = {"protocol": "sampled", "negatives": SampledNegatives(
-            torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 30))),
-            torch.from_numpy(rng.integers(0, dataset.num_entities, (tasks, 30))))}
+    options = sampled_protocol(dataset, 30, 5) if protocol == "sampled" else {}
     record = openbench.evaluate(dataset, _integer_model(dataset), **options)
     metrics = {"amr": ranking.AdjustedArithmeticMeanRank(), "amri": ranking.AdjustedArithmeticMeanRankIndex(),
                "amrr": ranking.AdjustedInverseHarmonicMeanRank(), "zmr": ranking.ZArithmeticMeanRank(),
