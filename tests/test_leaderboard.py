@@ -498,3 +498,14 @@ def test_a_version_1_store_migrates_with_its_rows(tmp_path, records):
     assert rows[0]["group"].startswith("graph")
     assert board.create_token("lab").startswith("obt_")
     board.close()
+
+
+def test_a_hosted_part_serving_one_side_is_no_scope():
+    """The CI run of 61ddd22 drew a secret whose test-challenge part served tail queries only: the
+    part was listed as a "tail only" scope, apart from its test-dev row (the served sides are the
+    server's choice, not the submitter's)."""
+    from openbench.leaderboard.store import scope_of
+
+    assert scope_of({"sides": ["tail"]}) == "tail only"
+    assert scope_of({"sides": ["tail"], "hosted_protocol": "served-v1", "served_sides": ["head", "tail"]}) is None
+    assert scope_of({"sides": ["tail"], "hosted_protocol": "served-v1", "relations": ["R"]}) == "relations R"

@@ -596,11 +596,13 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
 
 
 def scope_of(protocol: dict) -> Optional[str]:
-    """A scoped protocol's description (relations, sides, entity subset); None for the full one."""
+    """A scoped protocol's description (relations, sides, entity subset); None for the full one.
+    A hosted benchmark's sides are the server's choice (a part may happen to serve tail queries
+    only), never a scope: its parts rank with each other."""
     parts = []
     if protocol.get("relations"):
         parts.append("relations " + ",".join(protocol["relations"]))
-    if list(protocol.get("sides", ["head", "tail"])) != ["head", "tail"]:
+    if list(protocol.get("sides", ["head", "tail"])) != ["head", "tail"] and "hosted_protocol" not in protocol:
         parts.append("/".join(protocol["sides"]) + " only")
     if protocol.get("entities"):
         entities = protocol["entities"]
