@@ -34,8 +34,8 @@ from openbench.errors import InputError, UsageError, option
 from openbench.evaluation.confidence import WEIGHT_ELEMENTS, bootstrap_weights
 from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, ranks_provenance, read_ranks
 
-__all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "query_values", "sign_flip_p_value",
-           "paired_bootstrap", "format_comparison"]
+__all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
+           "sign_flip_p_value", "paired_bootstrap", "format_comparison"]
 
 EXACT_SIGN_FLIPS = 16  # at most this many non-zero differences: all 2^n sign vectors are enumerated
 QUERY_KEY = ("split", "side", "relation", "head", "tail")
@@ -135,7 +135,8 @@ def _describe(row: dict) -> str:
     return f"{row['side']} query of ({row['head']}, {row['relation']}, {row['tail']}) in {row['split']}"
 
 
-def _aligned(a: pl.DataFrame, b: pl.DataFrame, side: str, name_a: str, name_b: str) -> Tuple[pl.DataFrame, pl.DataFrame]:
+def paired_queries(a: pl.DataFrame, b: pl.DataFrame, side: str, name_a: str,
+                   name_b: str) -> Tuple[pl.DataFrame, pl.DataFrame]:
     """Both tables restricted to ``side`` and sorted by query, refused unless they hold the same queries."""
     for frame, name in ((a, name_a), (b, name_b)):
         if frame.is_empty():
@@ -180,7 +181,7 @@ def compare_ranks(ranks_a: Ranks, ranks_b: Ranks, *, metric: str = "mrr", side: 
     table_a, info_a, name_a = _table(ranks_a, names[0])
     table_b, info_b, name_b = _table(ranks_b, names[1])
     _check_provenance(info_a, info_b, name_a, name_b)
-    table_a, table_b = _aligned(table_a, table_b, side, name_a, name_b)
+    table_a, table_b = paired_queries(table_a, table_b, side, name_a, name_b)
     values_a, values_b = query_values(table_a, metric), query_values(table_b, metric)
     differences = values_a - values_b
     unit_key = list(_TRIPLE_KEY) if side == "both" else list(QUERY_KEY)

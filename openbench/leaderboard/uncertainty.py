@@ -101,10 +101,10 @@ def _comparable(metric: str, rank_type: str) -> bool:
 
 def _p_value(best, other, metric: str, side: str) -> Optional[Tuple[float, float]]:
     """(difference other - best, sign-flip p) on the same queries; None when they hold others."""
-    from openbench.evaluation.compare import _aligned, query_values, sign_flip_p_value
+    from openbench.evaluation.compare import paired_queries, query_values, sign_flip_p_value
 
     try:
-        left, right = _aligned(other, best, side, "row", "best")
+        left, right = paired_queries(other, best, side, "row", "best")
     except OpenbenchError:
         return None
     differences = query_values(left, metric) - query_values(right, metric)
