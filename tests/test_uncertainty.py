@@ -160,3 +160,13 @@ def test_the_page_renders_the_intervals_and_the_marks_in_a_browser(board, tmp_pa
         assert row["interval"] == f"[{interval['low']:.3f}, {interval['high']:.3f}]"
         assert row["not_worse_than_best"] == ("yes" if rows[name]["not_worse_than_best"] else "no")
     assert set(rendered) == {"good", "close", "chance"}
+
+
+def test_ranks_of_a_classification_record_are_refused(board):
+    from openbench.leaderboard.store import Leaderboard, LeaderboardError
+
+    record = json.loads((board["root"] / "good.json").read_text())
+    assert Leaderboard._ranks_row(record, board["records"]["good"].ranks) is not None  # a ranking record: kept
+    record["task"] = "classification"
+    with pytest.raises(LeaderboardError, match="ranks belong to ranking records"):
+        Leaderboard._ranks_row(record, board["records"]["good"].ranks)

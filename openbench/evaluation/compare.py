@@ -23,7 +23,6 @@ for ``hits@K``; an answer a ranked list does not contain counts 0 for both.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
@@ -32,7 +31,7 @@ import polars as pl
 
 from openbench.errors import InputError, UsageError, option
 from openbench.evaluation.confidence import WEIGHT_ELEMENTS, bootstrap_weights
-from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, ranks_provenance, read_ranks
+from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, query_values, ranks_provenance, read_ranks
 
 __all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
            "sign_flip_p_value", "paired_bootstrap", "format_comparison"]
@@ -41,21 +40,8 @@ EXACT_SIGN_FLIPS = 16  # at most this many non-zero differences: all 2^n sign ve
 QUERY_KEY = ("split", "side", "relation", "head", "tail")
 _TRIPLE_KEY = ("split", "relation", "head", "tail")
 _BLOCK_ELEMENTS = 1 << 22  # values per vectorised step (resamples × units, sign vectors × differences)
-_HITS = re.compile(r"hits@([1-9][0-9]*)")
 
 Ranks = Union[str, Path, pl.DataFrame, Any]  # a ranks file, a ranks table, or a ResultRecord with ranks
-
-
-def query_values(ranks: pl.DataFrame, metric: str) -> np.ndarray:
-    """(Q,) float64 per-query values of ``metric`` (``mrr`` or ``hits@K``) of a ranks table."""
-    rank = ranks["rank"].to_numpy().astype(np.float64)  # null (not listed) -> nan
-    listed = np.isfinite(rank)
-    if metric == "mrr":
-        return np.where(listed, 1.0 / np.where(listed, rank, 1.0), 0.0)
-    hits = _HITS.fullmatch(metric)
-    if hits is None:
-        raise UsageError(f"{option('metric', metric)}: expected mrr or hits@K (K a positive integer)")
-    return np.where(listed, rank <= int(hits.group(1)), False).astype(np.float64)
 
 
 def sign_flip_p_value(differences: np.ndarray, permutations: int, rng: np.random.Generator) -> float:

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import UsageError, option
+from openbench.evaluation.ranks import query_values
 
 __all__ = ["CONFIDENCE_LEVEL", "WEIGHT_ELEMENTS", "confidence_block", "bootstrap_weights"]
 
@@ -38,17 +39,6 @@ def bootstrap_weights(rng: np.random.Generator, units: int, count: int) -> np.nd
     return weights
 
 
-def _query_values(ranks: pl.DataFrame, hits_at: Sequence[int]) -> Dict[str, np.ndarray]:
-    """(Q,) per-query reciprocal realistic rank and hits@k (0 for an unlisted answer)."""
-    rank = ranks["rank"].to_numpy().astype(np.float64)
-    listed = np.isfinite(rank)
-    safe = np.where(listed, rank, np.inf)
-    values = {"mrr": 1.0 / safe}
-    for k in hits_at:
-        values[f"hits@{k}"] = (safe <= k).astype(np.float64)
-    return values
-
-
 def _interval(samples: np.ndarray) -> List[float]:
     tail = (1.0 - CONFIDENCE_LEVEL) / 2.0
     low, high = np.quantile(samples, [tail, 1.0 - tail])
@@ -65,7 +55,7 @@ def confidence_block(ranks: pl.DataFrame, hits_at: Sequence[int], resamples: int
     """The record's ``confidence`` block (see the module docstring) from a ranks table."""
     if resamples < 1:
         raise UsageError(f"{option('bootstrap', resamples)}: expected at least 1 resample")
-    values = _query_values(ranks, hits_at)
+    values = {name: query_values(ranks, name) for name in ["mrr"] + [f"hits@{k}" for k in hits_at]}
     names, width = list(values), len(values) + 1
     units = (ranks.select(pl.struct(["split", "relation", "head", "tail"]).rank("dense").cast(pl.Int64) - 1)
              .to_series().to_numpy())

@@ -19,6 +19,7 @@ writes it.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -27,13 +28,14 @@ import polars as pl
 import torch
 
 from openbench._io.outputs import atomic_path
-from openbench.errors import InputError
+from openbench.errors import InputError, UsageError, option
 from openbench.evaluation.ranking import RankCounts
 from openbench.vocabulary import QUERY_SIDES
 
-__all__ = ["RANKS_SCHEMA", "ranks_table", "write_ranks", "read_ranks", "is_openbench_ranks", "ranks_provenance"]
+__all__ = ["RANKS_SCHEMA", "ranks_table", "query_values", "write_ranks", "read_ranks", "is_openbench_ranks", "ranks_provenance"]
 
 PathLike = Union[str, Path]
+_HITS = re.compile(r"hits@([1-9][0-9]*)")
 
 RANKS_SCHEMA = {"split": pl.Utf8, "side": pl.Utf8, "relation": pl.Utf8, "head": pl.Utf8, "tail": pl.Utf8,
                 "n_greater": pl.Int64, "n_equal": pl.Int64, "n_candidates": pl.Int64, "rank": pl.Float64}
@@ -74,6 +76,19 @@ def ranks_table(split: str, counts: Dict[str, RankCounts], triples: Dict[str, to
     if not parts:
         return pl.DataFrame(schema=RANKS_SCHEMA)
     return pl.concat(parts, how="vertical").cast(RANKS_SCHEMA)  # type: ignore[arg-type]
+
+
+def query_values(ranks: pl.DataFrame, metric: str) -> np.ndarray:
+    """(Q,) float64 per-query values of ``metric`` of a ranks table: ``mrr`` the reciprocal
+    realistic rank, ``hits@K`` whether that rank is at most K; 0 for an answer not listed."""
+    rank = ranks["rank"].to_numpy().astype(np.float64)  # null (not listed) -> nan
+    listed = np.isfinite(rank)
+    if metric == "mrr":
+        return np.where(listed, 1.0 / np.where(listed, rank, 1.0), 0.0)
+    hits = _HITS.fullmatch(metric)
+    if hits is None:
+        raise UsageError(f"{option('metric', metric)}: expected mrr or hits@K (K a positive integer)")
+    return np.where(listed, rank <= int(hits.group(1)), False).astype(np.float64)
 
 
 # -- the ranks file ------------------------------------------------------------------------------

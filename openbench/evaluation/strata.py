@@ -16,8 +16,7 @@ import numpy as np
 import torch
 
 from openbench.evaluation.metrics import strata
-from openbench.evaluation.ranking import RankCounts
-from openbench.evaluation.ranking import true_ids_of
+from openbench.evaluation.ranking import RankCounts, true_ids_of
 
 __all__ = ["training_degree", "degree_bucket_labels", "degree_buckets", "node_types", "stratified"]
 

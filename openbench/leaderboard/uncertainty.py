@@ -41,8 +41,7 @@ _TOLERANCE = 1e-9
 def check_ranks(record: dict, ranks) -> None:
     """Refuse (:class:`~openbench.record.RecordError`) ``ranks`` (a ranks DataFrame) that are not
     the ranks of ``record``; the store reports it as a refused submission."""
-    from openbench.evaluation.compare import query_values
-    from openbench.evaluation.ranks import RANKS_SCHEMA
+    from openbench.evaluation.ranks import RANKS_SCHEMA, query_values
 
     if dict(ranks.schema) != RANKS_SCHEMA:
         raise RecordError(f"the ranks file must hold the columns {', '.join(RANKS_SCHEMA)}")
@@ -101,7 +100,8 @@ def _comparable(metric: str, rank_type: str) -> bool:
 
 def _p_value(best, other, metric: str, side: str) -> Optional[Tuple[float, float]]:
     """(difference other - best, sign-flip p) on the same queries; None when they hold others."""
-    from openbench.evaluation.compare import paired_queries, query_values, sign_flip_p_value
+    from openbench.evaluation.compare import paired_queries, sign_flip_p_value
+    from openbench.evaluation.ranks import query_values
 
     try:
         left, right = paired_queries(other, best, side, "row", "best")

@@ -184,3 +184,23 @@ def test_the_command_refuses_ranks_of_another_dataset_protocol_or_a_broken_file(
     broken.write_bytes(a.read_bytes()[: len(a.read_bytes()) // 2])
     done = CliRunner().invoke(main, ["compare", str(a), str(broken)])
     assert done.exit_code == 1 and f"{broken}: not a ranks file" in done.output
+
+
+def test_the_library_refuses_what_the_command_line_cannot_pass():
+    """Error paths the command's own option types stop first: a side, resample and permutation
+    counts below 1, and a query held a different number of times."""
+    from openbench.evaluation.confidence import confidence_block
+
+    a, b = _pair(7)
+    with pytest.raises(UsageError, match="side='left'.*expected both, head or tail"):
+        compare_ranks(a, b, side="left")
+    with pytest.raises(UsageError, match="resamples=0.*at least 1"):
+        compare_ranks(a, b, resamples=0)
+    with pytest.raises(UsageError, match="bootstrap=0.*at least 1 resample"):
+        confidence_block(a, [1, 3], 0, 0)
+    assert sign_flip_p_value(np.zeros(5), 10, np.random.default_rng(0)) == 1.0  # nothing differs
+    with pytest.raises(UsageError, match="permutations=0.*at least 1"):
+        sign_flip_p_value(np.arange(1.0, EXACT_SIGN_FLIPS + 2), 0, np.random.default_rng(0))
+    twice = pl.concat([a, a.head(1)])
+    with pytest.raises(InputError, match="the same queries a different number of times"):
+        compare_ranks(twice, pl.concat([b, b.head(1), b.head(1)]))
