@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA checks, as one script for a GPU machine (the device tool's `run`): the CUDA test module, the
-# evaluator at OpenBioLink HQ scale on one GPU, and the distributed evaluator with NCCL at HQ scale.
+# evaluator at OpenBioLink HQ scale on one GPU, the distributed evaluator with NCCL at HQ scale, and the
+# cost curve to 4.6 M entities (bench_scale.py).
 # Logs go to $OUT (or ./gpu_out). Packages missing on that machine travel as wheels in .whl/ (carried).
 set -u -o pipefail
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -18,3 +19,6 @@ python3 benchmarks/bench_evaluator.py --scale hq --device cuda --skip-peer --wor
 python3 benchmarks/bench_phases.py /tmp/bench/synthetic-hq-0 --model TransE-L2 --device cuda 2>&1 | tee "$OUT/bench_phases_hq.log"
 python3 benchmarks/bench_distributed.py --world "$(nvidia-smi -L | wc -l)" --device cuda --entities 184732 \
   --train 4192002 --test 183009 2>&1 | tee "$OUT/bench_distributed_hq.log"
+# the cost curve of issue "Scale on one machine" on the GPU: 20 k to Wikidata5M's 4.6 M entities
+python3 benchmarks/bench_scale.py --device cuda --work /tmp/bench-scale --json "$OUT/bench_scale_cuda.json" \
+  --plot "$OUT/bench_scale_cuda.png" 2>&1 | tee "$OUT/bench_scale_cuda.log"

@@ -20,7 +20,9 @@ Timings live under one key, ``timing``: everything else is a function of the inp
 protocol, so two runs with the same inputs and seed give records equal apart from ``timing``.
 Besides ``seconds`` it holds what depends on the machine's order of arithmetic rather than on
 the inputs: with exact ranks, ``exact_ranks`` counts the (query, candidate) pairs the fast pass
-left undecided and how each was settled (:mod:`openbench.evaluation.exact`).
+left undecided and how each was settled (:mod:`openbench.evaluation.exact`), and ``stages`` the
+wall seconds of each stage of the run (``load_dataset``, ``load_model``, ``filter_index``,
+``evaluation``, ``bootstrap``: those it went through).
 """
 from __future__ import annotations
 

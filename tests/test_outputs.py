@@ -173,6 +173,20 @@ def test_result_files_replace_only_openbench_json(tmp_path):
         write_json(tmp_path / "in.json", {}, inputs=[tmp_path / "in.json"])
 
 
+def test_a_large_record_is_recognised_and_replaced_a_larger_foreign_file_is_not(tmp_path, monkeypatch):
+    """A record of 822 relations is over 1 MiB: it is recognised by its whole content (a record
+    cut at 1 MiB is not JSON); a file above the recognition bound is never read nor replaced."""
+    target = tmp_path / "result.json"
+    write_json(target, {"written_by": "openbench", "per_relation": {f"P{i}": "x" * 100 for i in range(20_000)}})
+    assert target.stat().st_size > 2 << 20
+    write_json(target, {"written_by": "openbench", "x": 2})
+    assert json.loads(target.read_text())["x"] == 2
+    monkeypatch.setattr(outputs, "RECOGNISED_JSON_BYTES", 8)
+    with pytest.raises(OutputRefused, match="not written by openbench"):
+        write_json(target, {"written_by": "openbench", "x": 3})
+    assert json.loads(target.read_text())["x"] == 2
+
+
 # ------------------------------------------------------------------------------------------
 # kill -9 at every step of a real run
 

@@ -375,12 +375,16 @@ def _numpy_problem(path: Path, error: BaseException, kind: str) -> InputError:
     return InputError(f"not a readable {kind} array ({detail})", path)
 
 
-def load_npy(path: PathLike) -> np.ndarray:
-    """A ``.npy`` array (never unpickled), fully read; every failure an InputError naming the file."""
+def load_npy(path: PathLike, mmap: bool = False) -> np.ndarray:
+    """A ``.npy`` array (never unpickled); every failure an InputError naming the file.
+
+    ``mmap``: memory-mapped copy-on-write instead of read (an embedding table of millions of
+    rows is paged in from the file as it is used, never copied into the process's own memory;
+    writes stay private). The file must then not be rewritten while the array is in use."""
     path = Path(path)
     _require_file(path)
     try:
-        array = np.load(path, allow_pickle=False)
+        array = np.load(path, allow_pickle=False, mmap_mode="c" if mmap else None)
     except Exception as error:  # truncated, empty, pickled or foreign files raise many kinds
         raise _numpy_problem(path, error, ".npy") from None
     if isinstance(array, np.lib.npyio.NpzFile):

@@ -50,6 +50,9 @@ PathLike = Union[str, Path]
 MARKER = ".openbench-output.json"
 # what every JSON document openbench writes carries at its top level (result records, summaries)
 JSON_SIGNATURE = {"written_by": "openbench"}
+# the largest JSON file read to recognise it as openbench's (a record of thousands of relations
+# is a few MB; a file above this is never one openbench replaces)
+RECOGNISED_JSON_BYTES = 256 << 20
 ALIGNMENT = 4096  # O_DIRECT wants file offsets, lengths and buffer addresses on the logical block size
 DIRECT_BLOCK = 64 << 20
 _RENAME_EXCHANGE = 2
@@ -333,9 +336,9 @@ def check_output_file(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
 def is_openbench_json(path: Path) -> bool:
     """A JSON object carrying :data:`JSON_SIGNATURE` (or an older openbench result record)."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 20)
-        value = json.loads(head.decode("utf-8-sig"))
+        if path.stat().st_size > RECOGNISED_JSON_BYTES:  # no openbench record is that large
+            return False
+        value = json.loads(path.read_bytes().decode("utf-8-sig"))
     except (OSError, ValueError, RecursionError):
         return False
     if not isinstance(value, dict):

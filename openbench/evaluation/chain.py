@@ -91,7 +91,8 @@ def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, si
         chunk_greater, chunk_equal = work.settle(block, start, counts[:2], window, true_ids, filter_pairs, positions)
         greater += chunk_greater.to(greater.device)
         equal += chunk_equal.to(equal.device)
-        mismatched += int(counts[2].sum())
+        if window is None:  # fast ranks compare with the true score itself (exact ranks: the window)
+            mismatched += int(counts[2].sum())
     greater, equal = work.reduce(greater, equal)
     if mismatched:
         setup.warn(f"{mismatched} true score(s) differed between two computations of the same chunk")
@@ -204,10 +205,9 @@ class _EmbeddingPass(SidePass):
             source.exact.prepare(scorer, batch, side, self.queries, true_rows)
         self.total = source.entity_range[1] - source.entity_range[0]
         self.width = min(source.width(batch.shape[0]), self.total)
-        # NaN costs the C kernel nothing to find; the torch path skips its NaN pass when the
-        # scorer proves every score finite
-        probe = torch.empty((1, 1), dtype=scorer.entities.real.dtype, device=scorer.device)
-        self.check_nan = kernel_name(probe) != "torch" or not scorer.provably_finite(self.queries, side)
+        # where the scorer proves every score finite, the counting pass looks for no NaN (the C
+        # kernel then makes two comparisons per score instead of three, torch skips a pass)
+        self.check_nan = not scorer.provably_finite(self.queries, side)
         self._full: Optional[torch.Tensor] = None
 
     def _block(self, start: int, stop: int) -> torch.Tensor:
@@ -216,10 +216,16 @@ class _EmbeddingPass(SidePass):
 
     def true_scores(self) -> torch.Tensor:
         """(B,) the true answers' keys: from the one full block, or a first pass over the chunks
-        holding them."""
+        holding them. Exact ranks score each query against its answer alone, O(B · d) (the window
+        is centred on the float64 key, so the fast key need not be the block's bit for bit: it is
+        read only where the fast pass computes exactly, in any order); fast ranks compute the
+        chunks again, as their blocks will be (the answer is compared with the block's own value)."""
         if self.width >= self.total:
             self._full = self._block(0, self.total)
             return self._full.gather(1, self.true_ids[:, None]).squeeze(1)
+        if self.source.exact is not None:
+            return self.source.scorer.score_lists(self.queries, self.side, self.true_ids[:, None],
+                                                  self.source.entity_range[0], keys=self.keys).squeeze(1)
         scores = torch.empty(self.batch.shape[0], dtype=self.source.scorer.entities.real.dtype,
                              device=self.batch.device)
         for start in range(0, self.total, self.width):

@@ -59,7 +59,15 @@ def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, Rank
                         model=producer.model_description(),
                         diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
                         seed=setup.seed, device=str(setup.device), version=__version__, seconds=seconds,
-                        warnings=list(setup.warnings), timing=producer.timing(), ranks=ranks)
+                        warnings=list(setup.warnings), timing={**producer.timing(), "stages": stages(setup, seconds)},
+                        ranks=ranks)
+
+
+def stages(setup: RankingSetup, seconds: float) -> Dict[str, float]:
+    """Wall seconds of the stages a run went through (``load_dataset`` where the dataset came
+    from :func:`~openbench.datasets.loader.load_dataset`, the filter index, the evaluation)."""
+    timed = {} if setup.dataset.load_seconds is None else {"load_dataset": round(setup.dataset.load_seconds, 6)}
+    return {**timed, "filter_index": round(getattr(setup, "filter_seconds", 0.0), 6), "evaluation": round(seconds, 6)}
 
 
 def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = None,
@@ -76,8 +84,10 @@ def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = Non
     if bootstrap is not None and record.ranks is not None:
         from openbench.evaluation.confidence import confidence_block
 
+        resampled = time.perf_counter()
         record.confidence = confidence_block(record.ranks, setup.hits_at, bootstrap, setup.seed)
         record.seconds = time.perf_counter() - started
+        record.timing["stages"]["bootstrap"] = round(time.perf_counter() - resampled, 6)
     return record
 
 

@@ -235,10 +235,20 @@ def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
     """The fewest binary fraction digits f such that every value of ``tables`` is a multiple of 2^-f
     (0 for integers); None when a value is not finite. Reads ``chunk`` values at a time."""
     bits = 0
+    library = COUNTING_LIBRARY.get()
     for table in tables:
         flat = table.detach().reshape(-1)
         if flat.is_complex():
             flat = torch.view_as_real(flat).reshape(-1)
+        if (library is not None and flat.device.type == "cpu" and flat.dtype in (torch.float32, torch.float64)
+                and flat.is_contiguous()):  # one pass over the bit patterns
+            function = (library.openbench_fraction_bits_f32 if flat.dtype == torch.float32
+                        else library.openbench_fraction_bits_f64)
+            found = int(function(flat.data_ptr(), flat.numel())) if flat.numel() else 0
+            if found < 0:
+                return None
+            bits = max(bits, found)
+            continue
         for start in range(0, flat.numel(), chunk):
             values = flat[start:start + chunk].cpu().to(torch.float64).numpy()
             if not np.isfinite(values).all():

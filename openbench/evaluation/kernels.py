@@ -64,6 +64,10 @@ def _configure(library) -> None:
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
                              ctypes.c_void_p]
         function.restype = None
+    for name in ("openbench_fraction_bits_f32", "openbench_fraction_bits_f64"):  # exact.py's fraction_bits
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        function.restype = ctypes.c_int64
     for name in ("openbench_query_rows_f32", "openbench_query_rows_f64"):
         function = getattr(library, name)
         function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
@@ -110,7 +114,8 @@ def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: boo
 
     "Better" is ``>`` (``<`` when lower is better); comparisons are exact, so equal infinities
     tie. A NaN score raises :class:`NonFiniteRows` (the torch path skips that check when
-    ``check_nan`` is False). May overwrite ``scores``.
+    ``check_nan`` is False, and the C kernel then makes two comparisons per score instead of
+    three). May overwrite ``scores``.
 
     With ``highs``, row i has the window [targets_i, highs_i]: the counts are then
     (#{beyond the window on the better side}, #{inside the window}).
@@ -126,7 +131,7 @@ def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: boo
     highs = targets if highs is None else highs.to(dtype=scores.dtype).contiguous()
     kernel = kernel_name(scores)
     if kernel == "c":
-        return _row_counts_c(scores, targets, highs, lower_is_better, positions)
+        return _row_counts_c(scores, targets, highs, lower_is_better, positions, check_nan)
     if kernel == "triton":
         return _row_counts_triton(scores, targets, highs, lower_is_better)
     if highs is not targets:
@@ -152,18 +157,18 @@ def _row_counts_triton(scores, lows, highs, lower_is_better):
     return greater, equal
 
 
-def _row_counts_c(scores, lows, highs, lower_is_better, positions=None):
+def _row_counts_c(scores, lows, highs, lower_is_better, positions=None, check_nan=True):
     rows, width = scores.shape
     greater = torch.empty(rows, dtype=torch.long)
     equal = torch.empty(rows, dtype=torch.long)
-    nans = torch.empty(rows, dtype=torch.long)
+    nans = torch.zeros(rows, dtype=torch.long)
     library = COUNTING_LIBRARY.get()
     assert library is not None  # kernel_name chose "c" because it loaded
     function = (library.openbench_count_window_f32 if scores.dtype == torch.float32
                 else library.openbench_count_window_f64)
     stride = scores.stride(0) if rows > 1 else width
     pointers = (scores.data_ptr(), lows.data_ptr(), highs.data_ptr(), greater.data_ptr(), equal.data_ptr(),
-                nans.data_ptr())
+                nans.data_ptr() if check_nan else None)
     capacity = 0 if positions is None else positions.shape[1]
     position_pointer = None if positions is None else positions.data_ptr()
 

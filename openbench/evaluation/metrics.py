@@ -29,12 +29,13 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Optional, Sequence, Union
 
+import numpy as np
 import torch
 
 from openbench.evaluation.ranking import RankCounts
 from openbench.vocabulary import QUERY_SIDES, RANK_TYPES, SIDES
 
-__all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "harmonic_squares", "task_values", "group_means", "metric_block",
+__all__ = ["RANK_TYPES", "SIDE_NAMES", "harmonic", "harmonic_squares", "task_values", "group_means", "metric_block", "metric_blocks",
            "adjusted_metrics", "grouped_blocks", "summarize", "strata", "macro_average"]
 
 SIDE_NAMES = SIDES
@@ -92,50 +93,83 @@ def group_means(values: Dict[str, torch.Tensor], groups: torch.Tensor, n_groups:
     return means, counts
 
 
-def _clean(value: Optional[float]) -> Optional[float]:
-    return None if value is None or not math.isfinite(value) else float(value)
+def _ratios(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator where the denominator is positive and the numerator finite; NaN
+    (undefined) elsewhere."""
+    defined = (denominator > 0.0) & np.isfinite(numerator)
+    out = np.full(numerator.shape, np.nan)
+    np.divide(numerator, denominator, out=out, where=defined)
+    return out
 
 
-def _ratio(numerator: float, denominator: float) -> Optional[float]:
-    return numerator / denominator if denominator > 0.0 and math.isfinite(numerator) else None
+def _spread(variance: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """√(V / n) of a mean of n queries (0 without queries)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(queries > 0, np.sqrt(np.maximum(variance, 0.0) / np.maximum(queries, 1)), 0.0)
+
+
+def _adjusted_arrays(means: Dict[str, np.ndarray], rank_type: str, hits_at: Sequence[int],
+                     queries: np.ndarray) -> Dict[str, np.ndarray]:
+    """The chance-adjusted metrics of one rank type for G groups (see the module docstring): the
+    group means (G,) of :func:`task_values` over ``queries`` (G,) queries; NaN where undefined."""
+    mr, mrr = means[f"{rank_type}.mr"], means[f"{rank_type}.mrr"]
+    expected_mr, expected_mrr = means["random.mr"], means["random.mrr"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        values = {"amr": _ratios(mr, expected_mr), "amri": 1.0 - _ratios(mr - 1.0, expected_mr - 1.0),
+                  "amrr": _ratios(mrr - expected_mrr, 1.0 - expected_mrr)}
+        for k in hits_at:
+            chance = means[f"random.hits@{k}"]
+            values[f"ahits@{k}"] = _ratios(means[f"{rank_type}.hits@{k}"] - chance, 1.0 - chance)
+        values["zmr"] = _ratios(expected_mr - mr, _spread(means["random.mr_var"], queries))
+        values["zmrr"] = _ratios(mrr - expected_mrr, _spread(means["random.mrr_var"], queries))
+        for k in hits_at:
+            values[f"zhits@{k}"] = _ratios(means[f"{rank_type}.hits@{k}"] - means[f"random.hits@{k}"],
+                                           _spread(means[f"random.hits@{k}_var"], queries))
+    return values
+
+
+def metric_blocks(means: Dict[str, np.ndarray], hits_at: Sequence[int],
+                  queries: np.ndarray) -> List[Dict[str, Dict[str, Optional[float]]]]:
+    """{rank type: {metric: value}} of each of G groups, with the result JSON's keys, from the
+    flat group means (G,) of :func:`task_values` over ``queries`` (G,) queries; computed for all
+    groups at once (a record of 822 relations costs one pass, not 822). Non-finite values are None."""
+    columns: Dict[tuple, np.ndarray] = {}
+    for rank_type in RANK_TYPES:
+        columns[(rank_type, "mrr")], columns[(rank_type, "mr")] = means[f"{rank_type}.mrr"], means[f"{rank_type}.mr"]
+        for k in hits_at:
+            columns[(rank_type, f"hits@{k}")] = means[f"{rank_type}.hits@{k}"]
+        for name, value in _adjusted_arrays(means, rank_type, hits_at, queries).items():
+            columns[(rank_type, name)] = value
+    columns[("expected", "mrr")] = means["expected.mrr"]
+    for k in hits_at:
+        columns[("expected", f"hits@{k}")] = means[f"expected.hits@{k}"]
+    listed = {key: [value if math.isfinite(value) else None for value in np.asarray(column, np.float64).tolist()]
+              for key, column in columns.items()}
+    blocks: List[Dict[str, Dict[str, Optional[float]]]] = []
+    for group in range(int(np.asarray(queries).shape[0])):
+        block: Dict[str, Dict[str, Optional[float]]] = {}
+        for (rank_type, name), values in listed.items():
+            block.setdefault(rank_type, {})[name] = values[group]
+        blocks.append(block)
+    return blocks
+
+
+def _one_group(means: Dict[str, float]) -> Dict[str, np.ndarray]:
+    return {key: np.array([value], dtype=np.float64) for key, value in means.items()}
 
 
 def adjusted_metrics(means: Dict[str, float], rank_type: str, hits_at: Sequence[int],
                      queries: int) -> Dict[str, Optional[float]]:
     """The chance-adjusted metrics of one rank type (see the module docstring) from the group
-    means of :func:`task_values` over ``queries`` queries."""
-    mr, mrr = means[f"{rank_type}.mr"], means[f"{rank_type}.mrr"]
-    expected_mr, expected_mrr = means["random.mr"], means["random.mrr"]
-    spread_mr = math.sqrt(max(means["random.mr_var"], 0.0) / queries) if queries else 0.0
-    spread_mrr = math.sqrt(max(means["random.mrr_var"], 0.0) / queries) if queries else 0.0
-    values: Dict[str, Optional[float]] = {
-        "amr": _ratio(mr, expected_mr), "amri": None if _ratio(mr - 1.0, expected_mr - 1.0) is None
-        else 1.0 - (mr - 1.0) / (expected_mr - 1.0),
-        "amrr": _ratio(mrr - expected_mrr, 1.0 - expected_mrr)}
-    for k in hits_at:
-        values[f"ahits@{k}"] = _ratio(means[f"{rank_type}.hits@{k}"] - means[f"random.hits@{k}"],
-                                      1.0 - means[f"random.hits@{k}"])
-    values["zmr"] = _ratio(expected_mr - mr, spread_mr)
-    values["zmrr"] = _ratio(mrr - expected_mrr, spread_mrr)
-    for k in hits_at:
-        spread = math.sqrt(max(means[f"random.hits@{k}_var"], 0.0) / queries) if queries else 0.0
-        values[f"zhits@{k}"] = _ratio(means[f"{rank_type}.hits@{k}"] - means[f"random.hits@{k}"], spread)
-    return {name: _clean(value) for name, value in values.items()}
+    means of :func:`task_values` over ``queries`` queries (one group of :func:`metric_blocks`)."""
+    values = _adjusted_arrays(_one_group(means), rank_type, hits_at, np.array([queries]))
+    return {name: float(value[0]) if math.isfinite(value[0]) else None for name, value in values.items()}
 
 
 def metric_block(means: Dict[str, float], hits_at: Sequence[int], queries: int) -> Dict[str, Dict[str, Optional[float]]]:
     """Nest flat means of ``queries`` queries into {rank type: {metric: value}} with the result
-    JSON's keys."""
-    block: Dict[str, Dict[str, Optional[float]]] = {}
-    for rank_type in RANK_TYPES:
-        block[rank_type] = {"mrr": _clean(means[f"{rank_type}.mrr"]), "mr": _clean(means[f"{rank_type}.mr"])}
-        for k in hits_at:
-            block[rank_type][f"hits@{k}"] = _clean(means[f"{rank_type}.hits@{k}"])
-        block[rank_type].update(adjusted_metrics(means, rank_type, hits_at, queries))
-    block["expected"] = {"mrr": _clean(means["expected.mrr"])}
-    for k in hits_at:
-        block["expected"][f"hits@{k}"] = _clean(means[f"expected.hits@{k}"])
-    return block
+    JSON's keys (one group of :func:`metric_blocks`)."""
+    return metric_blocks(_one_group(means), hits_at, np.array([queries]))[0]
 
 
 def _side_values(head: Optional[RankCounts], tail: Optional[RankCounts], hits_at: Sequence[int]
@@ -162,9 +196,11 @@ def grouped_blocks(sides: Dict[str, Dict[str, torch.Tensor]], groups: Dict[str, 
         if side not in sides:
             continue
         means, counts = group_means(sides[side], side_groups[side], len(labels))
-        for group in counts.nonzero().squeeze(1).tolist():
-            blocks.setdefault(group, {})[side] = metric_block({key: float(v[group]) for key, v in means.items()},
-                                                              hits_at, int(counts[group]))
+        present = counts.nonzero().squeeze(1)
+        found = metric_blocks({key: value[present].numpy() for key, value in means.items()}, hits_at,
+                              counts[present].numpy())
+        for group, block in zip(present.tolist(), found):
+            blocks.setdefault(group, {})[side] = block
     out = {}
     for group in sorted(blocks):
         out[labels[group]] = {side: blocks[group].get(side) for side in SIDE_NAMES}

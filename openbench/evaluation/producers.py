@@ -34,9 +34,15 @@ from openbench.models.scorers import EmbeddingScorer
 from openbench.progress import progress
 from openbench.record import Protocol
 
-__all__ = ["Producer", "FullRanking", "SampledRanking", "is_out_of_memory"]
+__all__ = ["Producer", "FullRanking", "SampledRanking", "is_out_of_memory", "QUERY_TILE"]
 
 logger = logging.getLogger(__name__)
+
+
+# queries per batch when full score rows of that many do not fit the block budget: a tile this
+# tall makes the GEMM of each entity chunk compute-bound (at 1 M entities, full rows of 8 queries
+# streamed the whole table from memory once per 8 queries: 12× slower than the tiled GEMM)
+QUERY_TILE = 1024
 
 
 def _take_warnings(setup: RankingSetup, scorer) -> None:
@@ -65,8 +71,8 @@ class Producer:
         """Get ready for ``setup``; nothing to do by default."""
 
     def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
-        """(T, 3) the evaluation split's triples in the scope."""
-        return setup.scoped(setup.evaluation_triples())
+        """(T, 3) the evaluation split's distinct triples in the scope (a repeat counts once)."""
+        return setup.distinct(setup.scoped(setup.evaluation_triples()))
 
     def produce(self, setup: RankingSetup, triples: torch.Tensor,
                 batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
@@ -147,13 +153,15 @@ class FullRanking(Producer):
     # -- sizes ------------------------------------------------------------------------------
     def default_batch_size(self, setup: RankingSetup) -> int:
         """Queries per batch: embeddings, as many full (E,) score rows as the block budget holds
-        (at most 4096, 256 when not even :data:`MIN_FULL_ROWS` fit); rows, at most 1024."""
+        (at most 4096) where that is at least :data:`QUERY_TILE` of them, else a tile of
+        :data:`QUERY_TILE` queries scored in entity chunks (so each candidate row is read from
+        memory once per tile, not once per handful of queries); rows, at most 1024."""
         budget = self._block_budget
         if not self.embeddings:
             return max(1, min(budget // max(setup.num_entities, 1), 1024))
-        if setup.num_entities * MIN_FULL_ROWS <= budget:
+        if setup.num_entities * QUERY_TILE <= budget:
             return max(1, min(budget // setup.num_entities, 4096))
-        return 256
+        return QUERY_TILE
 
     def chunk_width(self, batch_size: int) -> int:
         """Candidates per block for ``batch_size`` queries (all of them where they fit)."""
@@ -258,6 +266,10 @@ class SampledRanking(Producer):
         if hasattr(self.scorer, "to"):
             self.scorer = self.scorer.to(setup.device)
         self.sides, self.lower_is_better = list(setup.sides), setup.lower_is_better
+
+    def evaluation_triples(self, setup: RankingSetup) -> torch.Tensor:
+        """(T, 3) every evaluation row, repeats included: each row has its own negatives (OGB)."""
+        return setup.scoped(setup.evaluation_triples())
 
     def score_candidates(self, batch: torch.Tensor, side: str, candidates: torch.Tensor) -> torch.Tensor:
         """(B, W) float64, higher is more plausible (embeddings only; see :func:`sampled_counts`)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence
 
@@ -130,11 +131,14 @@ def evaluate_model_record(dataset: Dataset, spec: ModelSpec,
     options = with_protocol(dataset, source, options)
     settings = source_settings(source, options)
     logger.info("evaluating a %s model", source.name)
+    started = time.perf_counter()
     model = source.load(dataset, spec)
+    loaded = time.perf_counter() - started
     producer = producer_for(model, protocol=options.protocol or "full", negatives=options.sampled_negatives,
                             ranks=options.ranks)
     if not options.distributed:
-        return run(setup_for(dataset, producer, **settings), producer, options.batch_size, options.bootstrap)
+        record = run(setup_for(dataset, producer, **settings), producer, options.batch_size, options.bootstrap)
+        return _with_model_load(record, loaded)
     import torch.distributed as dist
 
     from openbench.evaluation.device import resolve_device
@@ -144,11 +148,21 @@ def evaluate_model_record(dataset: Dataset, spec: ModelSpec,
     settings["device"] = resolve_device(options.device, local_rank=int(os.environ.get("LOCAL_RANK", 0)))
     try:
         sharded = ShardedProducer(producer, options.shard)
-        result = run(setup_for(dataset, sharded, **settings), sharded, options.batch_size, options.bootstrap)
+        result = _with_model_load(run(setup_for(dataset, sharded, **settings), sharded, options.batch_size,
+                                      options.bootstrap), loaded)
     finally:
         rank = dist.get_rank()
         dist.destroy_process_group()
     return result if rank == 0 else None
+
+
+def _with_model_load(record: ResultRecord, seconds: float) -> ResultRecord:
+    """``record`` with the model's load time among its stages, after the dataset's."""
+    stages = record.timing.get("stages", {})
+    first = {key: stages[key] for key in ("load_dataset",) if key in stages}
+    record.timing["stages"] = {**first, "load_model": round(seconds, 6),
+                               **{key: value for key, value in stages.items() if key not in first}}
+    return record
 
 
 def classify_model(dataset: Dataset, spec: ModelSpec, options: Optional[EvaluationOptions] = None,

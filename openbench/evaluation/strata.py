@@ -44,16 +44,33 @@ def degree_bucket_labels(count: int) -> List[str]:
     return labels[:count]
 
 
-def node_types(entity_labels: Sequence[str]) -> Optional[Tuple[np.ndarray, List[str]]]:
-    """((E,) type ids, type names) from the labels' CURIE prefixes; None when no label has a known one."""
+def node_types(entity_labels: Sequence[str], among: Optional[np.ndarray] = None
+               ) -> Optional[Tuple[np.ndarray, List[str]]]:
+    """((E,) type ids, type names) from the labels' CURIE prefixes; None when no label has a known
+    one. ``among``: only these entity ids get a type id (the others -1), the names those they
+    use (a graph of millions of entities is not walked for a few thousand answers)."""
     from graphgen.edge_types import PREFIX_TO_NODE_TYPE
 
-    names = [PREFIX_TO_NODE_TYPE.get(label.split(":", 1)[0]) if ":" in label else None for label in entity_labels]
-    if not any(name is not None for name in names):
+    def type_of(label: str) -> Optional[str]:
+        return PREFIX_TO_NODE_TYPE.get(label.split(":", 1)[0]) if ":" in label else None
+
+    ids = np.arange(len(entity_labels)) if among is None else np.asarray(among, dtype=np.int64)
+    names = [type_of(entity_labels[i]) for i in ids.tolist()]
+    if not any(name is not None for name in names) and not _any_typed(entity_labels, type_of):
         return None
     ordered = sorted({name for name in names if name is not None}) + (["unknown"] if None in names else [])
     index = {name: i for i, name in enumerate(ordered)}
-    return np.array([index[name if name is not None else "unknown"] for name in names], dtype=np.int64), ordered
+    type_ids = np.full(len(entity_labels), -1, dtype=np.int64)
+    type_ids[ids] = [index[name if name is not None else "unknown"] for name in names]
+    return type_ids, ordered
+
+
+def _any_typed(entity_labels: Sequence[str], type_of) -> bool:
+    """Whether any label has a known CURIE prefix (labels without a colon, Wikidata's Q-ids say,
+    are ruled out by one search of their joined text)."""
+    if ":" not in "\n".join(entity_labels):
+        return False
+    return any(type_of(label) is not None for label in entity_labels)
 
 
 def stratified(counts: Dict[str, RankCounts], triples: Dict[str, torch.Tensor], train: torch.Tensor,
@@ -67,7 +84,7 @@ def stratified(counts: Dict[str, RankCounts], triples: Dict[str, torch.Tensor], 
     head, tail = counts.get("head"), counts.get("tail")
     by_degree = strata(head, tail, {side: torch.from_numpy(b) for side, b in buckets.items()},
                        degree_bucket_labels(top), hits_at)
-    typed = node_types(entity_labels)
+    typed = node_types(entity_labels, np.unique(np.concatenate(list(answers.values()))) if answers else None)
     if typed is None:
         return by_degree, None
     type_ids, names = typed

@@ -192,7 +192,7 @@ class EmbeddingScorer:
             return True
         candidates = self._cached_candidates(side)
         if side not in self._candidate_max:
-            self._candidate_max[side] = float(candidates.abs().max()) if candidates.numel() else 0.0
+            self._candidate_max[side] = _largest_magnitude(candidates)
         c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
         if not (math.isfinite(c_max) and math.isfinite(q_max)):
             return False
@@ -251,9 +251,11 @@ class EmbeddingScorer:
                                queries[:, half:] - candidates[:, half:]).sum(dim=1).neg()
         raise ValueError(f"unknown score kind {self.kind!r}")
 
-    def score_lists(self, queries: torch.Tensor, side: str, ids: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
+    def score_lists(self, queries: torch.Tensor, side: str, ids: torch.Tensor, entity_offset: int = 0,
+                    keys: bool = False) -> torch.Tensor:
         """(B, W) scores of each query (B, d') against its own candidates ``ids`` (B, W): the
-        formula of :meth:`score_chunk`, with only those candidates gathered (B × W × d')."""
+        formula of :meth:`score_chunk`, with only those candidates gathered (B × W × d').
+        ``keys``: L2 distances give the ranking key -‖q - c‖² (as :meth:`score_chunk`)."""
         table = self._cached_candidates(side)
         flat = (ids - entity_offset).reshape(-1)
         candidates = torch.index_select(table, 0, flat).view(ids.shape[0], ids.shape[1], table.shape[1])  # (B, W, d')
@@ -261,7 +263,8 @@ class EmbeddingScorer:
             return torch.bmm(candidates, queries[:, :, None]).squeeze(2)
         difference = candidates - queries[:, None, :]
         if self.kind == "l2":
-            return (difference * difference).sum(dim=2).sqrt_().neg_()
+            squared = (difference * difference).sum(dim=2)
+            return squared.neg_() if keys else squared.sqrt_().neg_()
         if self.kind == "l1":
             return difference.abs_().sum(dim=2).neg_()
         if self.kind == "moduli":
@@ -608,6 +611,18 @@ def array_sha256(*arrays) -> str:
         np.save(buffer, np.asarray(array))
         digest.update(buffer.getvalue())
     return digest.hexdigest()
+
+
+def _largest_magnitude(values: torch.Tensor) -> float:
+    """max |v| of a tensor (NaN if it holds one; 0 when empty); real tables without the copy
+    that ``abs()`` would allocate (the size of the whole embedding table)."""
+    if not values.numel():
+        return 0.0
+    if values.is_complex():
+        return float(values.abs().max())
+    extremes = torch.aminmax(values)
+    lowest, highest = float(extremes.min), float(extremes.max)
+    return math.nan if math.isnan(lowest) or math.isnan(highest) else max(-lowest, highest)
 
 
 def file_sha256(*paths) -> str:

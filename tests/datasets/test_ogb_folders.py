@@ -214,3 +214,22 @@ def test_offset_and_protocol_mistakes_are_refused(tmp_path):
     with pytest.raises(UsageError, match="runs on one process"):
         with_protocol(dataset, SOURCES["embeddings"], EvaluationOptions(distributed=True))
     assert with_protocol(dataset, SOURCES["anyburl"], EvaluationOptions(protocol="full")).sampled_negatives is None
+
+
+def test_a_repeated_test_triple_counts_once_under_the_full_protocol(tmp_path):
+    """OGB's test.pt may repeat a triple: the full protocol ranks it once (with a warning), as a
+    split folder does; the sampled protocol keeps every row (each has its own negatives)."""
+    splits = _write_wikikg2(tmp_path / "wikikg2", 3)
+    test = splits["test"]
+    for key in ("head", "relation", "tail", "head_neg", "tail_neg"):
+        test[key] = np.concatenate([test[key], test[key][:2]])  # the first two triples again
+    _save(tmp_path / "wikikg2", splits)
+    rng = np.random.default_rng(0)
+    entities, relations = rng.normal(size=(40, 6)).astype(np.float32), rng.normal(size=(4, 6)).astype(np.float32)
+    full = _evaluate(tmp_path, tmp_path / "wikikg2", entities, relations, "--protocol", "full")
+    distinct = len({(h, r, t) for h, r, t in zip(test["head"].tolist(), test["relation"].tolist(),
+                                                 test["tail"].tolist())})
+    assert full["diagnostics"]["queries"] == 2 * distinct
+    assert any("removed 2 repeated test triple(s)" in warning for warning in full["warnings"])
+    sampled = _evaluate(tmp_path, tmp_path / "wikikg2", entities, relations)
+    assert sampled["diagnostics"]["queries"] == 2 * len(test["head"])

@@ -232,7 +232,10 @@ def test_result_record_shape(dataset):
     assert list(result) == ["written_by", "schema_version", "task", "metrics", "per_relation", "macro_relation",
                             "by_degree", "by_node_type", "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
                             "warnings"]
-    assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds", "exact_ranks"}
+    assert result["schema_version"] == 1 and result["written_by"] == "openbench" and set(result["timing"]) == {"seconds", "exact_ranks", "stages"}
+    stages = result["timing"]["stages"]  # wall seconds of the stages the run went through
+    assert {"filter_index", "evaluation"} <= set(stages) <= {"load_dataset", "filter_index", "evaluation"}
+    assert all(seconds >= 0 for seconds in stages.values())
     from openbench.record import validate_record
 
     validate_record(result)  # the evaluators' records pass the leaderboard's own checks

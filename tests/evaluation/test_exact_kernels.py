@@ -1,6 +1,8 @@
 """The C helpers of exact ranks (query rows, pair keys, row norms) against the numpy/torch
 formulas they replace: the same float64 queries bit for bit, keys within float64 rounding, and
 norms that bound the exact ones (tiny float64 values included)."""
+import math
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -10,7 +12,7 @@ import torch
 from openbench.evaluation import kernels
 from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.exact import norm_bounds, pair_keys, query_rows, real_rows
+from openbench.evaluation.exact import fraction_bits, norm_bounds, pair_keys, query_rows, real_rows
 from openbench.models.scorers import DistMult, build_scorer
 from tests.helpers import missing_implementation, random_labelled_graph, write_samples
 
@@ -148,3 +150,40 @@ def test_exact_ranks_of_rotate_heads_rescore_few_candidates(tmp_path):
     evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, sides=("head",))
     evaluator.evaluate()
     assert evaluator.exact.stats.rescored < 0.05 * 60 * dataset.num_entities
+
+
+def _reference_fraction_bits(values) -> int:
+    """The fewest fraction digits of every value, from exact fractions (obviously correct)."""
+    bits = 0
+    for value in values:
+        denominator = Fraction(float(value)).denominator  # a power of two
+        bits = max(bits, denominator.bit_length() - 1)
+    return bits
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fraction_bits_c_and_numpy_agree_with_exact_fractions(dtype, monkeypatch):
+    """The one-pass C reading of the bit patterns and the numpy path give what exact fractions
+    give: subnormals, negative zero, integers, large and tiny values; None for inf and NaN."""
+    rng = np.random.default_rng(3)
+    tiny = np.finfo(np.float32 if dtype == torch.float32 else np.float64).smallest_subnormal
+    cases = [rng.standard_normal(1000), np.array([3.0, -0.0, 2.0 ** 40, -7.0]), np.array([0.5, -0.25, 0.0]),
+             np.array([tiny, -tiny * 3, 1.0]), np.array([2.0 ** -30, 1.5 * 2.0 ** 20]),
+             np.round(rng.standard_normal(500) * 64) / 64, np.zeros(5)]
+    for values in cases:
+        table = torch.from_numpy(values).to(dtype)
+        expected = _reference_fraction_bits(table.tolist())
+        found = {}
+        for name in ("c", "numpy"):
+            if name == "numpy":
+                monkeypatch.setenv("OPENBENCH_KERNEL", "torch")
+            kernels.COUNTING_LIBRARY.reset()
+            found[name] = fraction_bits(table.reshape(-1, 1 if table.numel() % 2 else 2), table[:1])
+            monkeypatch.delenv("OPENBENCH_KERNEL", raising=False)
+        kernels.COUNTING_LIBRARY.reset()
+        assert found == {"c": expected, "numpy": expected}, values[:5]
+    for bad in (math.inf, -math.inf, math.nan):
+        table = torch.tensor([1.0, bad, 0.5], dtype=dtype)
+        assert fraction_bits(table) is None
+    if os.environ.get("CI"):
+        assert kernels.COUNTING_LIBRARY.get() is not None, "the C helpers are not built"
