@@ -37,8 +37,11 @@ MODEL_SOURCES: Dict[str, str] = {
     "obl2021": "an OBL2021 submission, pred_top10 in a .npz (--submission)",
     "popularity": "the popularity baseline: each candidate scored by its training degree within the query's "
                   "relation and side (--model popularity, no embeddings)",
+    "rules": "the leakage baseline: answers implied by the training triples' symmetric, inverse and duplicate "
+             "relations first, then popularity (--model rules, no embeddings)",
 }
 POPULARITY = "popularity"  # --model popularity: the baseline, not a score function of embeddings
+RULES = "rules"  # --model rules: what the audit's leakage patterns alone score
 
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")

@@ -11,7 +11,10 @@ and what it removed, so the caller can report counts per step.
   with the same value;
 * hierarchy: evaluation rows whose relation's parent or child (``graphgen.edge_types``) joins
   the same *unordered* pair in training with the same value. DRUG_x_GENE points drug→gene while
-  its parent GENE_DRUG points gene→drug, so orientation must not hide a pair.
+  its parent GENE_DRUG points gene→drug, so orientation must not hide a pair;
+* relation patterns (:mod:`splits.audit`, found in the training positives): evaluation rows whose
+  copy under a duplicate relation, or whose reverse under an inverse relation (or, undirected,
+  under a symmetric one), is in training.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from graphgen.edge_types import EDGE_TYPES
 from splits import SEEN_RULES
 
 __all__ = ["PARENT", "SEEN_RULES", "categorical_ids", "nodes_of", "drop_unseen_nodes", "drop_unseen_relations",
-           "drop_reverse_edges", "drop_hierarchy_leakage"]
+           "drop_reverse_edges", "drop_hierarchy_leakage", "relation_patterns", "drop_pattern_leakage"]
 
 
 
@@ -101,5 +104,49 @@ def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> 
         & ((pl.col("train_relation") == pl.col("_parent")) | (pl.col("train_parent") == pl.col("relation"))))
     leaking = related.get_column("_row").unique().implode()
     flagged = candidates.with_columns(pl.col("_row").is_in(leaking).alias("_leak"))
+    columns = evaluation.columns
+    return (flagged.filter(~pl.col("_leak")).select(columns), flagged.filter(pl.col("_leak")).select(columns))
+
+
+def relation_patterns(training: pl.DataFrame, threshold: float = 0.8) -> dict:
+    """The audit's relation patterns (:mod:`splits.audit`) in the training positives:
+    ``{"inverse_pairs", "duplicate_relations", "symmetric_relations"}`` as the audit reports them."""
+    from splits.audit import AuditInput, audit_frames
+
+    positives = training.filter(pl.col("value") == "1").select(
+        pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"), pl.col("id2").cast(pl.String).alias("t"))
+    if positives.height == 0:
+        return {"inverse_pairs": [], "duplicate_relations": [], "symmetric_relations": []}
+    report = audit_frames(AuditInput("training", "graph", {"graph": positives}), threshold)
+    return {key: report[key] for key in ("inverse_pairs", "duplicate_relations", "symmetric_relations")}
+
+
+def _partners(pairs, partner: str) -> pl.DataFrame:
+    rows = [(pair["relation"], pair[partner]) for pair in pairs]
+    rows += [(b, a) for a, b in rows]
+    return pl.DataFrame(rows, schema={"relation": pl.String, "partner": pl.String}, orient="row")
+
+
+def drop_pattern_leakage(evaluation: pl.DataFrame, training: pl.DataFrame, patterns: dict,
+                         directed: bool) -> Tuple[pl.DataFrame, pl.DataFrame]:
+    """(kept, removed): evaluation rows training holds again under another name: (a, r', b) for a
+    duplicate relation r' of r, (b, r', a) for an inverse partner r', and, in an undirected graph,
+    (b, r, a) for a symmetric relation r (a directed graph's reverse edges go in any case:
+    :func:`drop_reverse_edges`), each with the same value. ``patterns``: :func:`relation_patterns`."""
+    evaluation, training = categorical_ids(evaluation), categorical_ids(training)
+    indexed = evaluation.with_row_index("_row")
+    matched = ["id1", "relation", "id2", "value"]
+    copies = [indexed.join(_partners(patterns["duplicate_relations"], "duplicate"), on="relation")
+              .select("_row", "id1", pl.col("partner").alias("relation"), "id2", "value"),
+              indexed.join(_partners(patterns["inverse_pairs"], "inverse"), on="relation")
+              .select("_row", pl.col("id2").alias("id1"), pl.col("partner").alias("relation"), pl.col("id1").alias("id2"),
+                      "value")]
+    if not directed:
+        symmetric = [item["relation"] for item in patterns["symmetric_relations"]]
+        copies.append(indexed.filter(pl.col("relation").is_in(symmetric))
+                      .select("_row", pl.col("id2").alias("id1"), "relation", pl.col("id1").alias("id2"), "value"))
+    found = [copy.join(training.select(matched), on=matched, how="semi").get_column("_row") for copy in copies]
+    leaking = pl.concat(found).unique().implode() if found else pl.Series([], dtype=pl.UInt32).implode()
+    flagged = indexed.with_columns(pl.col("_row").is_in(leaking).alias("_leak"))
     columns = evaluation.columns
     return (flagged.filter(~pl.col("_leak")).select(columns), flagged.filter(pl.col("_leak")).select(columns))

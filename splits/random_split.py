@@ -20,7 +20,8 @@ import polars as pl
 from openbench._io import check_output_folder, replace_folder
 from openbench.errors import InputError
 from graphgen.graph_files import SPLIT_COLUMNS
-from splits.leakage import (categorical_ids, drop_hierarchy_leakage, drop_reverse_edges, drop_unseen_nodes,
+from splits.leakage import (categorical_ids, drop_hierarchy_leakage, drop_pattern_leakage, drop_reverse_edges,
+                            relation_patterns, drop_unseen_nodes,
                             drop_unseen_relations)
 from openbench.layouts import NEGATIVE_FILES, write_negatives
 from splits.eval_negatives import draw_eval_negatives
@@ -58,16 +59,20 @@ def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed: bool,
-                     seen_rule: str = "positives") -> SplitSet:
-    """Hierarchy and reverse leakage against ``training``, then nodes unseen in training
-    (:func:`splits.leakage.drop_unseen_nodes`'s ``seen_rule``). Removing evaluation rows changes
-    nothing in training, so one pass leaves every kept node seen."""
+                     seen_rule: str = "positives", patterns: Optional[dict] = None) -> SplitSet:
+    """Hierarchy, reverse and relation-pattern leakage against ``training`` (``patterns``: those
+    :func:`splits.leakage.relation_patterns` finds in it, computed when None), then nodes unseen
+    in training (:func:`splits.leakage.drop_unseen_nodes`'s ``seen_rule``). Removing evaluation
+    rows changes nothing in training, so one pass leaves every kept node seen."""
     removed = {}
     evaluation, dropped = drop_hierarchy_leakage(evaluation, training)
     removed["hierarchy_leakage"] = dropped.height
     if directed:
         evaluation, dropped = drop_reverse_edges(evaluation, training)
         removed["reverse_edges"] = dropped.height
+    patterns = relation_patterns(training) if patterns is None else patterns
+    evaluation, dropped = drop_pattern_leakage(evaluation, training, patterns, directed)
+    removed["relation_patterns"] = dropped.height
     before = evaluation.height
     evaluation, unseen = drop_unseen_nodes(evaluation, training, seen_rule)
     removed["unseen_nodes"] = before - evaluation.height
@@ -126,7 +131,8 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
     sampled = negatives.height
     del negatives  # rows holds them now; peak memory matters at HQ scale
     train_val, test = _carve(rows, test_frac, rng)
-    test = clean_evaluation(test, train_val, directed, seen_nodes)
+    patterns = relation_patterns(train_val)  # what the audit finds in training: recorded, and cleaned for
+    test = clean_evaluation(test, train_val, directed, seen_nodes, patterns)
     info = {"parameters": {"test_frac": test_frac, "val": val, "crossval": crossval, "seed": seed,
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
                            "neg_ratio": neg_ratio, "seen_nodes": seen_nodes, "eval_negatives": eval_negatives,
@@ -134,7 +140,10 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             "input": {"positives": positives.height, "true_negatives": true_negatives.height,
                       "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
                       "true_negatives_contradicting_a_positive": negative_stats.get("true_negatives_dropped", 0),
-                      "negatives_sampled": sampled, "after_inconsistent": rows.height}}
+                      "negatives_sampled": sampled, "after_inconsistent": rows.height},
+            # the audit's relation patterns (threshold 0.8) in train + validation: evaluation rows
+            # training holds again through them are removed (test_cleaning.relation_patterns)
+            "relation_patterns": patterns}
     def fill(staging: Path) -> None:
         if crossval:
             n_folds = math.ceil(1 / val)

@@ -33,8 +33,9 @@ __all__ = ["COMMANDS", "OWN_LOGGERS", "LazyGroup", "main", "metaeval_command", "
 
 # command -> (module of openbench.cli, attribute, the help line --help shows)
 COMMANDS: Dict[str, Tuple[str, str, str]] = {
+    "audit": ("audit", "audit", "Leakage report of SOURCE (a graph_files folder, a split folder, an OGB folder, a..."),
     "compare": ("compare", "compare", "Paired comparison of two ranks files (evaluate --ranks-output) of the same..."),
-    "datasets": ("datasets", "datasets", "The registry of published datasets (OpenBioLink2020, OBL2021): list and fetch..."),
+    "datasets": ("datasets", "datasets", "The registry of published datasets (OpenBioLink2020, OBL2021, and your own):..."),
     "demo": ("demo", "demo", "Offline end-to-end run on the embedded sample: generate, split, train two..."),
     "evaluate": ("evaluate", "evaluate", "Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a..."),
     "export": ("graph", "export_command", "Convert an existing TSV graph to BEL, RDF or Parquet without rebuilding it."),

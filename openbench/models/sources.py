@@ -98,8 +98,13 @@ def _popularity(spec: ModelSpec) -> bool:
                                                                          spec.relation_embeddings)
 
 
+def _rules(spec: ModelSpec) -> bool:
+    return (spec.model or "").lower() == vocabulary.RULES and not (spec.entity_embeddings or spec.relation_embeddings)
+
+
 def _embedding_inputs(spec: ModelSpec) -> bool:
-    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not _popularity(spec)
+    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not (_popularity(spec)
+                                                                                              or _rules(spec))
 
 
 def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
@@ -124,7 +129,7 @@ def _load_embeddings(dataset: Dataset, spec: ModelSpec):
         raise UsageError(f"a model is needed: give --entity-embeddings, --relation-embeddings and --model "
                          f"(missing: {', '.join(missing)})")
     get_scorer_class(model)
-    scorer = build_scorer(model, load_npy(entity_path), load_npy(relation_path), dataset.num_entities,
+    scorer = build_scorer(model, load_npy(entity_path, mmap=True), load_npy(relation_path), dataset.num_entities,
                           dataset.num_relations, complex_layout=spec.complex_layout, entity_path=entity_path,
                           relation_path=relation_path)
     params = {"complex_layout": spec.complex_layout} if scorer.complex_valued else {}
@@ -167,6 +172,12 @@ def _load_popularity(dataset: Dataset, spec: ModelSpec):
     return popularity_model(dataset)
 
 
+def _load_rules(dataset: Dataset, spec: ModelSpec):
+    from openbench.models.rules import rules_model
+
+    return rules_model(dataset)
+
+
 def _load_obl2021(dataset: Dataset, spec: ModelSpec):
     from openbench.models.lists import obl2021_submission
 
@@ -181,22 +192,23 @@ SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("anyburl", lambda spec: bool(spec.predictions), _load_anyburl, scores_every_entity=False),
     ModelSource("obl2021", lambda spec: bool(spec.submission), _load_obl2021, scores_every_entity=False),
     ModelSource("popularity", _popularity, _load_popularity),
+    ModelSource("rules", _rules, _load_rules),
 )}
 vocabulary.check_names("model source", SOURCES, vocabulary.MODEL_SOURCES)
 
 
 def select_source(spec: ModelSpec) -> ModelSource:
     """The one source the spec selects; none or several given is a usage error naming the choices."""
-    kinds = {"embeddings": _embedding_inputs(spec), "--model popularity": _popularity(spec),
+    kinds = {"embeddings": _embedding_inputs(spec), "--model popularity": _popularity(spec), "--model rules": _rules(spec),
              "--model-dir": bool(spec.model_dir),
              "--predictions": bool(spec.predictions), "--submission": bool(spec.submission)}
     if sum(kinds.values()) > 1:
         raise UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
-                         "--model popularity, --model-dir, --predictions or --submission")
+                         "--model popularity, --model rules, --model-dir, --predictions or --submission")
     if not any(kinds.values()):
         raise UsageError("a model is needed: give --entity-embeddings, --relation-embeddings and --model "
                          "(missing: --entity-embeddings, --relation-embeddings, --model), or --model popularity, "
-                         "--model-dir, --predictions or --submission")
+                         "--model rules, --model-dir, --predictions or --submission")
     for source in SOURCES.values():
         if source.selects(spec):
             return source

@@ -1,7 +1,8 @@
 """A plain-loop reference of the evaluation-set cleaning, and a recorder of what a split drew.
 
 The reference restates the rules of ``splits.leakage`` row by row, in the order the split applies
-them (hierarchy leakage, reverse edges when directed, unseen nodes, unseen relations), so a test can
+them (hierarchy leakage, reverse edges when directed, relation patterns, unseen nodes, unseen
+relations), so a test can
 compare both sides: every row the reference keeps is kept, every row it removes is removed, and
 ``split_info.json``'s per-step counts equal the reference's.
 """
@@ -20,6 +21,30 @@ def rows_of(frame: pl.DataFrame) -> list:
     return frame.select("id1", "relation", "id2", "value").cast(pl.String).rows()
 
 
+def loop_patterns(training: list, threshold: float = 0.8):
+    """({r: duplicate partners}, {r: inverse partners}, symmetric relations) of the training
+    positives, by the audit's definitions restated with sets: a pair of relations whose shared
+    node pairs (same orientation; reversed) cover at least ``threshold`` of either one's pairs; a
+    relation whose pairs (self-loops aside) have their reverse for ``threshold`` of its pairs."""
+    pairs = defaultdict(set)
+    for a, r, b, v in training:
+        if v == "1":
+            pairs[r].add((a, b))
+    duplicates, inverses = defaultdict(set), defaultdict(set)
+    relations = sorted(pairs)
+    for i, r in enumerate(relations):
+        for other in relations[i + 1:]:
+            same = len(pairs[r] & pairs[other])
+            flipped = len({(a, b) for a, b in pairs[r] if (b, a) in pairs[other]})
+            for shared, partners in ((same, duplicates), (flipped, inverses)):
+                if shared and max(shared / len(pairs[r]), shared / len(pairs[other])) >= threshold:
+                    partners[r].add(other)
+                    partners[other].add(r)
+    symmetric = {r for r in relations
+                 if len({(a, b) for a, b in pairs[r] if a != b and (b, a) in pairs[r]}) / len(pairs[r]) >= threshold}
+    return duplicates, inverses, symmetric
+
+
 def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str = "positives"):
     """(kept rows in their order, removed count per step) for ``evaluation`` against ``training``."""
     relations_of_pair = defaultdict(set)  # unordered pair -> {(relation, value)}
@@ -34,11 +59,19 @@ def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str 
         return any(tv == v and tr != r and (tr == PARENT[r] or PARENT[tr] == r)
                    for tr, tv in relations_of_pair.get(frozenset((a, b)), ()))
 
+    duplicates, inverses, symmetric = loop_patterns(training)
+
+    def pattern_leak(a, r, b, v):
+        return (any((a, other, b, v) in training_set for other in duplicates[r])
+                or any((b, other, a, v) in training_set for other in inverses[r])
+                or (not directed and r in symmetric and (b, r, a, v) in training_set))
+
     removed = {}
     rows = list(evaluation)
     steps = [("hierarchy_leakage", hierarchy_leak)]
     if directed:
         steps.append(("reverse_edges", lambda a, r, b, v: (b, r, a, v) in training_set))
+    steps.append(("relation_patterns", pattern_leak))
     steps += [("unseen_nodes", lambda a, r, b, v: a not in seen_nodes or b not in seen_nodes),
               ("unseen_relations", lambda a, r, b, v: r not in seen_relations)]
     for step, drops in steps:
