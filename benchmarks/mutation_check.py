@@ -34,6 +34,32 @@ class Mutation:
 
 
 MUTATIONS: List[Mutation] = [
+    Mutation("scale: full score rows of a handful of queries (the table streamed once per 8 queries)",
+             "openbench/evaluation/producers.py", "        if setup.num_entities * QUERY_TILE <= budget:",
+             "        if setup.num_entities * 8 <= budget:", ("tests/evaluation/test_scale.py",)),
+    Mutation("scale: exact ranks' true keys read for the wrong candidate in tiled chunks", "openbench/evaluation/chain.py",
+             "return self.source.scorer.score_lists(self.queries, self.side, self.true_ids[:, None],",
+             "return self.source.scorer.score_lists(self.queries, self.side, (self.true_ids[:, None] + 1) % self.total,",
+             ("tests/evaluation/test_scale.py",)),
+    Mutation("counting kernel: the finite-scores pass counts the window's high end as beyond", "openbench/evaluation/_counting.c",
+             "                            gs += row[j] > high;", "                            gs += row[j] >= high;",
+             ("tests/evaluation/test_kernels.py",)),
+    Mutation("fraction bits: subnormals read as normal numbers", "openbench/evaluation/_counting.c",
+             "        const int64_t digits = 150 - (exponent ? exponent : 1) - trailing_zeros64(significand);",
+             "        const int64_t digits = 150 - exponent - trailing_zeros64(significand);",
+             ("tests/evaluation/test_exact_kernels.py",)),
+    Mutation("audit: the threshold bound not checked", "splits/audit.py",
+             "    if not 0.0 < threshold <= 1.0:", "    if False:", ("tests/splits/test_audit.py",)),
+    Mutation("audit: inverse partners matched in the same orientation", "splits/audit.py",
+             '    other = (_reversed(pairs) if inverse else pairs).rename({"r": "r2"})',
+             '    other = pairs.rename({"r": "r2"})', ("tests/splits/test_audit.py",)),
+    Mutation("split: duplicate-relation copies in training not cleaned from the test set", "splits/leakage.py",
+             '    copies = [indexed.join(_partners(patterns["duplicate_relations"], "duplicate"), on="relation")',
+             '    copies = [indexed.join(_partners([], "duplicate"), on="relation")',
+             ("tests/splits/test_random_split.py",)),
+    Mutation("outputs: a record over the recognition bound read anyway", "openbench/_io/outputs.py",
+             "        if path.stat().st_size > RECOGNISED_JSON_BYTES:", "        if False:",
+             ("tests/test_outputs.py",)),
     Mutation("exact ranks: a window without the rounding-error bound", "openbench/evaluation/exact.py",
              "        delta = delta * (1 + 2.0 ** -30) + true_bound", "        delta = 0 * delta + true_bound",
              ("tests/evaluation/test_exact_ranks.py",)),
@@ -137,8 +163,8 @@ MUTATIONS: List[Mutation] = [
              ("tests/evaluation/test_classification.py",)),
     # issue 39: adjusted metrics, the ranks file, the paired bootstrap's units, their record checks
     Mutation("adjusted metrics: zmrr's variance not divided by the query count", "openbench/evaluation/metrics.py",
-             '    spread_mrr = math.sqrt(max(means["random.mrr_var"], 0.0) / queries) if queries else 0.0',
-             '    spread_mrr = math.sqrt(max(means["random.mrr_var"], 0.0)) if queries else 0.0',
+             'values["zmrr"] = _ratios(mrr - expected_mrr, _spread(means["random.mrr_var"], queries))',
+             'values["zmrr"] = _ratios(mrr - expected_mrr, _spread(means["random.mrr_var"], np.ones_like(queries)))',
              ("tests/evaluation/test_ranks.py",)),
     Mutation("ranks file: n_equal without the answer", "openbench/evaluation/ranks.py",
              "    n_equal = counts.n_equal.cpu().numpy().astype(np.int64) + 1",
@@ -191,6 +217,11 @@ def run(mutation: Mutation, python: str) -> Tuple[str, float]:
         if text.count(mutation.old) != 1:
             return "stale", time.perf_counter() - started
         target.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
+        if mutation.path.endswith(".c"):  # a C helper: the mutant is what gets built and loaded
+            built = subprocess.run([python, "setup.py", "-q", "build_ext", "--inplace", "--force"], cwd=copy,
+                                   capture_output=True, text=True)
+            if built.returncode != 0 or "error" in built.stderr.lower():
+                return "error (build)", time.perf_counter() - started
         environment = dict(os.environ, PYTHONPATH=str(copy), OPENBENCH_CACHE_DIR=str(Path(temporary) / "cache"),
                            HYPOTHESIS_PROFILE="deterministic")
         done = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutation.tests],

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import zipfile
@@ -32,7 +33,8 @@ from openbench.record import Protocol
 
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "OBL2020_PROTOCOL", "OBL2021_PROTOCOL",
            "OBL2020_LICENSE", "RegisteredDataset", "REGISTRY", "DatasetError", "registry_table", "lookup",
-           "data_root", "read_marker", "get", "registry_of", "resolve"]
+           "data_root", "read_marker", "get", "registry_of", "resolve", "REGISTRY_VARIABLE", "read_registry_file",
+           "use_registry_files", "registry"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +69,9 @@ class RegisteredDataset:
     size: Optional[int] = None
     notes: str = ""
     extra: dict = field(default_factory=dict)
+    sha256: Optional[str] = None  # published (or, for a user's registry, stated) archive checksum
+    citation: str = ""
+    source: str = "openbench"  # "openbench", or the registry file an entry came from
 
     @property
     def archive(self) -> str:
@@ -75,6 +80,7 @@ class RegisteredDataset:
     def as_row(self) -> dict:
         row = asdict(self)
         row["md5"] = self.md5 or "unknown"
+        row["sha256"] = self.sha256 or "unknown"
         row["size"] = self.size if self.size is not None else "unknown"
         return row
 
@@ -116,21 +122,113 @@ class DatasetError(OpenbenchError):
     """A registry copy is missing, partial or altered."""
 
 
+# ------------------------------------------------------------------------------------------
+# a lab's own registry: a JSON list of entries in the same schema
+
+
+REGISTRY_VARIABLE = "OPENBENCH_REGISTRY"  # registry files (os.pathsep-separated) added to the built-in one
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a folder name under the data root
+USER_FIELDS = {"name": str, "url": str, "sha256": str, "layout": str, "size": int, "license": str, "version": str,
+               "description": str, "family": str, "citation": str, "counts": dict}
+REQUIRED_FIELDS = ("name", "url", "sha256", "layout", "license")
+_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object"}
+_added_files: list = []
+
+
+def _user_entry(item, index: int, path: Path) -> RegisteredDataset:
+    """One entry of a registry file, every field checked (the name becomes a folder name)."""
+    where = f"entry {index + 1}"
+    if not isinstance(item, dict):
+        raise InputError(f"{where} is a {type(item).__name__}; expected an object with {', '.join(REQUIRED_FIELDS)}",
+                         path)
+    name = item.get("name")
+    if isinstance(name, str):
+        where = f"entry {index + 1} ({name!r})"
+    missing = [key for key in REQUIRED_FIELDS if key not in item]
+    unknown = sorted(set(item) - set(USER_FIELDS))
+    if missing or unknown:
+        problem = f"lacks {', '.join(missing)}" if missing else f"has unknown field(s) {', '.join(unknown)}"
+        raise InputError(f"{where} {problem}; expected the fields {', '.join(USER_FIELDS)}", path)
+    for key, kind in USER_FIELDS.items():
+        if key in item and (not isinstance(item[key], kind) or isinstance(item[key], bool)):
+            raise InputError(f"{where}: {key} must be {_KIND_NAMES[kind]}", path)
+    name = str(item["name"])  # a string: checked above
+    if not NAME_PATTERN.fullmatch(name):
+        raise InputError(f"{where}: the name must be letters, digits, '_', '.' or '-' (at most 64, not starting "
+                         "with a dot): it names the dataset's folder", path)
+    if not re.fullmatch(r"https?://[^\s]+", item["url"]):
+        raise InputError(f"{where}: url must be an http(s) URL", path)
+    if not re.fullmatch(r"[0-9a-f]{64}", item["sha256"]):
+        raise InputError(f"{where}: sha256 must be 64 lowercase hex digits (the archive's checksum)", path)
+    if item["layout"] not in ("samples", "ids"):
+        raise InputError(f"{where}: layout {item['layout']!r}; expected samples (OpenBioLink split files) or ids "
+                         "(the KGID layout), in a zip archive", path)
+    if "size" in item and item["size"] <= 0:
+        raise InputError(f"{where}: size must be a positive number of bytes", path)
+    if not item["url"].rsplit("/", 1)[-1]:
+        raise InputError(f"{where}: the url must end in the archive's file name", path)
+    return RegisteredDataset(name=name, family=item.get("family", "user registry"),
+                             version=item.get("version", "unversioned"), url=item["url"], layout=item["layout"],
+                             description=item.get("description", ""), counts=item.get("counts", {}),
+                             license=item["license"], protocol=OBL2020_PROTOCOL, size=item.get("size"),
+                             sha256=item["sha256"], citation=item.get("citation", ""), source=str(path))
+
+
+def read_registry_file(path) -> Dict[str, RegisteredDataset]:
+    """The entries of a registry file: a JSON list of objects with ``name``, ``url`` (a zip
+    archive), ``sha256``, ``layout`` (``samples`` or ``ids``), ``license`` and optionally
+    ``size``, ``version``, ``description``, ``family``, ``citation``, ``counts``. A name may not
+    repeat nor take a built-in one."""
+    path = Path(path)
+    items = read_json(path, "registry file")
+    if not isinstance(items, list):
+        raise InputError("expected a JSON list of dataset entries", path)
+    entries: Dict[str, RegisteredDataset] = {}
+    taken = {name.lower() for name in REGISTRY}
+    for index, item in enumerate(items):
+        entry = _user_entry(item, index, path)
+        if entry.name.lower() in taken or entry.name.lower() in {n.lower() for n in entries}:
+            raise InputError(f"entry {index + 1}: the name {entry.name!r} is taken (built-in or earlier entry)", path)
+        entries[entry.name] = entry
+    return entries
+
+
+def use_registry_files(paths) -> None:
+    """The registry files ``--registry`` named, for this command (checked now; ``()`` clears them)."""
+    for path in paths:
+        read_registry_file(path)
+    _added_files[:] = [Path(path) for path in paths]
+
+
+def registry() -> Dict[str, RegisteredDataset]:
+    """The built-in entries, then those of ``--registry`` files and of ``$OPENBENCH_REGISTRY``."""
+    entries = dict(REGISTRY)
+    named = [p for p in os.environ.get(REGISTRY_VARIABLE, "").split(os.pathsep) if p.strip()]
+    for path in [*_added_files, *map(Path, named)]:
+        for name, entry in read_registry_file(path).items():
+            if name.lower() in {n.lower() for n in entries}:
+                raise InputError(f"the dataset name {name!r} is registered twice", path)
+            entries[name] = entry
+    return entries
+
+
 def registry_table() -> str:
     """The registry as a fixed-width table (``openbench datasets list``)."""
-    lines = [f"{'name':<12} {'family':<16} {'version':<22} {'md5':<8} {'entities':>9} {'relations':>9}  url"]
-    for entry in REGISTRY.values():
+    lines = [f"{'name':<12} {'family':<16} {'version':<22} {'checksum':<15} {'entities':>9} {'relations':>9}  url"]
+    for entry in registry().values():
         graph = entry.counts.get("graph", {})
-        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {(entry.md5 or 'unknown')[:8]:<8} "
+        checksum = f"sha256 {entry.sha256[:8]}" if entry.sha256 else f"md5 {entry.md5[:8]}" if entry.md5 else "unknown"
+        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {checksum:<15} "
                      f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}")
     return "\n".join(lines)
 
 
 def lookup(name: str) -> RegisteredDataset:
     key = name.strip()
-    match = REGISTRY.get(key) or next((e for n, e in REGISTRY.items() if n.lower() == key.lower()), None)
+    entries = registry()
+    match = entries.get(key) or next((e for n, e in entries.items() if n.lower() == key.lower()), None)
     if match is None:
-        raise InputError(f"unknown dataset {name!r}{_closest(name)}; registered: {', '.join(REGISTRY)}")
+        raise InputError(f"unknown dataset {name!r}{_closest(name)}; registered: {', '.join(entries)}")
     return match
 
 
@@ -253,7 +351,7 @@ def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progr
 
     base = mirror or os.environ.get(MIRROR_VARIABLE)
     url = f"{base.rstrip('/')}/{entry.archive}" if base else entry.url
-    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=None,
+    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=entry.sha256,
                     version=entry.version, md5=entry.md5, size=entry.size)
     return fetch(remote, root / ".downloads", progress=progress)
 
@@ -266,6 +364,8 @@ def _check_pin(entry: RegisteredDataset, root: Path, digest: str, archive: Path)
 
 
 def _pin(entry: RegisteredDataset, root: Path, digest: str) -> None:
+    if entry.sha256:  # stated by the entry and checked by the download: nothing to record
+        return
     pins = _read_pins(root)
     if entry.name not in pins:
         pins[entry.name] = digest
@@ -334,16 +434,17 @@ def resolve(path_or_name, root=None, **options) -> Path:
     path = Path(path_or_name)
     if path.exists() or path.is_symlink():
         return path
-    if str(path_or_name).strip().lower() in {name.lower() for name in REGISTRY}:
+    entries = registry()
+    if str(path_or_name).strip().lower() in {name.lower() for name in entries}:
         return get(str(path_or_name), root, **options)
     raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))}; the "
-                     f"registry knows {', '.join(REGISTRY)} (openbench datasets list)", path)
+                     f"registry knows {', '.join(entries)} (openbench datasets list)", path)
 
 
 def _closest(name: str) -> str:
     """' (did you mean X?)' for the registry name closest to ``name``, or ''."""
     import difflib
 
-    by_lower = {known.lower(): known for known in REGISTRY}
+    by_lower = {known.lower(): known for known in registry()}
     found = difflib.get_close_matches(name.strip().lower(), list(by_lower), n=1, cutoff=0.6)
     return f" (did you mean {by_lower[found[0]]}?)" if found else ""

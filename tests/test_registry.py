@@ -5,6 +5,7 @@ import io
 import json
 import logging
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -258,3 +259,77 @@ def test_bad_checksum_records_and_data_folders_are_clear_errors(tmp_path, server
     assert len(done.stderr.strip().splitlines()) == 1
     done = CliRunner().invoke(main, ["leaderboard", "show"])
     assert done.exit_code == 1 and "cannot be opened or created" in done.stderr
+
+
+# -- a lab's own registry ---------------------------------------------------------------------------
+
+
+def _user_registry(tmp_path, server, archive_bytes, **changes):
+    entry = {"name": "mylab-kg", "url": f"{server.base_url}/mylab-kg.zip", "layout": "samples",
+             "sha256": hashlib.sha256(archive_bytes).hexdigest(), "size": len(archive_bytes),
+             "license": "CC BY 4.0", "version": "2026-11", "description": "our lab's graph", **changes}
+    path = tmp_path / "registry.json"
+    path.write_text(json.dumps([entry]))
+    return path
+
+
+@pytest.fixture()
+def lab_server(archives):
+    """mylab-kg.zip: a split folder in the sample layout, as a lab would publish it."""
+    bundle = zipfile.ZipFile(io.BytesIO(archives["/HQ_DIR.zip"]))
+    members = {f"mylab-kg/{Path(name).name}": bundle.read(name) for name in bundle.namelist()
+               if "/train_test_data/" in name}
+    with FileServer({"/mylab-kg.zip": _zip(members)}) as running:
+        yield running
+
+
+def test_a_registry_of_your_own_is_fetched_verified_and_evaluated_by_name(tmp_path, lab_server, monkeypatch):
+    archive = lab_server.files["/mylab-kg.zip"]
+    registry_file = _user_registry(tmp_path, lab_server, archive)
+    root = tmp_path / "data"
+    listed = CliRunner().invoke(main, ["datasets", "--registry", str(registry_file), "list", "--format", "json"])
+    assert listed.exit_code == 0, listed.output
+    row = [row for row in json.loads(listed.output) if row["name"] == "mylab-kg"][0]
+    assert row["sha256"] == hashlib.sha256(archive).hexdigest() and row["source"] == str(registry_file)
+    fetched = CliRunner().invoke(main, ["datasets", "--registry", str(registry_file), "get", "mylab-kg", "--root",
+                                        str(root), "--no-progress"])
+    assert fetched.exit_code == 0, fetched.output
+    assert Path(fetched.output.strip()) == root / "mylab-kg"
+    monkeypatch.setenv("OPENBENCH_REGISTRY", str(registry_file))
+    monkeypatch.setenv("OPENBENCH_DATA_DIR", str(root))
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", "mylab-kg", "--model", "popularity", "--no-progress",
+                                     "--output", str(tmp_path / "record.json")])
+    assert done.exit_code == 0, done.output
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["dataset"]["registry"] == {"name": "mylab-kg", "version": "2026-11",
+                                             "archive_sha256": hashlib.sha256(archive).hexdigest()}
+    assert not list((root).glob("openbench-checksums.json"))  # a stated checksum needs no pin
+
+
+def test_an_archive_whose_bytes_differ_from_the_stated_checksum_is_refused_and_nothing_kept(tmp_path, lab_server):
+    registry_file = _user_registry(tmp_path, lab_server, b"other bytes", size=len(lab_server.files["/mylab-kg.zip"]))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", str(registry_file), "get", "mylab-kg", "--root",
+                                     str(root), "--no-progress"])
+    assert done.exit_code == 1 and "sha256" in done.output, done.output
+    assert not (root / "mylab-kg").exists()
+    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"name": "../escape"}, "the name must be"), ({"sha256": "abc"}, "sha256 must be"),
+    ({"layout": "hetionet"}, "layout 'hetionet'"), ({"url": "file:///etc/passwd"}, "http(s) URL"),
+    ({"name": "HQ_DIR"}, "is taken"), ({"size": -1}, "size must be"), ({"extra_field": 1}, "unknown field"),
+    ({"size": "big"}, "size must be an integer")])
+def test_registry_file_mistakes_are_one_line_naming_the_entry(tmp_path, change, expected):
+    path = tmp_path / "registry.json"
+    entry = {"name": "mine", "url": "https://example.org/mine.zip", "sha256": "0" * 64, "layout": "samples",
+             "license": "CC0", **change}
+    path.write_text(json.dumps([entry]))
+    done = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list"])
+    assert done.exit_code == 1 and expected in done.output and str(path) in done.output and "entry 1" in done.output, \
+        done.output
+    for content, message in (("{}", "JSON list"), ("not json", "not valid"), ("[{\"name\": \"x\"}]", "lacks")):
+        path.write_text(content)
+        done = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list"])
+        assert done.exit_code == 1 and message in done.output, done.output

@@ -11,18 +11,28 @@ __all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
 
 
 @click.group()
-def datasets():
-    """The registry of published datasets (OpenBioLink2020, OBL2021): list and fetch by name."""
+@click.option("--registry", "registry_files", multiple=True, type=click.Path(dir_okay=False),
+              help="A registry file of your own (a JSON list of entries: name, url, sha256, layout, license; "
+                   "optionally size, version, description, family, citation, counts), added to the built-in "
+                   "one; also $OPENBENCH_REGISTRY (os.pathsep-separated).")
+@handle_errors
+def datasets(registry_files):
+    """The registry of published datasets (OpenBioLink2020, OBL2021, and your own): list and fetch by name."""
+    from openbench.registry import use_registry_files
+
+    use_registry_files(registry_files)
+    click.get_current_context().call_on_close(lambda: use_registry_files(()))
 
 
 @datasets.command("list")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@handle_errors
 def datasets_list(fmt):
     """Print the registry: name, version, URL, checksum, counts, protocol."""
-    from openbench.registry import REGISTRY, registry_table
+    from openbench.registry import registry, registry_table
 
     if fmt == "json":
-        click.echo(json.dumps([entry.as_row() for entry in REGISTRY.values()], indent=2))
+        click.echo(json.dumps([entry.as_row() for entry in registry().values()], indent=2))
     else:
         click.echo(registry_table())
 
