@@ -34,7 +34,7 @@ import polars as pl
 from openbench.errors import InputError
 
 __all__ = ["SCHEMA_VERSION", "REPORT_KEYS", "DEFAULT_THRESHOLD", "MIN_CARTESIAN_SIDE", "EXAMPLES", "AuditInput",
-           "read_audit_input", "audit", "audit_frames", "implied_triples", "format_report"]
+           "read_audit_input", "audit", "audit_frames", "relation_patterns_of", "implied_triples", "format_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -273,14 +273,15 @@ def _partner_table(pairs: List[dict], partner: str, codes: _Codes) -> pl.DataFra
 
 
 def _hierarchy_table(codes: _Codes) -> pl.DataFrame:
-    """(r, r2): r2 is r's parent or a child of r in OpenBioLink's edge-type hierarchy."""
-    from graphgen.edge_types import EDGE_TYPES
+    """(r, r2): r2 is r's parent or a child of r in OpenBioLink's edge-type hierarchy (the pairs
+    the split's hierarchy cleaning, :func:`splits.leakage.drop_hierarchy_leakage`, looks at)."""
+    from splits.leakage import PARENT
 
     index = codes.index
     rows = []
-    for name, edge in EDGE_TYPES.items():
-        if edge.parent != name and name in index and edge.parent in index:
-            rows += [(index[name], index[edge.parent]), (index[edge.parent], index[name])]
+    for name, parent in PARENT.items():
+        if parent != name and name in index and parent in index:
+            rows += [(index[name], index[parent]), (index[parent], index[name])]
     return pl.DataFrame(rows, schema={"r": pl.Int64, "r2": pl.Int64}, orient="row")
 
 
@@ -368,11 +369,7 @@ def audit_frames(source: AuditInput, threshold: float = DEFAULT_THRESHOLD) -> di
     sizes = distinct.group_by("r").len("size")
     split = source.kind == "split"
     patterns_on = coded["train"].unique() if split else distinct
-    pattern_sizes = patterns_on.group_by("r").len("size")
-    patterns = {"inverse_pairs": _pair_patterns(_shared_pairs(patterns_on, True), pattern_sizes, threshold, codes,
-                                                "inverse"),
-                "duplicate_relations": _pair_patterns(_shared_pairs(patterns_on, False), pattern_sizes, threshold,
-                                                      codes, "duplicate")}
+    patterns = _patterns(patterns_on, threshold, codes)
     report = {"schema_version": SCHEMA_VERSION, "written_by": "openbench", "kind": "audit",
               "input": {"path": source.path, "layout": source.kind,
                         "triples": {name: frame.height for name, frame in source.splits.items()},
@@ -382,11 +379,27 @@ def audit_frames(source: AuditInput, threshold: float = DEFAULT_THRESHOLD) -> di
               "self_loops": _self_loops(distinct, sizes, codes),
               "reverse_duplicates": _reverse_duplicates(distinct, sizes, codes),
               **patterns,
-              "symmetric_relations": _symmetric(patterns_on, pattern_sizes, threshold, codes),
               "cartesian_relations": _cartesian(patterns_on, threshold, codes),
               "trivially_inferable": _trivially_inferable(coded, patterns, codes) if split else None,
               "unseen": _unseen(coded, codes) if split else None}
     return report
+
+
+def relation_patterns_of(triples: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> dict:
+    """Only the pair and symmetric patterns (``inverse_pairs``, ``duplicate_relations``,
+    ``symmetric_relations``, as :func:`audit_frames` reports them) of labelled triples (h, r, t):
+    what a split's cleaning needs, without the rest of the report."""
+    codes = _Codes({"graph": triples})
+    return _patterns(codes.encode(triples).unique(), threshold, codes)
+
+
+def _patterns(distinct: pl.DataFrame, threshold: float, codes: _Codes) -> dict:
+    """The pair and symmetric patterns of distinct coded triples."""
+    sizes = distinct.group_by("r").len("size")
+    return {"inverse_pairs": _pair_patterns(_shared_pairs(distinct, True), sizes, threshold, codes, "inverse"),
+            "duplicate_relations": _pair_patterns(_shared_pairs(distinct, False), sizes, threshold, codes,
+                                                  "duplicate"),
+            "symmetric_relations": _symmetric(distinct, sizes, threshold, codes)}
 
 
 def audit(path, threshold: float = DEFAULT_THRESHOLD) -> dict:
@@ -403,18 +416,17 @@ def implied_triples(train, relation_labels: Sequence[str], threshold: float = DE
 
     frame = pl.DataFrame(train.cpu().numpy(), schema=["h", "r", "t"], orient="row").cast(pl.Int64).unique()
     codes = _Codes.of_relations(relation_labels)
-    sizes = frame.group_by("r").len("size")
+    patterns = _patterns(frame, threshold, codes)
 
     def through(pairs: List[dict], partner: str) -> pl.DataFrame:
         """Each training triple of a pair's partner under the pair's other relation."""
         table = _partner_table(pairs, partner, codes).rename({"r": "target", "r2": "r"})
         return frame.join(table, on="r").select("h", pl.col("target").alias("r"), "t")
 
-    symmetric = [codes.index[item["relation"]] for item in _symmetric(frame, sizes, threshold, codes)]
+    symmetric = [codes.index[item["relation"]] for item in patterns["symmetric_relations"]]
     parts = [_reversed(frame.filter(pl.col("r").is_in(symmetric))),
-             _reversed(through(_pair_patterns(_shared_pairs(frame, True), sizes, threshold, codes, "inverse"),
-                               "inverse")),
-             through(_pair_patterns(_shared_pairs(frame, False), sizes, threshold, codes, "duplicate"), "duplicate")]
+             _reversed(through(patterns["inverse_pairs"], "inverse")),
+             through(patterns["duplicate_relations"], "duplicate")]
     implied = pl.concat([part.cast(pl.Int64) for part in parts]).unique().sort("h", "r", "t")
     return torch.from_numpy(implied.to_numpy().reshape(-1, 3).copy())
 

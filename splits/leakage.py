@@ -111,14 +111,13 @@ def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> 
 def relation_patterns(training: pl.DataFrame, threshold: float = 0.8) -> dict:
     """The audit's relation patterns (:mod:`splits.audit`) in the training positives:
     ``{"inverse_pairs", "duplicate_relations", "symmetric_relations"}`` as the audit reports them."""
-    from splits.audit import AuditInput, audit_frames
+    from splits.audit import relation_patterns_of
 
     positives = training.filter(pl.col("value") == "1").select(
         pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"), pl.col("id2").cast(pl.String).alias("t"))
     if positives.height == 0:
         return {"inverse_pairs": [], "duplicate_relations": [], "symmetric_relations": []}
-    report = audit_frames(AuditInput("training", "graph", {"graph": positives}), threshold)
-    return {key: report[key] for key in ("inverse_pairs", "duplicate_relations", "symmetric_relations")}
+    return relation_patterns_of(positives, threshold)
 
 
 def _partners(pairs, partner: str) -> pl.DataFrame:

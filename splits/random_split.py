@@ -188,11 +188,13 @@ def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFr
     folder.mkdir(parents=True, exist_ok=True)
     counts: Dict[str, object] = {}
     sets = {}
+    patterns = relation_patterns(train)  # this fold's training set, for both evaluation sets
     if validation is not None:
-        cleaned_val = clean_evaluation(validation, train, directed, seen_nodes)
+        cleaned_val = clean_evaluation(validation, train, directed, seen_nodes, patterns)
         sets["val"] = cleaned_val
         counts["val_cleaning"] = cleaned_val.removed
-    cleaned_test = clean_evaluation(test.rows, train, directed, seen_nodes)  # against this fold's own training set
+    # against this fold's own training set
+    cleaned_test = clean_evaluation(test.rows, train, directed, seen_nodes, patterns)
     sets["test"] = cleaned_test
     counts["test_cleaning"] = {step: test.removed.get(step, 0) + removed for step, removed in
                                cleaned_test.removed.items()}
