@@ -1,5 +1,5 @@
 """The package's import graph, read with ``ast``: layers point down only and no module cycle exists
-(../shared/DESIGN.md, "Layers"). Imports inside functions count as well: a lazy import is still
+(the design notes' "Layers" section, kept beside the project). Imports inside functions count as well: a lazy import is still
 a dependency."""
 import ast
 import pathlib
