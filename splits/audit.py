@@ -274,12 +274,13 @@ def _partner_table(pairs: List[dict], partner: str, codes: _Codes) -> pl.DataFra
 
 def _hierarchy_table(codes: _Codes) -> pl.DataFrame:
     """(r, r2): r2 is r's parent or a child of r in OpenBioLink's edge-type hierarchy (the pairs
-    the split's hierarchy cleaning, :func:`splits.leakage.drop_hierarchy_leakage`, looks at)."""
-    from splits.leakage import PARENT
+    the split's hierarchy cleaning, :func:`splits.leakage.drop_hierarchy_leakage`, looks at;
+    read from the edge-type registry both use, since splits.leakage imports this module)."""
+    from graphgen.edge_types import EDGE_TYPES
 
     index = codes.index
     rows = []
-    for name, parent in PARENT.items():
+    for name, parent in ((name, edge.parent) for name, edge in EDGE_TYPES.items()):
         if parent != name and name in index and parent in index:
             rows += [(index[name], index[parent]), (index[parent], index[name])]
     return pl.DataFrame(rows, schema={"r": pl.Int64, "r2": pl.Int64}, orient="row")
