@@ -333,3 +333,18 @@ def test_registry_file_mistakes_are_one_line_naming_the_entry(tmp_path, change, 
         path.write_text(content)
         done = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list"])
         assert done.exit_code == 1 and message in done.output, done.output
+
+
+def test_a_name_registered_by_two_registry_files_is_refused(tmp_path, monkeypatch):
+    import os
+
+    entry = {"name": "mine", "url": "https://example.org/mine.zip", "sha256": "0" * 64, "layout": "samples",
+             "license": "CC0"}
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps([entry]))
+    second.write_text(json.dumps([dict(entry, name="MINE")]))
+    monkeypatch.setenv("OPENBENCH_REGISTRY", os.pathsep.join([str(first), str(second)]))
+    with pytest.raises(InputError, match="registered twice"):
+        registry.registry()
+    monkeypatch.setenv("OPENBENCH_REGISTRY", str(first))
+    assert registry.lookup("mine").source == str(first)

@@ -67,7 +67,7 @@ def stages(setup: RankingSetup, seconds: float) -> Dict[str, float]:
     """Wall seconds of the stages a run went through (``load_dataset`` where the dataset came
     from :func:`~openbench.datasets.loader.load_dataset`, the filter index, the evaluation)."""
     timed = {} if setup.dataset.load_seconds is None else {"load_dataset": round(setup.dataset.load_seconds, 6)}
-    return {**timed, "filter_index": round(getattr(setup, "filter_seconds", 0.0), 6), "evaluation": round(seconds, 6)}
+    return {**timed, "filter_index": round(setup.filter_seconds, 6), "evaluation": round(seconds, 6)}
 
 
 def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = None,
