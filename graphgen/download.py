@@ -50,6 +50,7 @@ class Remote:
     version: str = "unknown"
     md5: Optional[str] = None  # what Zenodo publishes
     size: Optional[int] = None  # bytes, where published
+    git_sha1: Optional[str] = None  # the git blob id, where a file is only published in a git repository
 
 
 def sha256_of(path: Path) -> str:
@@ -95,27 +96,36 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
                             f"the download was discarded")
     os.replace(partial, target)
     write_text_atomic(sidecar_path(target), digest + "\n")
-    if not remote.sha256 and not remote.md5:
+    if not remote.sha256 and not remote.md5 and not remote.git_sha1:
         logger.warning("%s: no published checksum for %s; recorded sha256 %s", remote.source, remote.url, digest)
     return target
 
 
 def _check_published(remote: Remote, partial: Path) -> None:
-    """Size and md5 where the provider publishes them; a mismatch discards the download."""
+    """Size, md5 and git blob id where the provider publishes them; a mismatch discards the download."""
     size = partial.stat().st_size
     problem = None
     if remote.size is not None and size != remote.size:
         problem = f"{size} bytes, expected {remote.size}"
     elif remote.md5:
-        digest = hashlib.md5(usedforsecurity=False)
-        with open(partial, "rb") as handle:
-            for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
-                digest.update(block)
-        if digest.hexdigest() != remote.md5:
-            problem = f"md5 {digest.hexdigest()}, expected {remote.md5}"
+        digest = _digest_of(partial, hashlib.md5(usedforsecurity=False))
+        if digest != remote.md5:
+            problem = f"md5 {digest}, expected {remote.md5}"
+    if problem is None and remote.git_sha1:
+        blob = hashlib.sha1(f"blob {size}\0".encode("ascii"), usedforsecurity=False)  # git's object id
+        digest = _digest_of(partial, blob)
+        if digest != remote.git_sha1:
+            problem = f"git blob id {digest}, expected {remote.git_sha1}"
     if problem:
         partial.unlink()
         raise DownloadError(f"{remote.source}: {remote.url} has {problem}; the download was discarded")
+
+
+def _digest_of(path: Path, digest) -> str:
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _verify_cached(remote: Remote, target: Path) -> None:

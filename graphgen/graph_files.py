@@ -1,9 +1,14 @@
 """Reading OpenBioLink's ``graph_files`` layout (edges and nodes TSV), with line-precise errors.
 
-The format is graphgen's (it writes it); the splits and the exports read it through here."""
+The format is graphgen's (it writes it); the splits and the exports read it through here. A
+published graph converted by ``openbench datasets get`` (:mod:`openbench.datasets.native`) is
+written in the same layout with a ``graph_info.json`` beside it (:data:`GRAPH_INFO`): its own
+relations (instead of OpenBioLink's 32 edge types) and node types (instead of CURIE prefixes),
+which :func:`read_graph_info` reads and the readers below then check against."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Collection, Optional
 
 import polars as pl
 
@@ -11,32 +16,65 @@ from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
 from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
 
-__all__ = ["SPLIT_COLUMNS", "read_edges", "read_nodes", "check_nodes_known"]
+__all__ = ["SPLIT_COLUMNS", "GRAPH_INFO", "GRAPH_FORMAT", "read_edges", "read_nodes", "check_nodes_known",
+           "read_graph_info"]
 
 # the split files' columns: an edge with its label (value 1 positive, 0 negative)
 SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
+GRAPH_INFO = "graph_info.json"  # beside the edges of a converted published graph
+GRAPH_FORMAT = "openbench-graph"
 
 
-def read_edges(path, value: str, sep: str = "\t") -> pl.DataFrame:
-    """Edges ``id1, EDGE_TYPE, id2, qscore, source`` as split rows with ``value`` ("1" or "0")."""
+def read_graph_info(folder) -> Optional[dict]:
+    """The ``graph_info.json`` of a graph folder (a converted published graph), or None for a
+    graph of OpenBioLink's edge types; a damaged one is an InputError."""
+    path = Path(folder) / GRAPH_INFO
+    if not path.is_file():
+        return None
+    from openbench._io import read_json
+
+    info = read_json(path, "graph description")
+    if (not isinstance(info, dict) or info.get("format") != GRAPH_FORMAT or not isinstance(info.get("relations"), dict)
+            or not info["relations"] or not all(isinstance(name, str) for name in info["relations"])):
+        raise InputError(f"expected an object with format {GRAPH_FORMAT!r} and the graph's relations "
+                         "(written by openbench datasets get)", path)
+    return info
+
+
+def read_edges(path, value: str, sep: str = "\t", relations: Optional[Collection[str]] = None) -> pl.DataFrame:
+    """Edges ``id1, EDGE_TYPE, id2, qscore, source`` as split rows with ``value`` ("1" or "0").
+
+    :param relations: the relation names allowed (a converted graph's); None: OpenBioLink's 32."""
     path = Path(path)
     frame = read_table(path, {0: "id1", 1: "relation", 2: "id2", 3: "qscore", 4: "source"}, separator=sep,
                        header=False, width=5, comment_prefixes=(), required=("id1", "relation", "id2"))
-    unknown = frame.select((~pl.col("relation").is_in(list(EDGE_TYPES))).arg_true()).to_series()
+    allowed = list(EDGE_TYPES) if relations is None else list(relations)
+    unknown = frame.select((~pl.col("relation").is_in(allowed)).arg_true()).to_series()
     if len(unknown):
         row = int(unknown[0])
-        raise InputError(f"unknown relation {frame['relation'][row]!r}; expected one of the 32 edge types "
-                         f"(openbench generate --list-edge-types)", path, line_of_row(path, row))
+        expected = ("one of the 32 edge types (openbench generate --list-edge-types)" if relations is None
+                    else f"one of the {len(allowed)} relations of {GRAPH_INFO}")
+        raise InputError(f"unknown relation {frame['relation'][row]!r}; expected {expected}", path,
+                         line_of_row(path, row))
     # categorical ids: 4 bytes a value through the joins of sampling and cleaning (peak memory)
     return frame.select(pl.col("id1").cast(pl.Categorical), "relation", pl.col("id2").cast(pl.Categorical),
                         pl.col("qscore").fill_null(""), pl.lit(value).alias("value"), pl.col("source").fill_null(""))
 
 
-def read_nodes(path, sep: str = "\t") -> pl.DataFrame:
-    """Nodes ``id, NODE_TYPE``; the type must agree with the id's CURIE prefix."""
+def read_nodes(path, sep: str = "\t", node_types: Optional[Collection[str]] = None) -> pl.DataFrame:
+    """Nodes ``id, NODE_TYPE``; the type must agree with the id's CURIE prefix, or, for a converted
+    graph, be one of its ``node_types``."""
     path = Path(path)
     frame = read_table(path, {0: "id", 1: "node_type"}, separator=sep, header=False, width=2, comment_prefixes=(),
                        required=("id", "node_type"))
+    if node_types is not None:
+        bad = frame.select((~pl.col("node_type").is_in(list(node_types))).arg_true()).to_series()
+        if len(bad):
+            row = int(bad[0])
+            raise InputError(f"node {frame['id'][row]!r} has type {frame['node_type'][row]!r}; expected one of "
+                             f"the node types of {GRAPH_INFO} ({', '.join(sorted(node_types))})", path,
+                             line_of_row(path, row))
+        return frame.unique("id", keep="first", maintain_order=True).with_columns(pl.col("id").cast(pl.Categorical))
     prefix_type = pl.col("id").str.extract(r"^([^:]+):", 1).replace_strict(PREFIX_TO_NODE_TYPE, default=None,
                                                                          return_dtype=pl.String)
     bad = frame.select((prefix_type.is_null() | (prefix_type != pl.col("node_type"))).arg_true()).to_series()

@@ -11,6 +11,14 @@ writing a ``.openbench-verified.json`` marker (archive sha256, file sizes). With
 checksum the archive's sha256 is recorded on first use (``openbench-checksums.json`` in the
 root) with a warning, and later downloads must match it. A folder without a valid marker (a
 partial or altered copy) is refused. A second call reuses the verified copy.
+
+The published biomedical KGs (Hetionet, PrimeKG, DRKG, ogbl-biokg, BioKG, PharmKG-8k) come in their
+own formats and often as several files: an entry lists its files (:class:`RemoteFile`, each with
+the checksum its publisher states: sha256, md5, size or a git blob id), and :func:`get` fetches
+and verifies each, unpacks them into ``native/``, converts them once with the format's reader
+(:mod:`openbench.datasets.native`) into ``graph/`` (what ``split rand --dataset NAME`` splits)
+and, where the publisher has an official split, keeps it for ``evaluate --dataset NAME``; the
+counts the publisher states are checked against what was read. Any failure keeps nothing.
 """
 from __future__ import annotations
 
@@ -24,9 +32,10 @@ import zipfile
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
+from openbench.datasets.native import NATIVE_FORMATS
 from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
 from openbench.record import Protocol
@@ -34,7 +43,7 @@ from openbench.record import Protocol
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "OBL2020_PROTOCOL", "OBL2021_PROTOCOL",
            "OBL2020_LICENSE", "RegisteredDataset", "REGISTRY", "DatasetError", "registry_table", "lookup",
            "data_root", "read_marker", "get", "registry_of", "resolve", "REGISTRY_VARIABLE", "read_registry_file",
-           "use_registry_files", "registry"]
+           "use_registry_files", "registry", "RemoteFile", "NATIVE_DATASETS", "graph_folder", "FORMATS"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,8 +62,32 @@ OBL2020_LICENSE = ("see Zenodo record 3834052; the graph is derived from sources
 
 
 @dataclass(frozen=True)
+class RemoteFile:
+    """One file of a dataset, with the checksums its publisher states (None where none is)."""
+
+    url: str
+    sha256: Optional[str] = None
+    md5: Optional[str] = None
+    size: Optional[int] = None
+    git_sha1: Optional[str] = None  # a git blob id: what a GitHub repository publishes of its files
+    filename: str = ""  # default: the URL's last part
+
+    @property
+    def name(self) -> str:
+        return self.filename or self.url.rsplit("/", 1)[-1]
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.sha256 or self.md5 or self.git_sha1)
+
+
+@dataclass(frozen=True)
 class RegisteredDataset:
-    """One published dataset. ``md5``/``size`` are None where the provider publishes none."""
+    """One published dataset. ``md5``/``size`` are None where the provider publishes none.
+
+    ``layout`` names what a zip archive unpacks to (``samples``/``ids``) or, with ``files``, the
+    native format a reader converts (:data:`openbench.datasets.native.NATIVE_FORMATS`);
+    ``counts["check"]`` holds the counts the reader's must equal (the publisher's)."""
 
     name: str
     family: str
@@ -72,10 +105,20 @@ class RegisteredDataset:
     sha256: Optional[str] = None  # published (or, for a user's registry, stated) archive checksum
     citation: str = ""
     source: str = "openbench"  # "openbench", or the registry file an entry came from
+    files: Tuple[RemoteFile, ...] = ()
 
     @property
     def archive(self) -> str:
         return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def native(self) -> bool:
+        """True for a published KG in its own format (converted by a reader), not a split archive."""
+        return self.layout not in ("samples", "ids")
+
+    @property
+    def remote_files(self) -> Tuple[RemoteFile, ...]:
+        return self.files or (RemoteFile(url=self.url, sha256=self.sha256, md5=self.md5, size=self.size),)
 
     def as_row(self) -> dict:
         row = asdict(self)
@@ -91,6 +134,78 @@ def _obl2020(name: str, description: str, counts: Dict[str, dict]) -> Registered
         url=f"https://zenodo.org/record/3834052/files/{name}.zip", layout="samples", description=description,
         counts=counts, license=OBL2020_LICENSE, protocol=OBL2020_PROTOCOL)
 
+
+FILTERED_PROTOCOL = Protocol(filter_sets=["train", "valid", "test"], hits_at=[1, 3, 10])
+
+
+def _kg(name: str, version: str, files: Tuple[RemoteFile, ...], description: str, license: str, citation: str,
+        graph: dict, check: dict, notes: str = "") -> RegisteredDataset:
+    return RegisteredDataset(name=name, family="published KG", version=version, url=files[0].url, layout=name,
+                             description=description, counts={"graph": graph, "check": check}, license=license,
+                             protocol=FILTERED_PROTOCOL, md5=files[0].md5, size=files[0].size, notes=notes,
+                             sha256=files[0].sha256, citation=citation, files=files)
+
+
+_HETIONET = "https://github.com/hetio/hetionet/raw/8a6cc0c5604d0e2908786e4de38af67b8e46ee4a/hetnet/tsv/"
+_PHARMKG = "https://raw.githubusercontent.com/biomed-AI/PharmKG/a7daec6b4d6c785c157b8cf693a4651756cb8647/data/PharmKG-8k/"
+# the six published biomedical KGs: checksums and counts as their publishers state them
+# (facts and sources: tests/data/kgs/*/SOURCE.md); no checksum published: the first verified download's is pinned
+NATIVE_DATASETS: Tuple[RegisteredDataset, ...] = (
+    _kg("hetionet", "v1.0 (hetio/hetionet@8a6cc0c)",
+        (RemoteFile(_HETIONET + "hetionet-v1.0-edges.sif.gz", size=12_401_407,
+                    sha256="611f0411ac666be4e0270e54bbca67407e14720bfc3099311f0f5eec25c5a947"),
+         RemoteFile(_HETIONET + "hetionet-v1.0-nodes.tsv", size=2_509_984, md5="d2789861ab5b977dcee3c23ac9c9f7ce",
+                    sha256="3ad9eb86c031df8bc7d5efefa6edc93562182eb9a6a71e5129d3f18b9d42c50e")),
+        "Hetionet v1.0: 11 node kinds, 24 metaedges (only Gr>G directed); isolated nodes kept",
+        "CC0 1.0 (original content); per-source licences in the JSON/Neo4j releases",
+        "Himmelstein DS et al. Systematic integration of biomedical knowledge prioritizes drugs for repurposing. "
+        "eLife 2017;6:e26726. doi:10.7554/eLife.26726",
+        {"entities": 47_031, "relations": 24}, {"nodes": 47_031, "rows": 2_250_197}),
+    _kg("primekg", "Dataverse doi:10.7910/DVN/IXA7BM V2.1",
+        (RemoteFile("https://dataverse.harvard.edu/api/access/datafile/6180620", filename="kg.csv",
+                    md5="aac8191d4fbc5bf09cdf8c3c78b4e75f", size=981_751_236),),
+        "PrimeKG kg.csv: nodes by type+source+id; each edge stored twice (x/y swapped) read as one undirected edge",
+        "CC0 1.0 per the Dataverse record (the code is MIT)",
+        "Chandak P, Huang K, Zitnik M. Building a knowledge graph to enable precision medicine. Sci Data 10, 67 "
+        "(2023). doi:10.1038/s41597-023-01960-3",
+        {"entities": 129_375, "relations": 30}, {"rows": 8_100_498, "nodes": 129_375}),
+    _kg("drkg", "gnn4dr/DRKG 2020 release",
+        (RemoteFile("https://dgl-data.s3-us-west-2.amazonaws.com/dataset/DRKG/drkg.tar.gz"),),
+        "DRKG drkg.tsv (headerless): 13 entity types, 107 relations; rows with empty ids refused",
+        "Apache-2.0 (repository); the data under each source's licence (DrugBank, GNBR, STRING: CC BY-NC 4.0)",
+        "Ioannidis VN et al. DRKG - Drug Repurposing Knowledge Graph for Covid-19. "
+        "https://github.com/gnn4dr/DRKG (2020)",
+        {"entities": 97_238, "relations": 107}, {"rows": 5_874_261, "relations": 107},
+        notes="no checksum published: the first verified download's sha256 is pinned"),
+    _kg("ogbl-biokg", "OGB v1",
+        (RemoteFile("http://snap.stanford.edu/ogb/data/linkproppred/biokg.zip"),),
+        "OGB's ogbl-biokg: per-type entity ids; the official random split is evaluated as published",
+        "not stated by OGB (the ogb code is MIT)",
+        "Hu W et al. Open Graph Benchmark: Datasets for Machine Learning on Graphs. NeurIPS 2020. arXiv:2005.00687",
+        {"entities": 93_773, "relations": 51},
+        {"train": 4_762_678, "valid": 162_886, "test": 162_870, "entities": 93_773},
+        notes="no checksum published: the first verified download's sha256 is pinned"),
+    _kg("biokg", "v1.0.0",
+        (RemoteFile("https://github.com/dsi-bdi/biokg/releases/download/v1.0.0/biokg.zip"),),
+        "BioKG biokg.links.tsv (headerless): node types implied by the 17 relations; DPI copies counted",
+        "CC BY-NC 4.0 (per-source licences in the BioKG README)",
+        "Walsh B, Mohamed SK, Novacek V. BioKG: A Knowledge Graph for Relational Learning On Biological Data. "
+        "CIKM 2020. doi:10.1145/3340531.3412776",
+        {"relations": 17}, {"relations": 17},
+        notes="no checksum and no row count published: the first verified download's sha256 is pinned"),
+    _kg("pharmkg8k", "biomed-AI/PharmKG@a7daec6",
+        (RemoteFile(_PHARMKG + "train.tsv", git_sha1="9047084dd741eab80499c19a5d11d80143d99906"),
+         RemoteFile(_PHARMKG + "valid.tsv", size=1_020_787,
+                    sha256="200b1203e0ad1134f8096d6dc6fbe6d73450c21524429bfdf174a7c9f4d7eeb6"),
+         RemoteFile(_PHARMKG + "test.tsv", size=1_029_308,
+                    sha256="18a9f44871d19074208ccd741fb33aaf8cc71c90b5b4f7f26d70a8cf940f8d72")),
+        "PharmKG-8k: the official split kept as published, its overlaps (test/valid, reverses) counted",
+        "not stated by the repository",
+        "Zheng S et al. PharmKG: a dedicated knowledge graph benchmark for biomedical data mining. Brief Bioinform "
+        "22(4), 2021. doi:10.1093/bib/bbaa344",
+        {"relations": 28}, {"train": 400_788, "valid": 49_536, "test": 50_036, "relations": 28},
+        notes="the README swaps the valid and test counts; these are the files' line counts"),
+)
 
 # counts from the OpenBioLink README: per-split totals include the negative samples
 REGISTRY: Dict[str, RegisteredDataset] = {entry.name: entry for entry in (
@@ -115,6 +230,7 @@ REGISTRY: Dict[str, RegisteredDataset] = {entry.name: entry for entry in (
         counts={"positives": {"test": 180_964}}, license=OBL2020_LICENSE.replace("3834052", "5361324"),
         protocol=OBL2021_PROTOCOL,
         notes="test count implied by the submission shape (361,928 = 2 x 180,964)"),
+    *NATIVE_DATASETS,
 )}
 
 
@@ -128,11 +244,39 @@ class DatasetError(OpenbenchError):
 
 REGISTRY_VARIABLE = "OPENBENCH_REGISTRY"  # registry files (os.pathsep-separated) added to the built-in one
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # a folder name under the data root
-USER_FIELDS = {"name": str, "url": str, "sha256": str, "layout": str, "size": int, "license": str, "version": str,
-               "description": str, "family": str, "citation": str, "counts": dict}
-REQUIRED_FIELDS = ("name", "url", "sha256", "layout", "license")
-_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object"}
+USER_FIELDS = {"name": str, "url": str, "sha256": str, "layout": str, "format": str, "files": list, "size": int,
+               "license": str, "version": str, "description": str, "family": str, "citation": str, "counts": dict}
+REQUIRED_FIELDS = ("name", "license")
+FILE_FIELDS = {"url": str, "sha256": str, "size": int, "filename": str}
+FORMATS = ("samples", "ids", *NATIVE_FORMATS)
+_KIND_NAMES = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _added_files: list = []
+
+
+def _user_file(item, where: str, path: Path) -> RemoteFile:
+    """One object of an entry's ``files``: url and sha256 required, size and filename optional."""
+    if not isinstance(item, dict) or not {"url", "sha256"} <= set(item) or set(item) - set(FILE_FIELDS):
+        raise InputError(f"{where}: each of files must be an object with url and sha256 (optionally size, "
+                         "filename) and nothing else", path)
+    for key, kind in FILE_FIELDS.items():
+        if key in item and (not isinstance(item[key], kind) or isinstance(item[key], bool)):
+            raise InputError(f"{where}: files.{key} must be {_KIND_NAMES[kind]}", path)
+    _check_url_and_checksum(item["url"], item["sha256"], where, path)
+    if "size" in item and item["size"] <= 0:
+        raise InputError(f"{where}: files.size must be a positive number of bytes", path)
+    remote = RemoteFile(url=item["url"], sha256=item["sha256"], size=item.get("size"), filename=item.get("filename", ""))
+    if not NAME_PATTERN.fullmatch(remote.name):
+        raise InputError(f"{where}: the file name {remote.name!r} must be letters, digits, '_', '.' or '-' (give "
+                         "filename when the URL does not end in one)", path)
+    return remote
+
+
+def _check_url_and_checksum(url: str, sha256: str, where: str, path: Path) -> None:
+    if not re.fullmatch(r"https?://[^\s]+", url):
+        raise InputError(f"{where}: url must be an http(s) URL", path)
+    if not _SHA256.fullmatch(sha256):
+        raise InputError(f"{where}: sha256 must be 64 lowercase hex digits (the file's checksum)", path)
 
 
 def _user_entry(item, index: int, path: Path) -> RegisteredDataset:
@@ -145,10 +289,15 @@ def _user_entry(item, index: int, path: Path) -> RegisteredDataset:
     if isinstance(name, str):
         where = f"entry {index + 1} ({name!r})"
     missing = [key for key in REQUIRED_FIELDS if key not in item]
+    if "files" not in item:
+        missing += [key for key in ("url", "sha256") if key not in item]
+    if "layout" not in item and "format" not in item:
+        missing.append("format")
     unknown = sorted(set(item) - set(USER_FIELDS))
     if missing or unknown:
         problem = f"lacks {', '.join(missing)}" if missing else f"has unknown field(s) {', '.join(unknown)}"
-        raise InputError(f"{where} {problem}; expected the fields {', '.join(USER_FIELDS)}", path)
+        raise InputError(f"{where} {problem}; expected the fields {', '.join(USER_FIELDS)} (url and sha256, or "
+                         "files)", path)
     for key, kind in USER_FIELDS.items():
         if key in item and (not isinstance(item[key], kind) or isinstance(item[key], bool)):
             raise InputError(f"{where}: {key} must be {_KIND_NAMES[kind]}", path)
@@ -156,29 +305,57 @@ def _user_entry(item, index: int, path: Path) -> RegisteredDataset:
     if not NAME_PATTERN.fullmatch(name):
         raise InputError(f"{where}: the name must be letters, digits, '_', '.' or '-' (at most 64, not starting "
                          "with a dot): it names the dataset's folder", path)
-    if not re.fullmatch(r"https?://[^\s]+", item["url"]):
-        raise InputError(f"{where}: url must be an http(s) URL", path)
-    if not re.fullmatch(r"[0-9a-f]{64}", item["sha256"]):
-        raise InputError(f"{where}: sha256 must be 64 lowercase hex digits (the archive's checksum)", path)
-    if item["layout"] not in ("samples", "ids"):
-        raise InputError(f"{where}: layout {item['layout']!r}; expected samples (OpenBioLink split files) or ids "
-                         "(the KGID layout), in a zip archive", path)
+    if "layout" in item and "format" in item and item["layout"] != item["format"]:
+        raise InputError(f"{where}: layout and format differ; give one (format)", path)
+    fmt = item.get("format", item.get("layout"))
+    if fmt not in FORMATS:
+        raise InputError(f"{where}: format {fmt!r}; expected samples (OpenBioLink split files) or ids (the KGID "
+                         f"layout) in a zip archive, or a published KG's own format: {', '.join(NATIVE_FORMATS)}", path)
+    files = _entry_files(item, fmt, where, path)
+    check = item.get("counts", {}).get("check", {})
+    if not isinstance(check, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                              for v in check.values()):
+        raise InputError(f"{where}: counts.check must map count names to non-negative integers", path)
+    return RegisteredDataset(name=name, family=item.get("family", "user registry"),
+                             version=item.get("version", "unversioned"), url=files[0].url, layout=fmt,
+                             description=item.get("description", ""), counts=item.get("counts", {}),
+                             license=item["license"], protocol=OBL2020_PROTOCOL if fmt in ("samples", "ids")
+                             else FILTERED_PROTOCOL, size=files[0].size, sha256=files[0].sha256,
+                             citation=item.get("citation", ""), source=str(path),
+                             files=files if fmt in NATIVE_FORMATS else ())
+
+
+def _entry_files(item: dict, fmt: str, where: str, path: Path) -> Tuple[RemoteFile, ...]:
+    """An entry's files: ``files`` (native formats) or its one ``url``/``sha256`` (a zip archive)."""
+    if "files" in item:
+        if "url" in item or "sha256" in item or "size" in item:
+            raise InputError(f"{where}: give url/sha256/size or files, not both", path)
+        if not item["files"]:
+            raise InputError(f"{where}: files is empty; expected the dataset's files", path)
+        files = tuple(_user_file(one, where, path) for one in item["files"])
+        names = [one.name for one in files]
+        if len(set(names)) != len(names):
+            raise InputError(f"{where}: two files have the same file name", path)
+        return files
+    _check_url_and_checksum(item["url"], item["sha256"], where, path)
     if "size" in item and item["size"] <= 0:
         raise InputError(f"{where}: size must be a positive number of bytes", path)
     if not item["url"].rsplit("/", 1)[-1]:
         raise InputError(f"{where}: the url must end in the archive's file name", path)
-    return RegisteredDataset(name=name, family=item.get("family", "user registry"),
-                             version=item.get("version", "unversioned"), url=item["url"], layout=item["layout"],
-                             description=item.get("description", ""), counts=item.get("counts", {}),
-                             license=item["license"], protocol=OBL2020_PROTOCOL, size=item.get("size"),
-                             sha256=item["sha256"], citation=item.get("citation", ""), source=str(path))
+    remote = RemoteFile(url=item["url"], sha256=item["sha256"], size=item.get("size"))
+    if fmt in NATIVE_FORMATS and not NAME_PATTERN.fullmatch(remote.name):
+        raise InputError(f"{where}: the url must end in the file's name (letters, digits, '_', '.', '-')", path)
+    return (remote,)
 
 
 def read_registry_file(path) -> Dict[str, RegisteredDataset]:
-    """The entries of a registry file: a JSON list of objects with ``name``, ``url`` (a zip
-    archive), ``sha256``, ``layout`` (``samples`` or ``ids``), ``license`` and optionally
-    ``size``, ``version``, ``description``, ``family``, ``citation``, ``counts``. A name may not
-    repeat nor take a built-in one."""
+    """The entries of a registry file: a JSON list of objects with ``name``, ``license``,
+    ``format`` (``samples`` or ``ids`` for a zip archive of split files, or a published KG's
+    format: ``hetionet``, ``primekg``, ``drkg``, ``ogbl-biokg``, ``biokg``, ``pharmkg8k``; ``layout``
+    is the older name), the file(s): ``url`` and ``sha256`` (one file, optionally ``size``), or
+    ``files`` (a list of {``url``, ``sha256``, optionally ``size``, ``filename``}), and optionally
+    ``version``, ``description``, ``family``, ``citation``, ``counts`` (``counts.check``: counts
+    the reader's must equal). A name may not repeat nor take a built-in one."""
     path = Path(path)
     items = read_json(path, "registry file")
     if not isinstance(items, list):
@@ -214,12 +391,16 @@ def registry() -> Dict[str, RegisteredDataset]:
 
 def registry_table() -> str:
     """The registry as a fixed-width table (``openbench datasets list``)."""
-    lines = [f"{'name':<12} {'family':<16} {'version':<22} {'checksum':<15} {'entities':>9} {'relations':>9}  url"]
+    lines = [f"{'name':<12} {'family':<16} {'format':<10} {'version':<38} {'checksum':<15} {'entities':>9} "
+             f"{'relations':>9}  url"]
     for entry in registry().values():
         graph = entry.counts.get("graph", {})
-        checksum = f"sha256 {entry.sha256[:8]}" if entry.sha256 else f"md5 {entry.md5[:8]}" if entry.md5 else "unknown"
-        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.version:<22} {checksum:<15} "
-                     f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}")
+        first = entry.remote_files[0]
+        checksum = (f"sha256 {first.sha256[:8]}" if first.sha256 else f"md5 {first.md5[:8]}" if first.md5
+                    else f"git {first.git_sha1[:8]}" if first.git_sha1 else "pinned once")
+        more = f" (+{len(entry.remote_files) - 1} files)" if len(entry.remote_files) > 1 else ""
+        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.layout:<10} {entry.version:<38} {checksum:<15} "
+                     f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}{more}")
     return "\n".join(lines)
 
 
@@ -317,16 +498,41 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
                                    f"or pass --force to download it again")
             check_output_folder(folder, extra_markers=(MARKER,))  # never replace what openbench did not write
             logger.warning("%s: replacing %s once the new copy is verified (%s)", entry.name, folder, problem)
-        archive = _download(entry, root, mirror, progress)
+        fetched = _download_files(entry, root, mirror, progress)
         try:
-            digest = sidecar_path(archive).read_text().strip()  # fetch hashed the archive once already
-            _check_pin(entry, root, digest, archive)
-            _unpack(entry, archive, digest, folder)
-            _pin(entry, root, digest)  # only an archive that passed every check is pinned
+            if entry.native:
+                _convert_native(entry, fetched, folder)
+            else:
+                _unpack(entry, fetched[0][1], fetched[0][2], folder)
+            for file, _, digest in fetched:
+                _pin(entry, root, digest, file)  # only files that passed every check are pinned
         finally:
-            archive.unlink(missing_ok=True)
-            sidecar_path(archive).unlink(missing_ok=True)
+            for _, path, _ in fetched:
+                path.unlink(missing_ok=True)
+                sidecar_path(path).unlink(missing_ok=True)
     return folder
+
+
+def _download_files(entry: RegisteredDataset, root: Path, mirror: Optional[str],
+                    progress: bool) -> List[Tuple[RemoteFile, Path, str]]:
+    """(file, downloaded path, sha256) of each of the entry's files, each verified against its
+    published checksum or pinned one; a failure removes what this call fetched."""
+    from graphgen.download import sidecar_path
+
+    fetched: List[Tuple[RemoteFile, Path, str]] = []
+    try:
+        for file in entry.remote_files:
+            path = _download(entry, file, root, mirror, progress)
+            fetched.append((file, path, ""))
+            digest = sidecar_path(path).read_text().strip()  # fetch hashed the file once already
+            fetched[-1] = (file, path, digest)
+            _check_pin(entry, root, digest, path, file)
+    except BaseException:
+        for _, path, _ in fetched:
+            path.unlink(missing_ok=True)
+            sidecar_path(path).unlink(missing_ok=True)
+        raise
+    return fetched
 
 
 def _describe_altered(altered: list) -> Optional[str]:
@@ -345,33 +551,40 @@ def _read_pins(root: Path) -> Dict[str, str]:
     return pins
 
 
-def _download(entry: RegisteredDataset, root: Path, mirror: Optional[str], progress: bool) -> Path:
-    """The archive, fetched (resumable) and checked against the registry's size/md5 where published."""
+def _download(entry: RegisteredDataset, file: RemoteFile, root: Path, mirror: Optional[str], progress: bool) -> Path:
+    """One file, fetched (resumable) and checked against its published size/md5/sha256/git id."""
     from graphgen.download import Remote, fetch
 
     base = mirror or os.environ.get(MIRROR_VARIABLE)
-    url = f"{base.rstrip('/')}/{entry.archive}" if base else entry.url
-    remote = Remote(source=entry.name, url=url, filename=entry.archive, sha256=entry.sha256,
-                    version=entry.version, md5=entry.md5, size=entry.size)
-    return fetch(remote, root / ".downloads", progress=progress)
+    url = f"{base.rstrip('/')}/{file.name}" if base else file.url
+    remote = Remote(source=entry.name, url=url, filename=file.name, sha256=file.sha256, version=entry.version,
+                    md5=file.md5, size=file.size, git_sha1=file.git_sha1)
+    # a split archive keeps its old place; a KG's files (train.tsv, …) get the entry's own folder
+    cache = root / ".downloads" / entry.name if entry.native else root / ".downloads"
+    return fetch(remote, cache, progress=progress)
 
 
-def _check_pin(entry: RegisteredDataset, root: Path, digest: str, archive: Path) -> None:
-    pinned = _read_pins(root).get(entry.name)
+def _pin_key(entry: RegisteredDataset, file: RemoteFile) -> str:
+    return entry.name if len(entry.remote_files) == 1 else f"{entry.name}/{file.name}"
+
+
+def _check_pin(entry: RegisteredDataset, root: Path, digest: str, archive: Path, file: RemoteFile) -> None:
+    pinned = _read_pins(root).get(_pin_key(entry, file))
     if pinned is not None and pinned != digest:
         raise DatasetError(f"{archive}: sha256 {digest} differs from the one recorded at the first verified "
-                           f"download ({pinned}, in {root / PINS}); the archive changed or is corrupt")
+                           f"download ({pinned}, in {root / PINS}); the file changed or is corrupt")
 
 
-def _pin(entry: RegisteredDataset, root: Path, digest: str) -> None:
-    if entry.sha256:  # stated by the entry and checked by the download: nothing to record
+def _pin(entry: RegisteredDataset, root: Path, digest: str, file: RemoteFile) -> None:
+    if file.checked:  # a checksum stated by the entry and checked by the download: nothing to record
         return
     pins = _read_pins(root)
-    if entry.name not in pins:
-        pins[entry.name] = digest
+    key = _pin_key(entry, file)
+    if key not in pins:
+        pins[key] = digest
         write_text_atomic(root / PINS, json.dumps(pins, indent=2, sort_keys=True) + "\n")
-        logger.warning("%s: no published checksum; recorded the verified archive's sha256 in %s, and later "
-                       "downloads must match it", entry.name, root / PINS)
+        logger.warning("%s: no published checksum for %s; recorded the verified file's sha256 in %s, and later "
+                       "downloads must match it", entry.name, file.name, root / PINS)
 
 
 def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) -> None:
@@ -410,6 +623,84 @@ def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) 
         raise DatasetError(f"{archive}: the archive does not hold a {entry.layout!r} dataset: {error}") from None
 
 
+def _convert_native(entry: RegisteredDataset, fetched: List[Tuple[RemoteFile, Path, str]], folder: Path) -> None:
+    """Unpack the verified files into ``native/``, convert them (:func:`openbench.datasets.native.convert`),
+    write the verification record, swap the folder into place; a failure keeps nothing."""
+    from openbench.datasets.native import convert
+
+    checksums = {file.name: digest for file, _, digest in fetched}
+
+    def fill(staging: Path) -> None:
+        native = staging / "native"
+        native.mkdir()
+        for file, path, _ in fetched:
+            _place(path, native)
+        _flatten(native)
+        dataset = {"name": entry.name, "version": entry.version, "format": entry.layout, "url": entry.url,
+                   "files_sha256": checksums}
+        try:
+            info = convert(entry.layout, native, staging, dataset, entry.counts.get("check", {}))
+        except InputError as error:
+            where = error.path or ""
+            shown = Path(where).relative_to(native) if where.startswith(str(native)) else where
+            line = f", line {error.line}" if error.line else ""
+            raise DatasetError(f"{entry.name}: {shown}{line}: {error.reason}; nothing was kept") from None
+        files = {str(p.relative_to(staging)): _file_record(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+        record = {"name": entry.name, "family": entry.family, "version": entry.version, "url": entry.url,
+                  "format": entry.layout, "archive_sha256": fetched[0][2], "files_sha256": checksums,
+                  "evaluation": info["evaluation"], "counts": info["counts"], "problems": info["problems"],
+                  "files": files}
+        (staging / MARKER).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+    replace_folder(folder, fill, kind=f"dataset {entry.name}", extra_markers=(MARKER,), checked=False)
+
+
+def _place(path: Path, native: Path) -> None:
+    """A downloaded file into ``native``: a zip or tar archive unpacked (CRCs checked, no member
+    outside the folder, macOS resource forks skipped), any other file (``.gz`` too: the readers
+    inflate it) moved as it is."""
+    name = path.name
+    if name.endswith(".zip"):
+        try:
+            with zipfile.ZipFile(path) as bundle:
+                try:
+                    broken = bundle.testzip()
+                except (zlib.error, EOFError) as error:
+                    broken = f"(undecodable: {error})"
+                if broken is not None:
+                    raise DatasetError(f"{path}: member {broken!r} fails its CRC check; the archive is corrupted")
+                _check_member_names(bundle, path)
+                bundle.extractall(native, members=[m for m in bundle.namelist() if not _resource_fork(m)])
+        except zipfile.BadZipFile as error:
+            raise DatasetError(f"{path}: not a readable zip archive ({error})") from None
+    elif name.endswith((".tar.gz", ".tgz", ".tar")):
+        import tarfile
+
+        try:
+            with tarfile.open(path) as bundle:
+                members = [m for m in bundle.getmembers() if not _resource_fork(m.name)]
+                bundle.extractall(native, members=members, filter="data")  # refuses links and paths outside
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
+            raise DatasetError(f"{path}: not a readable tar archive ({error})") from None
+    else:
+        shutil.move(str(path), str(native / name))
+
+
+def _resource_fork(member: str) -> bool:
+    parts = Path(member).parts
+    return any(part == "__MACOSX" or part.startswith("._") for part in parts)
+
+
+def _flatten(native: Path) -> None:
+    """An archive that holds one folder (ogbl-biokg's ``biokg/``): its contents take its place."""
+    entries = list(native.iterdir())
+    if len(entries) == 1 and entries[0].is_dir():
+        inner = entries[0].rename(native / f".{entries[0].name}.unpacked")  # may hold its own name
+        for item in list(inner.iterdir()):
+            shutil.move(str(item), str(native / item.name))
+        inner.rmdir()
+
+
 def _check_member_names(bundle: zipfile.ZipFile, archive: Path) -> None:
     for member in bundle.namelist():
         parts = Path(member).parts
@@ -418,27 +709,94 @@ def _check_member_names(bundle: zipfile.ZipFile, archive: Path) -> None:
 
 
 def registry_of(folder) -> Optional[dict]:
-    """``{"name", "version"}`` when ``folder`` (or its parent, for train_test_data/) is a verified copy."""
+    """``{"name", "version", "archive_sha256", …}`` when ``folder`` (or its parent, for
+    train_test_data/ and a KG's official split) is a verified copy, or a split that ``split rand``
+    made of one (then ``split`` says how, from its ``split_info.json``)."""
     folder = Path(folder)
     for candidate in (folder, folder.parent):
         marker = read_marker(candidate)
         if marker and "name" in marker:
-            return {"name": marker["name"], "version": marker.get("version", "unknown"),
-                    "archive_sha256": marker.get("archive_sha256")}
+            found = {"name": marker["name"], "version": marker.get("version", "unknown"),
+                     "archive_sha256": marker.get("archive_sha256")}
+            if "files_sha256" in marker:
+                found["files_sha256"] = marker["files_sha256"]
+                found["split"] = "official, as published"
+            return found
+    for candidate in (folder, folder.parent):
+        derived = _split_of_registry_graph(candidate)
+        if derived is not None:
+            return derived
     return None
+
+
+def _split_of_registry_graph(folder: Path) -> Optional[dict]:
+    path = folder / "split_info.json"
+    if not path.is_file():
+        return None
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    dataset = info.get("dataset") if isinstance(info, dict) else None
+    if not isinstance(dataset, dict) or not isinstance(dataset.get("name"), str):
+        return None
+    seed = info.get("parameters", {}).get("seed") if isinstance(info.get("parameters"), dict) else None
+    stated = dataset.get("files_sha256")
+    files: dict = stated if isinstance(stated, dict) else {}
+    return {"name": dataset["name"], "version": str(dataset.get("version", "unknown")),
+            "archive_sha256": next(iter(files.values()), None), "files_sha256": files,
+            "split": f"openbench split rand, seed {seed}"}
+
+
+def _registered(path_or_name) -> Optional[RegisteredDataset]:
+    path = Path(path_or_name)
+    if path.exists() or path.is_symlink():
+        return None
+    key = str(path_or_name).strip().lower()
+    return next((entry for name, entry in registry().items() if name.lower() == key), None)
 
 
 def resolve(path_or_name, root=None, **options) -> Path:
     """A dataset argument: an existing path as given, a registry name as its verified copy (fetched
-    by :func:`get` when missing); anything else unchanged, for the loader to report."""
+    by :func:`get` when missing; a published KG's official split); anything else unchanged, for the
+    loader to report."""
     path = Path(path_or_name)
-    if path.exists() or path.is_symlink():
-        return path
-    entries = registry()
-    if str(path_or_name).strip().lower() in {name.lower() for name in entries}:
-        return get(str(path_or_name), root, **options)
-    raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))}; the "
-                     f"registry knows {', '.join(entries)} (openbench datasets list)", path)
+    entry = _registered(path_or_name)
+    if entry is None:
+        if path.exists() or path.is_symlink():
+            return path
+        entries = registry()
+        raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))}; "
+                         f"the registry knows {', '.join(entries)} (openbench datasets list)", path)
+    folder = get(entry.name, root, **options)
+    if not entry.native:
+        return folder
+    evaluation = (read_marker(folder) or {}).get("evaluation")
+    if not evaluation:
+        raise InputError(f"{entry.name} is a graph without an official split: split it first (openbench split rand "
+                         f"--dataset {entry.name} --output DIR) and evaluate DIR")
+    return folder / evaluation
+
+
+def graph_folder(path_or_name, root=None, **options) -> Path:
+    """The graph folder (``graph_files`` layout with ``graph_info.json``) of a registry name (its
+    verified copy, fetched when missing), of a copy's folder, or the folder itself."""
+    from graphgen.graph_files import GRAPH_INFO
+
+    entry = _registered(path_or_name)
+    if entry is not None:
+        if not entry.native:
+            raise InputError(f"{entry.name} is a published split, not a graph; evaluate it by name")
+        return get(entry.name, root, **options) / "graph"
+    path = Path(path_or_name)
+    for candidate in (path, path / "graph"):
+        if (candidate / GRAPH_INFO).is_file():
+            return candidate
+    if not path.exists():
+        raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))} "
+                         "(openbench datasets list)", path)
+    raise InputError(f"not a converted graph: expected {GRAPH_INFO} here or in graph/ (openbench datasets get "
+                     "writes them); for OpenBioLink's graph_files give --edges, --tn-edges and --nodes", path)
 
 
 def _closest(name: str) -> str:

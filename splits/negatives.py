@@ -29,9 +29,11 @@ MAX_ROUNDS = 25
 
 
 def _family(relation: str) -> List[str]:
-    """The relation, its parent and its children."""
-    parent = EDGE_TYPES[relation].parent
-    return sorted({relation, parent} | {name for name, edge in EDGE_TYPES.items() if edge.parent == relation})
+    """The relation, its parent and its children (OpenBioLink's hierarchy; a converted graph's
+    relations have none: the relation alone)."""
+    edge = EDGE_TYPES.get(relation)
+    parent = {edge.parent} if edge is not None and edge.parent else set()
+    return sorted({relation} | parent | {name for name, other in EDGE_TYPES.items() if other.parent == relation})
 
 
 def with_node_types(frame: pl.DataFrame, node_types: pl.DataFrame) -> pl.DataFrame:
@@ -53,7 +55,8 @@ def contradicted(edges: pl.DataFrame, positives: pl.DataFrame) -> pl.Series:
     edges, positives = categorical_ids(edges), categorical_ids(positives)
     pairs = _unordered_pairs(positives).with_columns(positives.get_column("relation").alias("positive_relation"))
     keyed = _unordered_pairs(edges).with_columns(edges.get_column("relation")).with_row_index("_row")
-    family = pl.DataFrame([(name, member) for name in EDGE_TYPES for member in _family(name)],
+    relations = sorted(set(EDGE_TYPES) | set(edges.get_column("relation").unique().to_list()))
+    family = pl.DataFrame([(name, member) for name in relations for member in _family(name)],
                           schema={"relation": pl.String, "positive_relation": pl.String}, orient="row")
     matched = keyed.join(pairs, on=["lo", "hi"], how="inner")
     hits = matched.join(family, on=["relation", "positive_relation"], how="semi")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from graphgen.graph_files import check_nodes_known, read_edges, read_nodes
+from graphgen.graph_files import check_nodes_known, read_edges, read_graph_info, read_nodes
 from openbench._io import check_output_folder
 from splits.random_split import random_split
 from splits.time_split import time_split
@@ -18,11 +18,28 @@ __all__ = ["split_random", "split_time"]
 
 
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
-    positives, true_negatives = read_edges(edges_path, "1", sep), read_edges(tn_path, "0", sep)
-    nodes = read_nodes(nodes_path, sep)
+    """(positives, true negatives, nodes, graph_info.json or None): a converted published graph
+    (``graph_info.json`` beside its edges) is checked against its own relations and node types."""
+    info = read_graph_info(Path(edges_path).parent)
+    relations = None if info is None else list(info["relations"])
+    node_types = None if info is None else list(info.get("node_types", {}))
+    positives = read_edges(edges_path, "1", sep, relations)
+    true_negatives = read_edges(tn_path, "0", sep, relations)
+    nodes = read_nodes(nodes_path, sep, node_types)
     check_nodes_known(positives, nodes, edges_path, nodes_path)
     check_nodes_known(true_negatives, nodes, tn_path, nodes_path)
-    return positives, true_negatives, nodes
+    return positives, true_negatives, nodes, info
+
+
+def _provenance(info) -> dict:
+    """What ``split_info.json`` records of a converted published graph (``dataset``): which
+    release, and what its reader fixed (collapsed reverse copies, dropped duplicates, refused rows)."""
+    if info is None:
+        return {}
+    dataset = info.get("dataset", {}) if isinstance(info.get("dataset"), dict) else {}
+    return {"dataset": {**dataset, "id_scheme": info.get("id_scheme"), "problems": info.get("problems", {}),
+                        "undirected_relations": sorted(name for name, relation in info["relations"].items()
+                                                       if isinstance(relation, dict) and not relation.get("directed", True))}}
 
 
 def split_random(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", **parameters) -> dict:
@@ -30,8 +47,9 @@ def split_random(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", **
     for the parameters); returns the split info."""
     inputs: Sequence[Path] = [Path(edges_path), Path(tn_path), Path(nodes_path)]
     check_output_folder(output, inputs)  # before reading: fail fast
-    positives, true_negatives, nodes = _read_graph(edges_path, tn_path, nodes_path, sep)
-    return random_split(positives, true_negatives, nodes, output, inputs=inputs, **parameters)
+    positives, true_negatives, nodes, info = _read_graph(edges_path, tn_path, nodes_path, sep)
+    return random_split(positives, true_negatives, nodes, output, inputs=inputs, provenance=_provenance(info),
+                        **parameters)
 
 
 def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output, *,
@@ -40,7 +58,7 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
     :func:`splits.time_split.time_split`); returns the split info."""
     inputs = [Path(p) for p in (edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path)]
     check_output_folder(output, inputs)
-    positives, true_negatives, nodes = _read_graph(edges_path, tn_path, nodes_path, sep)
-    tmo_positives, tmo_true_negatives, tmo_nodes = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
+    positives, true_negatives, nodes, _ = _read_graph(edges_path, tn_path, nodes_path, sep)
+    tmo_positives, tmo_true_negatives, tmo_nodes, _ = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
     return time_split(positives, true_negatives, nodes, tmo_positives, tmo_true_negatives, tmo_nodes, output,
                       inputs=inputs, **parameters)

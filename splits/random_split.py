@@ -101,8 +101,11 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                  test_frac: float = 0.05, val: float = 0.05, crossval: bool = False, seed: int = 42,
                  directed: bool = True, neg_train_val: bool = True, neg_test: bool = True,
                  neg_ratio: float = 1.0, inputs: Sequence = (), seen_nodes: str = "positives",
-                 eval_negatives: int = 0, typed_negatives: bool = False) -> dict:
+                 eval_negatives: int = 0, typed_negatives: bool = False, provenance: Optional[dict] = None) -> dict:
     """Split and write the files into ``output`` (replaced atomically); returns the split info.
+
+    :param provenance: recorded at the top of the split info (a published graph's ``dataset``:
+        release, checksums, what its reader fixed).
 
     :param seen_nodes: ``"positives"`` (default): every node of a validation or test row occurs
         in a training positive of its fold, so a model trained on the positives, and the
@@ -143,7 +146,8 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                       "negatives_sampled": sampled, "after_inconsistent": rows.height},
             # the audit's relation patterns (threshold 0.8) in train + validation: evaluation rows
             # training holds again through them are removed (test_cleaning.relation_patterns)
-            "relation_patterns": patterns}
+            "relation_patterns": patterns, **(provenance or {})}
+
     def fill(staging: Path) -> None:
         if crossval:
             n_folds = math.ceil(1 / val)

@@ -136,7 +136,8 @@ def test_unknown_names_list_the_registry():
 def test_datasets_list_prints_every_entry():
     done = CliRunner().invoke(main, ["datasets", "list", "--format", "json"])
     rows = json.loads(done.output)
-    assert [row["name"] for row in rows] == ["HQ_DIR", "HQ_UNDIR", "ALL_DIR", "ALL_UNDIR", "KGID_HQ_DIR"]
+    assert [row["name"] for row in rows] == ["HQ_DIR", "HQ_UNDIR", "ALL_DIR", "ALL_UNDIR", "KGID_HQ_DIR", "hetionet",
+                                             "primekg", "drkg", "ogbl-biokg", "biokg", "pharmkg8k"]
     assert rows[0]["md5"] == "unknown" and rows[0]["counts"]["positives"]["test"] == 183_009
     assert rows[0]["protocol"]["filter_sets"] == ["train", "valid", "test"]
     assert "zenodo.org/record/3834052" in CliRunner().invoke(main, ["datasets", "list"]).output
@@ -318,7 +319,7 @@ def test_an_archive_whose_bytes_differ_from_the_stated_checksum_is_refused_and_n
 
 @pytest.mark.parametrize("change, expected", [
     ({"name": "../escape"}, "the name must be"), ({"sha256": "abc"}, "sha256 must be"),
-    ({"layout": "hetionet"}, "layout 'hetionet'"), ({"url": "file:///etc/passwd"}, "http(s) URL"),
+    ({"layout": "tsv"}, "format 'tsv'"), ({"url": "file:///etc/passwd"}, "http(s) URL"),
     ({"name": "HQ_DIR"}, "is taken"), ({"size": -1}, "size must be"), ({"extra_field": 1}, "unknown field"),
     ({"size": "big"}, "size must be an integer")])
 def test_registry_file_mistakes_are_one_line_naming_the_entry(tmp_path, change, expected):

@@ -12,12 +12,13 @@ __all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
 
 @click.group()
 @click.option("--registry", "registry_files", multiple=True, type=click.Path(dir_okay=False),
-              help="A registry file of your own (a JSON list of entries: name, url, sha256, layout, license; "
-                   "optionally size, version, description, family, citation, counts), added to the built-in "
-                   "one; also $OPENBENCH_REGISTRY (os.pathsep-separated).")
+              help="A registry file of your own (a JSON list of entries: name, format, license, and url + sha256 "
+                   "or files [{url, sha256}]; optionally size, version, description, family, citation, counts), "
+                   "added to the built-in one; also $OPENBENCH_REGISTRY (os.pathsep-separated).")
 @handle_errors
 def datasets(registry_files):
-    """The registry of published datasets (OpenBioLink2020, OBL2021, and your own): list and fetch by name."""
+    """The registry of published datasets (OpenBioLink2020, OBL2021, Hetionet, PrimeKG, DRKG, ogbl-biokg, BioKG,
+    PharmKG-8k, and your own): list and fetch by name."""
     from openbench.registry import use_registry_files
 
     use_registry_files(registry_files)
@@ -41,13 +42,15 @@ def datasets_list(fmt):
 @click.argument("name")
 @click.option("--root", type=click.Path(file_okay=False), default=None,
               help="Where datasets live [default: $OPENBENCH_DATA_DIR or the user data directory].")
-@click.option("--mirror", default=None, help="Base URL serving the archives instead of Zenodo.")
+@click.option("--mirror", default=None, help="Base URL serving the dataset's files (by file name) instead of their "
+                                           "publisher.")
 @click.option("--force", is_flag=True, help="Download again over a copy that fails verification (kept until the new "
                                             "one is verified).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @handle_errors
 def datasets_get(name, root, mirror, force, progress):
-    """Download (resumable), verify and unpack NAME; a verified copy is reused. Prints its folder."""
+    """Download (resumable), verify and unpack NAME (a published KG: convert it once, into graph/ for
+    split rand --dataset NAME); a verified copy is reused. Prints its folder."""
     from openbench.registry import get
 
     click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))

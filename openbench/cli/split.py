@@ -39,13 +39,17 @@ def _options(*decorators):
     return apply
 
 
-_GRAPH = _options(
-    click.option("--edges", "edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
-                 help="Positive edges (graph_files/edges.csv)."),
-    click.option("--tn-edges", "tn_path", required=True, type=click.Path(dir_okay=False, exists=True),
-                 help="True-negative edges (graph_files/TN_edges.csv)."),
-    click.option("--nodes", "nodes_path", required=True, type=click.Path(dir_okay=False, exists=True),
-                 help="Nodes to draw negatives from (graph_files/ALL_nodes.csv or nodes.csv)."))
+def _graph_options(required: bool):
+    return _options(
+        click.option("--edges", "edges_path", required=required, type=click.Path(dir_okay=False, exists=True),
+                     help="Positive edges (graph_files/edges.csv)."),
+        click.option("--tn-edges", "tn_path", required=required, type=click.Path(dir_okay=False, exists=True),
+                     help="True-negative edges (graph_files/TN_edges.csv)."),
+        click.option("--nodes", "nodes_path", required=required, type=click.Path(dir_okay=False, exists=True),
+                     help="Nodes to draw negatives from (graph_files/ALL_nodes.csv or nodes.csv)."))
+
+
+_GRAPH = _graph_options(required=True)
 _COMMON = _options(
     click.option("--sep", default="\t", show_default="TAB", help="Separator of the input files."),
     click.option("--output", "output_dir", default="train_test_data", show_default=True,
@@ -60,7 +64,11 @@ _COMMON = _options(
 
 
 @split.command("rand")
-@_GRAPH
+@click.option("--dataset", "dataset", default=None,
+              help="A published KG by registry name (hetionet, primekg, drkg, ogbl-biokg, biokg, pharmkg8k, or your "
+                   "registry's; fetched and converted when missing) or the graph folder 'datasets get' printed, "
+                   "instead of --edges/--tn-edges/--nodes.")
+@_graph_options(required=False)
 @click.option("--test-frac", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Test share of all samples.")
 @click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.05, show_default=True,
@@ -68,16 +76,35 @@ _COMMON = _options(
 @click.option("--crossval", is_flag=True, help="ceil(1/val) cross-validation folds in fold_<i>/.")
 @_COMMON
 @handle_errors
-def split_rand(edges_path, tn_path, nodes_path, test_frac, val, crossval, sep, output_dir, seed, neg_ratio,
+def split_rand(dataset, edges_path, tn_path, nodes_path, test_frac, val, crossval, sep, output_dir, seed, neg_ratio,
                no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
-    """Random split with negatives and leakage removal (OpenBioLink's file layout)."""
+    """Random split with negatives and leakage removal (OpenBioLink's file layout), of a generated
+    graph or of a published KG (--dataset)."""
     from splits.pipeline import split_random
+
+    edges_path, tn_path, nodes_path = _graph_paths(dataset, edges_path, tn_path, nodes_path)
 
     info = split_random(edges_path, tn_path, nodes_path, output_dir, sep=sep, test_frac=test_frac, val=val,
                         crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
                         neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
                         **_negative_options(eval_negatives, typed_negatives))
     click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)")
+
+
+def _graph_paths(dataset, edges_path, tn_path, nodes_path):
+    """(edges, true negatives, nodes): the files given, or those of --dataset's graph folder."""
+    given = [p for p in (edges_path, tn_path, nodes_path) if p]
+    if dataset is None:
+        if len(given) < 3:
+            raise click.UsageError("give --edges, --tn-edges and --nodes, or --dataset NAME")
+        return edges_path, tn_path, nodes_path
+    if given:
+        raise click.UsageError("--dataset names the graph: give it or --edges/--tn-edges/--nodes, not both")
+    from openbench.datasets.native.graph import GRAPH_FILES
+    from openbench.registry import graph_folder
+
+    folder = graph_folder(dataset)
+    return tuple(str(folder / GRAPH_FILES[kind]) for kind in ("edges", "true_negatives", "nodes"))
 
 
 def _negative_options(eval_negatives, typed_negatives) -> dict:

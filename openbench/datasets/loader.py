@@ -279,7 +279,9 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
             raise InputError(f"{option('fold')}, {option('entity_map')} and {option('relation_map')} do not apply to "
                              "an OGB folder", folder)
         fields, negatives = load_ogb_dataset(folder, ogb_split, entity_offsets)
-        return Dataset(**fields, sampled=negatives)
+        dataset = Dataset(**fields, sampled=negatives)
+        dataset.registry = registry_of(folder)  # ogbl-biokg by name: its official split
+        return dataset
     if ogb_split is not None or entity_offsets is not None:
         raise InputError(f"{option('ogb_split')} and {option('entity_offsets')} apply to OGB dataset folders "
                          "(split/<type>/*.pt)", folder)

@@ -13,11 +13,13 @@ runs, with the names it asked for.
 **Global entity ids.** ``ogbl-wikikg2`` numbers its entities globally. ``ogbl-biokg`` numbers them
 per node type (``head_type``/``tail_type`` name each triple's types, and the negatives of a query
 are of its answer's type); openbench maps them to one id space exactly as OGB's KGE example
-(``examples/linkproppred/biokg/run.py``) does: types in the order of ``num_nodes_dict``, which OGB
-reads from ``raw/num-node-dict.csv.gz`` (its column order), each type's ids shifted by the counts
-of the types before it. Without that file the types are taken in sorted order with counts from
-the largest id seen (a warning says so); ``--entity-offsets FILE`` (JSON ``{"type": offset}``)
-overrides both. Entities are labelled ``<type>:<local id>`` (biokg) or ``entity:<id>``, relations
+(``examples/linkproppred/biokg/run.py``) does: types in the order of ``num_nodes_dict``, each
+type's ids shifted by the counts of the types before it. OGB builds ``num_nodes_dict`` in *sorted*
+type-name order (``ogb/io/read_graph_raw.py``: ``nodetype_list = sorted(...)``), with the counts
+of ``raw/num-node-dict.csv.gz``, whatever that file's column order (a loader that follows the
+columns merges nothing but shifts every id differently from OGB whenever they are unsorted).
+Without that file the counts come from the largest id seen (a warning says so);
+``--entity-offsets FILE`` (JSON ``{"type": offset}``) overrides both. Entities are labelled ``<type>:<local id>`` (biokg) or ``entity:<id>``, relations
 ``relation:<id>``; the fingerprint hashes the id triples of every split.
 """
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from openbench._io.inputs import read_text
 from openbench.errors import InputError, option
 
-__all__ = ["SAFE_NUMPY_GLOBALS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset",
+__all__ = ["SAFE_NUMPY_GLOBALS", "OGB_SPLITS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset", "num_node_dict",
            "IdLabels"]
 
 logger = logging.getLogger(__name__)
@@ -139,8 +141,8 @@ def _types(data: dict, key: str, rows: int, path: Path) -> Optional[np.ndarray]:
     return values.astype(str)
 
 
-def _num_node_dict(folder: Path) -> Optional[Dict[str, int]]:
-    """OGB's ``raw/num-node-dict.csv.gz``: a header of type names and one row of counts, in order."""
+def num_node_dict(folder: Path) -> Optional[Dict[str, int]]:
+    """OGB's ``raw/num-node-dict.csv.gz``: a header of type names and one row of counts (file order)."""
     path = folder / "raw" / "num-node-dict.csv.gz"
     if not path.is_file():
         return None
@@ -155,7 +157,7 @@ def _num_node_dict(folder: Path) -> Optional[Dict[str, int]]:
 
 def _offsets(folder: Path, offsets_file, seen: Dict[str, int], warnings: List[str]) -> Dict[str, Tuple[int, int]]:
     """{type: (first global id, count)} (see the module docstring)."""
-    counts = _num_node_dict(folder)
+    counts = num_node_dict(folder)
     if offsets_file is not None:
         from openbench._io import read_json
         given = read_json(offsets_file)
@@ -176,7 +178,7 @@ def _offsets(folder: Path, offsets_file, seen: Dict[str, int], warnings: List[st
         raise InputError(f"node type(s) {', '.join(short)} have ids beyond their counts in num-node-dict.csv.gz",
                          folder / "raw")
     result, first = {}, 0
-    for name, count in counts.items():
+    for name, count in sorted(counts.items()):  # OGB's num_nodes_dict order, not the CSV's columns
         result[name] = (first, count)
         first += count
     return result

@@ -63,12 +63,13 @@ def _save(folder, splits):
 
 
 def _global(splits, split, key, typed):
-    """Global ids as OGB's KGE example computes them: type offsets in num_nodes_dict order."""
+    """Global ids as OGB's KGE example computes them: type offsets in num_nodes_dict order, which
+    ogb/io/read_graph_raw.py builds from the *sorted* type names (not the CSV's column order)."""
     values = np.asarray(splits[split][key])
     if not typed or key == "relation":
         return values
     offsets, first = {}, 0
-    for name, count in TYPES.items():
+    for name, count in sorted(TYPES.items()):
         offsets[name] = first
         first += count
     side = "head" if key.startswith("head") else "tail"
@@ -137,13 +138,15 @@ def test_biokg_ids_follow_ogbs_type_order_and_offsets_can_be_given(tmp_path):
     folder = tmp_path / "biokg"
     splits = _write_biokg(folder, 4)
     dataset = load_dataset(folder)
-    assert dataset.entity_labels[0] == "protein:0" and dataset.entity_labels[12] == "disease:0"
-    assert dataset.entity_labels[19] == "drug:0" and len(dataset.entity_labels) == 28
+    assert list(TYPES) != sorted(TYPES)  # the CSV's columns are unsorted: the orders differ
+    # OGB's order: disease (7), drug (9), protein (12), whatever num-node-dict.csv.gz's columns say
+    assert dataset.entity_labels[0] == "disease:0" and dataset.entity_labels[7] == "drug:0"
+    assert dataset.entity_labels[16] == "protein:0" and len(dataset.entity_labels) == 28
     assert dataset.triples["test"][:, 0].tolist() == _global(splits, "test", "head", True).tolist()
     offsets = tmp_path / "offsets.json"
-    offsets.write_text(json.dumps({"disease": 0, "drug": 7, "protein": 16}))
+    offsets.write_text(json.dumps({"protein": 0, "disease": 12, "drug": 19}))  # the column order, on request
     moved = load_dataset(folder, entity_offsets=offsets)
-    assert moved.entity_labels[0] == "disease:0" and moved.entity_labels[16] == "protein:0"
+    assert moved.entity_labels[0] == "protein:0" and moved.entity_labels[12] == "disease:0"
     offsets.write_text(json.dumps({"disease": 0, "drug": 7}))
     with pytest.raises(InputError, match="no offset for node type.*protein"):
         load_dataset(folder, entity_offsets=offsets)

@@ -84,3 +84,14 @@ def test_a_partial_file_the_server_cannot_resume_is_restarted(tmp_path, obo_byte
         path = fetch(_remote(server, "/hp.obo"), tmp_path, backoff=0.01, progress=False)
         assert [r for _, r in server.requests] == [f"bytes={len(obo_bytes) + 10}-", None]
     assert path.read_bytes() == obo_bytes
+
+
+def test_a_git_blob_id_is_checked_as_git_computes_it(tmp_path, obo_bytes):
+    """GitHub publishes a file's blob id: sha1 of b"blob <size>\\0" + content (what git hash-object prints)."""
+    blob_id = hashlib.sha1(b"blob %d\0" % len(obo_bytes) + obo_bytes).hexdigest()
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        assert fetch(_remote(server, "/hp.obo", git_sha1=blob_id), tmp_path / "a", progress=False).is_file()
+        plain_sha1 = hashlib.sha1(obo_bytes).hexdigest()  # the content's sha1 is not the blob id
+        with pytest.raises(DownloadError, match="git blob id .* expected " + plain_sha1):
+            fetch(_remote(server, "/hp.obo", git_sha1=plain_sha1), tmp_path / "b", progress=False)
+    assert not any((tmp_path / "b").iterdir())

@@ -1,0 +1,591 @@
+"""The six published biomedical KGs by name: each served on 127.0.0.1 in its publisher's layout,
+built from the real rows in tests/data/kgs/ (SOURCE.md per folder), with a registry entry of its
+own (its files' sha256 and the counts the archive holds); ``datasets get`` -> ``split rand`` ->
+``evaluate`` run on each, and what each reader must fix is checked against a plain reference."""
+import csv
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from openbench.cli import main
+from openbench.datasets.loader import load_dataset
+from openbench.registry import MARKER, NATIVE_DATASETS, lookup
+from tests.helpers import PROJECT_ROOT
+from tests.http_server import FileServer
+
+KGS = PROJECT_ROOT / "tests" / "data" / "kgs"
+
+
+def _zip(members):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in sorted(members.items()):
+            bundle.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _tar_gz(members):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as bundle:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            bundle.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _tsv_rows(path, skip_comments=True):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t") for line in lines if line and not (skip_comments and line.startswith("#"))]
+
+
+# -- the archives, in each publisher's layout ------------------------------------------------------
+
+
+def hetionet():
+    """nodes TSV (the verbatim CRLF excerpt, plus a row for each edge node outside it) and the SIF
+    rows of the hetnetpy subgraph, gzipped, as hetio/hetionet publishes them."""
+    nodes_text = (KGS / "hetionet" / "hetionet-v1.0-nodes.excerpt.tsv").read_bytes()
+    listed = {line.split(b"\t")[0].decode() for line in nodes_text.split(b"\r\n")[1:] if line}
+    sif = (KGS / "hetionet" / "edges.from-hetnetpy-random-subgraph.sif").read_text()
+    edges = [line.split("\t") for line in sif.splitlines()[1:]]
+    extra = sorted({node for h, _, t in edges for node in (h, t)} - listed)
+    nodes_text += b"".join(f"{node}\t(outside the excerpt)\t{node.split('::')[0]}\r\n".encode() for node in extra)
+    files = {"hetionet-v1.0-nodes.tsv": nodes_text, "hetionet-v1.0-edges.sif.gz": gzip.compress(sif.encode())}
+    nodes = len(listed) + len(extra)
+    return files, {"nodes": nodes, "rows": len(edges)}, {"nodes": nodes, "edges": len(edges),
+                                                         "isolated": len(listed - {n for h, _, t in edges for n in (h, t)})}
+
+
+def _primekg_rows():
+    with open(KGS / "primekg" / "kg.head6.verbatim.csv", newline="", encoding="utf-8") as handle:
+        head = list(csv.reader(handle))
+    with open(KGS / "primekg" / "kg.rows.from-autism-notebook.csv", newline="", encoding="utf-8") as handle:
+        notebook = [row[2:] for row in list(csv.reader(handle))[1:]]  # the two provenance columns dropped
+    return head[0], head[1:] + notebook
+
+
+def _denser(rows, count, seed):
+    """``count`` more rows between the excerpt's own nodes: each copies a real row's relation and
+    node types and draws its two nodes (seeded) from the excerpt's nodes of those types, so a split
+    has nodes seen in training (the excerpt is a few stars around hub nodes)."""
+    rng = np.random.default_rng(seed)
+    by_type = {}
+    for row in rows:
+        for node in (row[2:7], row[7:12]):
+            by_type.setdefault(node[2], {})[tuple(node)] = None
+    pools = {kind: list(nodes) for kind, nodes in by_type.items()}
+    made = []
+    for _ in range(count):
+        template = rows[int(rng.integers(len(rows)))]
+        x = pools[template[4]][int(rng.integers(len(pools[template[4]])))]
+        y = pools[template[9]][int(rng.integers(len(pools[template[9]])))]
+        if x != y:
+            made.append([template[0], template[1], *x, *y])
+    return made
+
+
+def primekg():
+    """kg.csv as PrimeKG's build writes it: every row, then its x/y-swapped copy, plus one exact
+    duplicate row (as the real file's 370). The rows: the excerpt's, and :func:`_denser`'s."""
+    header, rows = _primekg_rows()
+    rows = rows + _denser(rows, 150, 2)
+    x, y = slice(2, 7), slice(7, 12)
+    unique = list(dict.fromkeys(tuple(row) for row in rows))
+    swapped = [row[:2] + row[y] + row[x] for row in map(list, unique)]
+    written = [list(row) for row in unique] + swapped + [list(unique[0])]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(written)
+    ids = {(row[4], row[6], row[3]) for row in written} | {(row[9], row[11], row[8]) for row in written}
+    return {"kg.csv": buffer.getvalue().encode()}, {"rows": len(written), "nodes": len(ids)}, {"unique": unique}
+
+
+def drkg():
+    """drkg.tar.gz with drkg.tsv (headerless: the three verbatim DRKG excerpts, one repeated row and
+    one row with an empty gene id, as in gnn4dr/DRKG#32) and a macOS resource fork beside it."""
+    rows = []
+    for name in ("drkg.rows.from-issue-28.tsv", "coronavirus-related-host-genes.tsv", "covid19-host-genes.head171.tsv"):
+        rows += (KGS / "drkg" / name).read_text(encoding="utf-8").splitlines()
+    rows += [rows[5], "Gene::\tGNBR::E::Gene:Gene\tGene::2931"]
+    text = "\n".join(rows) + "\n"
+    files = {"drkg.tar.gz": _tar_gz({"drkg.tsv": text.encode(), "._drkg.tsv": b"\x00\x05\x16\x07 resource fork"})}
+    relations = {row.split("\t")[1] for row in rows}
+    kept = [row for row in rows if not any(side.endswith("::") for side in row.split("\t")[::2])]
+    return files, {"rows": len(rows), "relations": len(relations)}, {"first": rows[0].split("\t"),
+                                                                      "distinct_kept": len(set(kept)),
+                                                                      "repeats": len(kept) - len(set(kept))}
+
+
+# ogbl-biokg: the 51 real triplet types; num-node-dict.csv.gz's columns deliberately unsorted
+OGB_TYPES = {"protein": 30, "drug": 25, "disease": 14, "sideeffect": 12, "function": 16}
+
+
+def _ogb_triplets():
+    rows = _tsv_rows(KGS / "ogbl-biokg" / "triplet-types.with-train-edge-counts.tsv")[1:]
+    return [(head, relation, tail) for _, head, relation, tail, _ in rows]
+
+
+def ogbl_biokg():
+    """biokg.zip holding biokg/ as OGB builds it: raw/num-node-dict.csv.gz, triplet-type-list,
+    split/random/{train,valid,test}.pt (dicts of arrays; valid/test with 6 typed negatives per side);
+    same-type relations stored in both directions, as OGB describes them."""
+    rng = np.random.default_rng(0)
+    triplets = _ogb_triplets()
+    records = []
+    for relation, (head, _, tail) in enumerate(triplets):
+        for _ in range(12):
+            a, b = int(rng.integers(OGB_TYPES[head])), int(rng.integers(OGB_TYPES[tail]))
+            records.append((a, relation, b, head, tail))
+            if head == tail:
+                records.append((b, relation, a, head, tail))
+    records = list(dict.fromkeys(records))
+    order = rng.permutation(len(records))
+    cut = {"test": order[:40], "valid": order[40:80], "train": order[80:]}
+    files = {"biokg/RELEASE_v1.txt": b"ogbl-biokg v1\n"}
+    for split, chosen in cut.items():
+        picked = [records[i] for i in sorted(chosen)]
+        data = {"head": np.array([r[0] for r in picked]), "relation": np.array([r[1] for r in picked]),
+                "tail": np.array([r[2] for r in picked]), "head_type": [r[3] for r in picked],
+                "tail_type": [r[4] for r in picked]}
+        if split != "train":
+            data["head_neg"] = np.stack([rng.integers(0, OGB_TYPES[r[3]], 6) for r in picked])
+            data["tail_neg"] = np.stack([rng.integers(0, OGB_TYPES[r[4]], 6) for r in picked])
+        buffer = io.BytesIO()
+        torch.save(data, buffer)
+        files[f"biokg/split/random/{split}.pt"] = buffer.getvalue()
+    node_dict = ",".join(OGB_TYPES) + "\n" + ",".join(map(str, OGB_TYPES.values())) + "\n"
+    files["biokg/raw/num-node-dict.csv.gz"] = gzip.compress(node_dict.encode())
+    files["biokg/raw/triplet-type-list.csv.gz"] = gzip.compress("".join(",".join(t) + "\n" for t in triplets).encode())
+    counts = {split: len(chosen) for split, chosen in cut.items()}
+    return {"biokg.zip": _zip(files)}, {**counts, "entities": sum(OGB_TYPES.values())}, {"files": files}
+
+
+def biokg():
+    """biokg.zip with biokg.links.tsv (headerless): the 5 transcribed BioKG rows first, then seeded
+    rows in BioKG's id syntax (no longer text excerpt of the file exists), DPI repeating some
+    DRUG_TARGET pairs as the real file does."""
+    real = ["\t".join(row[:3]) for row in _tsv_rows(KGS / "biokg" / "biokg.links.rows.transcribed.tsv")]
+    rng = np.random.default_rng(1)
+    proteins = [f"P{10000 + i}" for i in range(40)]
+    drugs = [f"DB{i:05d}" for i in range(1, 26)]
+    diseases = [f"D{i:06d}" for i in range(12)]
+    pathways = [f"hsa{i:05d}" for i in range(8)]
+    made = []
+    for _ in range(260):
+        kind = rng.integers(4)
+        if kind == 0:
+            a, b = sorted(rng.choice(proteins, 2, replace=False))
+            made.append(f"{a}\tPPI\t{b}")
+        elif kind == 1:
+            drug, protein = rng.choice(drugs), rng.choice(proteins)
+            made += [f"{drug}\tDRUG_TARGET\t{protein}", f"{drug}\tDPI\t{protein}"]
+        elif kind == 2:
+            made.append(f"{rng.choice(proteins)}\tPROTEIN_DISEASE_ASSOCIATION\t{rng.choice(diseases)}")
+        else:
+            made.append(f"{rng.choice(proteins)}\tPROTEIN_PATHWAY_ASSOCIATION\t{rng.choice(pathways)}")
+    rows = real + made
+    text = "\n".join(rows) + "\n"
+    members = {"biokg.links.tsv": text.encode(), "README.md": b"BioKG\n", "LICENSE": b"CC BY-NC 4.0\n"}
+    relations = {row.split("\t")[1] for row in rows}
+    return {"biokg.zip": _zip(members)}, {"rows": len(rows), "relations": len(relations)}, {"rows": rows}
+
+
+def pharmkg8k():
+    """train/valid/test.tsv (headerless). Only test.tsv's first 200 lines and 104 problem lines
+    of test.tsv and valid.tsv survive as text: train.tsv is test.tsv's lines 1-150, test.tsv its
+    lines 151-200 plus the test problem lines, valid.tsv the valid problem lines (all verbatim)."""
+    head = (KGS / "pharmkg" / "test.head200.verbatim.tsv").read_text(encoding="utf-8").splitlines()
+    problems = _tsv_rows(KGS / "pharmkg" / "problem-rows.test-valid.tsv")
+    from_file = {name: ["\t".join(row[3:6]) for row in problems if row[0] == name] for name in ("test.tsv", "valid.tsv")}
+    texts = {"train.tsv": head[:150], "test.tsv": head[150:] + from_file["test.tsv"], "valid.tsv": from_file["valid.tsv"]}
+    files = {name: ("\n".join(lines) + "\n").encode() for name, lines in texts.items()}
+    counts = {name[:-4]: len(lines) for name, lines in texts.items()}
+    relations = {line.split("\t")[1] for lines in texts.values() for line in lines}
+    return files, {**counts, "relations": len(relations)}, {"texts": texts}
+
+
+BUILDERS = {"hetionet": hetionet, "primekg": primekg, "drkg": drkg, "ogbl-biokg": ogbl_biokg, "biokg": biokg,
+            "pharmkg8k": pharmkg8k}
+
+
+@pytest.fixture(scope="module")
+def served():
+    """Every archive on one local server, with the builders' extra facts, by format."""
+    built = {fmt: build() for fmt, build in BUILDERS.items()}
+    paths = {f"/{fmt}/{name}": data for fmt, (files, _, _) in built.items() for name, data in files.items()}
+    with FileServer(paths) as server:
+        yield server, built
+
+
+def _entry(server, fmt, built, **changes):
+    files, check, _ = built[fmt]
+    entry = {"name": f"{fmt}-fixture", "format": fmt, "license": "as the publisher's (tests/data/kgs)",
+             "version": "fixture", "counts": {"check": check},
+             "files": [{"url": f"{server.base_url}/{fmt}/{name}", "sha256": hashlib.sha256(data).hexdigest(),
+                        "size": len(data)} for name, data in files.items()]}
+    entry.update(changes)
+    return entry
+
+
+@pytest.fixture()
+def lab(tmp_path, served, monkeypatch):
+    """A registry file of the six fixture entries, the data root, and a runner of commands."""
+    server, built = served
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([_entry(server, fmt, built) for fmt in BUILDERS]))
+    monkeypatch.setenv("OPENBENCH_REGISTRY", str(registry_file))
+    monkeypatch.setenv("OPENBENCH_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("OPENBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+    def run(*args):
+        done = CliRunner().invoke(main, [str(a) for a in args])
+        assert done.exit_code == 0, done.output
+        return done.stdout
+    return server, built, registry_file, run
+
+
+def _get_split_evaluate(tmp_path, run, fmt, *evaluate_options):
+    name = f"{fmt}-fixture"
+    folder = Path(run("datasets", "get", name, "--no-progress").strip())
+    assert folder == tmp_path / "data" / name
+    split = tmp_path / f"{fmt}-split"
+    run("split", "rand", "--dataset", name, "--output", split, "--test-frac", 0.2, "--val", 0.1, "--seed", 3)
+    info = json.loads((split / "split_info.json").read_text())
+    record_path = tmp_path / f"{fmt}-record.json"
+    run("evaluate", "--dataset", split, "--model", "popularity", "--no-progress", "--output", record_path,
+        *evaluate_options)
+    return folder, info, json.loads(record_path.read_text()), split
+
+
+def _triples(path):
+    return {tuple(line.split("\t")[:3]) for line in path.read_text(encoding="utf-8").splitlines() if line}
+
+
+def _check_common(folder, info, record, split, fmt):
+    marker = json.loads((folder / MARKER).read_text())
+    assert marker["name"] == f"{fmt}-fixture" and marker["format"] == fmt
+    assert info["dataset"]["name"] == f"{fmt}-fixture" and info["dataset"]["files_sha256"] == marker["files_sha256"]
+    graph = json.loads((folder / "graph" / "graph_info.json").read_text())
+    assert info["dataset"]["problems"] == graph["problems"] and info["dataset"]["id_scheme"] == graph["id_scheme"]
+    registry = record["dataset"]["registry"]
+    assert registry["name"] == f"{fmt}-fixture" and registry["version"] == "fixture"
+    assert registry["split"] == "openbench split rand, seed 3"
+    assert registry["files_sha256"] == marker["files_sha256"]
+    test = _triples(split / "test_sample.csv")
+    assert test and record["dataset"]["counts"]["test"] == len(test) == info["split"]["test"]["positives"]
+    training = _triples(split / "train_sample.csv") | _triples(split / "val_sample.csv")
+    assert not test & training
+    return graph, test, training
+
+
+# -- each dataset end to end -----------------------------------------------------------------------
+
+
+def test_hetionet_nodes_edges_and_isolated_nodes(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "hetionet")
+    graph, test, training = _check_common(folder, info, record, split, "hetionet")
+    expected = built["hetionet"][2]
+    assert graph["counts"]["nodes"] == expected["nodes"] and graph["counts"]["edges"] == expected["edges"]
+    assert graph["problems"]["isolated_nodes_kept"] == expected["isolated"] > 0
+    nodes = (folder / "graph" / "nodes.csv").read_text().splitlines()
+    assert len(nodes) == expected["nodes"] and "Anatomy::UBERON:0000002\tAnatomy" in nodes  # CRLF gone, kind kept
+    assert sorted(graph["relations"]) == sorted({r for _, r, _ in _triples(folder / "graph" / "edges.csv")})
+    assert [name for name, rel in graph["relations"].items() if rel["directed"]] == ["Gr>G"]
+    assert len(graph["relations"]) == 24
+    # an undirected metaedge's test edge is never in training the other way round
+    assert not {(t, r, h) for h, r, t in test} & training
+
+
+def test_primekg_collapses_the_swapped_copies_so_no_reverse_of_a_test_triple_is_in_training(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "primekg")
+    graph, test, training = _check_common(folder, info, record, split, "primekg")
+    unique = built["primekg"][2]["unique"]
+    problems = info["dataset"]["problems"]
+    assert problems["exact_duplicates_dropped"] == 1
+    swapped_unique = {(r[4], r[6], r[3], r[0], r[9], r[11], r[8]) for r in unique}
+    mirrored = {(r[9], r[11], r[8], r[0], r[4], r[6], r[3]) for r in unique}
+    # a row whose swapped copy the excerpt itself already holds collapses with it as well
+    assert problems["reverse_copies_collapsed"] == len(swapped_unique | mirrored) - graph["counts"]["edges"]
+    assert graph["counts"]["edges"] == len({(r[0], *sorted([(r[4], r[6], r[3]), (r[9], r[11], r[8])]))
+                                            for r in unique})
+    assert all(rel["directed"] is False for rel in graph["relations"].values())
+    assert not {(t, r, h) for h, r, t in test} & training, "a reverse copy of a test triple is in training"
+    assert not test & training
+    # ids by type + source + id: Risperidone is drug::DrugBank::DB00734, whatever its name
+    names = dict(line.split("\t") for line in (folder / "graph" / "node_names.tsv").read_text().splitlines()[1:])
+    assert names["drug::DrugBank::DB00734"] == "Risperidone"
+    assert graph["counts"]["nodes"] == built["primekg"][1]["nodes"]
+
+
+def test_drkg_keeps_its_first_line_refuses_empty_ids_and_skips_resource_forks(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "drkg")
+    graph, _, _ = _check_common(folder, info, record, split, "drkg")
+    problems = info["dataset"]["problems"]
+    expected = built["drkg"][2]
+    assert problems["rows_with_empty_ids_refused"] == 1 and problems["exact_duplicates_dropped"] == expected["repeats"]
+    assert problems["relation_type_mismatches"] == 0
+    edges = _triples(folder / "graph" / "edges.csv")
+    assert tuple(built["drkg"][2]["first"]) in edges  # no header ate the first triple
+    assert "Disease::SARS-CoV2 E\tDisease" in (folder / "graph" / "nodes.csv").read_text().splitlines()
+    assert not any(node.endswith("::") for triple in edges for node in (triple[0], triple[2]))
+    assert not list((folder / "native").glob("._*"))
+    assert graph["counts"]["edges"] == expected["distinct_kept"] == built["drkg"][1]["rows"] - 1 - expected["repeats"]
+
+
+def test_ogbl_biokg_official_split_uses_ogbs_sorted_type_offsets(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "ogbl-biokg")
+    _check_common(folder, info, record, split, "ogbl-biokg")
+    assert list(OGB_TYPES) != sorted(OGB_TYPES)  # the CSV's columns are not in OGB's order
+    official = load_dataset("ogbl-biokg-fixture")
+    offsets, first = {}, 0
+    for kind in sorted(OGB_TYPES):  # ogb/io/read_graph_raw.py: nodetype_list = sorted(...)
+        offsets[kind] = first
+        first += OGB_TYPES[kind]
+    test = torch.load(io.BytesIO(built["ogbl-biokg"][2]["files"]["biokg/split/random/test.pt"]), weights_only=False)
+    heads = np.asarray(test["head"]) + np.array([offsets[kind] for kind in test["head_type"]])
+    tails = np.asarray(test["tail"]) + np.array([offsets[kind] for kind in test["tail_type"]])
+    assert official.triples["test"][:, 0].tolist() == heads.tolist()
+    assert official.triples["test"][:, 2].tolist() == tails.tolist()
+    assert official.entity_labels[offsets["protein"]] == "protein:0"
+    # the official split, evaluated by name, says which split it is
+    out = tmp_path / "official.json"
+    run("evaluate", "--dataset", "ogbl-biokg-fixture", "--model", "popularity", "--no-progress", "--output", out)
+    registry = json.loads(out.read_text())["dataset"]["registry"]
+    assert registry["name"] == "ogbl-biokg-fixture" and registry["split"] == "official, as published"
+    graph = json.loads((folder / "graph" / "graph_info.json").read_text())
+    same_type = {f"relation:{i}" for i, (h, _, t) in enumerate(_ogb_triplets()) if h == t}
+    assert {name for name, rel in graph["relations"].items() if not rel["directed"]} == same_type
+    assert info["dataset"]["problems"]["reverse_copies_collapsed"] > 0
+
+
+def test_biokg_keeps_its_first_line_and_types_nodes_by_relation(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "biokg")
+    graph, _, _ = _check_common(folder, info, record, split, "biokg")
+    rows = built["biokg"][2]["rows"]
+    assert tuple(rows[0].split("\t")) in _triples(folder / "graph" / "edges.csv")
+    nodes = dict(line.split("\t") for line in (folder / "graph" / "nodes.csv").read_text().splitlines())
+    assert nodes["C566487"] == "disease" and nodes["hsa00071"] == "pathway" and nodes["P00734"] == "protein"
+    triples = [tuple(row.split("\t")) for row in rows]
+    targets = {(h, t) for h, r, t in triples if r == "DRUG_TARGET"}
+    assert info["dataset"]["problems"]["exact_duplicates_dropped"] == len(triples) - len(set(triples))
+    assert info["dataset"]["problems"]["dpi_copies_of_drug_function_links"] == sum(
+        1 for h, r, t in triples if r == "DPI" and (h, t) in targets) > 0
+    # the split's relation-pattern cleaning sees DPI duplicating DRUG_TARGET
+    assert any({pair["relation"], pair["duplicate"]} == {"DPI", "DRUG_TARGET"}
+               for pair in info["relation_patterns"]["duplicate_relations"])
+
+
+def test_pharmkg8k_official_split_kept_as_published_with_its_overlaps_counted(tmp_path, lab):
+    _, built, _, run = lab
+    folder, info, record, split = _get_split_evaluate(tmp_path, run, "pharmkg8k")
+    _check_common(folder, info, record, split, "pharmkg8k")
+    texts = built["pharmkg8k"][2]["texts"]
+    for name, published in (("train", "train.tsv"), ("valid", "valid.tsv"), ("test", "test.tsv")):
+        kept = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}[name]
+        assert (folder / "split" / kept).read_bytes() == (folder / "native" / published).read_bytes()
+    test = [tuple(line.split("\t")) for line in texts["test.tsv"]]
+    valid = [tuple(line.split("\t")) for line in texts["valid.tsv"]]
+    train = [tuple(line.split("\t")) for line in texts["train.tsv"]]
+    problems = info["dataset"]["problems"]
+    assert problems["repeated_lines_test"] == len(test) - len(set(test)) > 0
+    assert problems["triples_in_test_and_valid"] == len(set(test) & set(valid)) > 0
+    assert problems["test_triples_reversed_in_valid"] == len({(h, r, t) for h, r, t in set(test)
+                                                              if (t, r, h) in set(valid)}) > 0
+    assert problems["self_loops_test"] == sum(1 for h, _, t in test if h == t)
+    seen = {e for h, _, t in train for e in (h, t)}
+    assert problems["test_triples_with_entities_unseen_in_train"] == len(
+        [1 for h, _, t in set(test) if h not in seen or t not in seen])
+    out = tmp_path / "official.json"
+    run("evaluate", "--dataset", "pharmkg8k-fixture", "--model", "popularity", "--drop-unknown", "--no-progress",
+        "--output", out)
+    official = json.loads(out.read_text())
+    assert official["dataset"]["registry"]["split"] == "official, as published"
+    assert official["dataset"]["counts"]["test"] == len({t for t in set(test) if t[0] in seen and t[2] in seen})
+
+
+# -- verification and refusal ----------------------------------------------------------------------
+
+
+def test_a_file_whose_bytes_differ_from_the_pinned_checksum_is_refused_and_nothing_kept(tmp_path, served):
+    server, built = served
+    entry = _entry(server, "hetionet", built)
+    entry["files"][1]["sha256"] = hashlib.sha256(b"other bytes").hexdigest()
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([entry]))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "hetionet-fixture", "--root", root,
+                                     "--no-progress"])
+    assert done.exit_code == 1 and "sha256" in done.output and "discarded" in done.output, done.output
+    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+
+
+def test_counts_that_differ_from_the_publishers_are_refused_and_nothing_kept(tmp_path, served):
+    server, built = served
+    entry = _entry(server, "drkg", built, counts={"check": {"rows": built["drkg"][1]["rows"] + 1}})
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([entry]))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "drkg-fixture", "--root", root,
+                                     "--no-progress"])
+    assert done.exit_code == 1 and "the publisher states" in done.output and "nothing was kept" in done.output, \
+        done.output
+    assert not (root / "drkg-fixture").exists()
+    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+
+
+def test_a_reader_error_names_the_file_and_line_and_keeps_nothing(tmp_path, served):
+    server, built = served
+    bad = b"Compound::DB01586\tGNBR::T::Compound:Disease\tDisease::MESH:C535932\nno-type\tGNBR::T::Compound:Disease\tx\n"
+    files = {"drkg.tar.gz": _tar_gz({"drkg.tsv": bad})}
+    entry = {"name": "broken-drkg", "format": "drkg", "license": "test", "files": [
+        {"url": f"{server.base_url}/broken/drkg.tar.gz", "sha256": hashlib.sha256(files["drkg.tar.gz"]).hexdigest()}]}
+    server.files["/broken/drkg.tar.gz"] = files["drkg.tar.gz"]
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([entry]))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "broken-drkg", "--root", root,
+                                     "--no-progress"])
+    assert done.exit_code == 1 and "drkg.tsv, line 2" in done.output and "'Type::id'" in done.output, done.output
+    assert not (root / "broken-drkg").exists()
+
+
+def test_labels_are_read_as_exact_strings(tmp_path, served):
+    server, _ = served
+    text = "NA\tT\tnull\nnan\tT\tNA\nNA\tP\tnan\nnull\tP\tNA\n"
+    files = {name: text.encode() for name in ("train.tsv", "valid.tsv", "test.tsv")}
+    for name, data in files.items():
+        server.files[f"/na/{name}"] = data
+    entry = {"name": "na-kg", "format": "pharmkg8k", "license": "test", "files": [
+        {"url": f"{server.base_url}/na/{name}", "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()]}
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([entry]))
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "na-kg", "--root", tmp_path / "d",
+                                     "--no-progress"])
+    assert done.exit_code == 0, done.output
+    nodes = (Path(done.stdout.strip()) / "graph" / "nodes.csv").read_text().split()
+    assert sorted(nodes[::2]) == ["NA", "nan", "null"]
+
+
+def test_the_built_in_entries_pin_what_each_publisher_publishes():
+    by_name = {entry.name: entry for entry in NATIVE_DATASETS}
+    assert sorted(by_name) == sorted(BUILDERS)
+    hetionet_edges = by_name["hetionet"].remote_files[0]
+    assert hetionet_edges.sha256 == "611f0411ac666be4e0270e54bbca67407e14720bfc3099311f0f5eec25c5a947"
+    assert hetionet_edges.size == 12_401_407
+    assert by_name["primekg"].remote_files[0].md5 == "aac8191d4fbc5bf09cdf8c3c78b4e75f"
+    assert by_name["primekg"].remote_files[0].size == 981_751_236
+    assert by_name["pharmkg8k"].remote_files[0].git_sha1 == "9047084dd741eab80499c19a5d11d80143d99906"
+    assert by_name["hetionet"].counts["check"] == {"nodes": 47_031, "rows": 2_250_197}
+    assert by_name["ogbl-biokg"].counts["check"]["entities"] == 93_773
+    assert lookup("HetioNet").name == "hetionet"
+    done = CliRunner().invoke(main, ["datasets", "list", "--format", "json"])
+    listed = {row["name"] for row in json.loads(done.output)}
+    assert set(BUILDERS) <= listed
+    done = CliRunner().invoke(main, ["split", "rand", "--dataset", "hetionte", "--output", "x"])
+    assert done.exit_code == 1 and "did you mean hetionet" in done.output, done.output
+
+
+def test_a_graph_without_an_official_split_says_how_to_split_it(tmp_path, lab):
+    _, _, _, run = lab
+    run("datasets", "get", "drkg-fixture", "--no-progress")
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", "drkg-fixture", "--model", "popularity"])
+    assert done.exit_code == 1 and "split rand --dataset drkg-fixture" in done.output, done.output
+
+
+def test_the_built_in_checksums_refuse_other_bytes_under_the_published_names(tmp_path, served):
+    """A mirror serving anything but the publisher's bytes: the pinned sha256 (Hetionet), md5 and
+    size (PrimeKG) and git blob id (PharmKG-8k's train.tsv) refuse it; nothing is kept."""
+    server, built = served
+    hetionet_files, _, _ = built["hetionet"]
+    pharmkg_files, _, _ = built["pharmkg8k"]
+    primekg_files, _, _ = built["primekg"]
+    for name, data in {**hetionet_files, **pharmkg_files, **primekg_files}.items():
+        server.files[f"/mirror/{name}"] = data
+    server.files["/mirror/hetionet-v1.0-edges.sif.gz"] = bytes(12_401_407)  # the published size, other bytes
+    root = tmp_path / "data"
+    for name, expected in (("hetionet", "expected 611f0411"), ("pharmkg8k", "git blob id"),
+                           ("primekg", "bytes, expected 981751236")):
+        done = CliRunner().invoke(main, ["datasets", "get", name, "--root", root, "--mirror",
+                                         f"{server.base_url}/mirror", "--no-progress"])
+        assert done.exit_code == 1 and expected in done.output and "discarded" in done.output, done.output
+        assert not (root / name).exists()
+    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+
+
+def test_without_a_published_checksum_the_first_verified_download_is_pinned(tmp_path, served, monkeypatch, caplog):
+    import dataclasses
+    import logging
+    import shutil
+
+    from openbench import registry
+
+    server, built = served
+    files, check, _ = built["biokg"]
+    entry = dataclasses.replace(registry.REGISTRY["biokg"], counts={"check": check})
+    monkeypatch.setitem(registry.REGISTRY, "biokg", entry)
+    server.files["/pins/biokg.zip"] = files["biokg.zip"]
+    root = tmp_path / "data"
+    with caplog.at_level(logging.WARNING):
+        registry.get("biokg", root, mirror=f"{server.base_url}/pins", progress=False)
+    pins = json.loads((root / "openbench-checksums.json").read_text())
+    assert pins == {"biokg": hashlib.sha256(files["biokg.zip"]).hexdigest()}
+    assert "no published checksum" in caplog.text
+    shutil.rmtree(root / "biokg")
+    server.files["/pins/biokg.zip"] = files["biokg.zip"][:-10] + b"0123456789"  # the release changed
+    with pytest.raises(registry.DatasetError, match="differs from the one recorded"):
+        registry.get("biokg", root, mirror=f"{server.base_url}/pins", progress=False)
+    assert not (root / "biokg").exists() and not list((root / ".downloads").rglob("biokg.zip"))
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"format": "tsv"}, "format 'tsv'"), ({"files": []}, "files is empty"),
+    ({"files": [{"url": "https://example.org/a.tsv"}]}, "url and sha256"),
+    ({"files": [{"url": "https://example.org/a.tsv", "sha256": "0" * 64, "md5": "x"}]}, "nothing else"),
+    ({"files": [{"url": "https://example.org/a.tsv", "sha256": "0" * 64}] * 2}, "same file name"),
+    ({"files": [{"url": "https://example.org/", "sha256": "0" * 64}]}, "file name"),
+    ({"files": [{"url": "https://example.org/a.tsv", "sha256": "0" * 64, "size": 0}]}, "files.size"),
+    ({"url": "https://example.org/a.tsv", "sha256": "0" * 64}, "not both"),
+    ({"counts": {"check": {"rows": -1}}}, "counts.check"), ({"layout": "samples"}, "layout and format differ")])
+def test_registry_entries_of_published_kg_formats_are_checked(tmp_path, change, expected):
+    entry = {"name": "mine", "format": "drkg", "license": "CC0",
+             "files": [{"url": "https://example.org/drkg.tar.gz", "sha256": "0" * 64}], **change}
+    path = tmp_path / "registry.json"
+    path.write_text(json.dumps([entry]))
+    done = CliRunner().invoke(main, ["datasets", "--registry", path, "list"])
+    assert done.exit_code == 1 and expected in done.output and "entry 1" in done.output, done.output
+
+
+def test_split_rand_takes_a_dataset_or_the_graph_files_not_both(tmp_path, lab):
+    _, _, _, run = lab
+    folder = Path(run("datasets", "get", "hetionet-fixture", "--no-progress").strip())
+    both = CliRunner().invoke(main, ["split", "rand", "--dataset", "hetionet-fixture", "--edges",
+                                     folder / "graph" / "edges.csv", "--output", tmp_path / "s"])
+    assert both.exit_code == 2 and "not both" in both.output, both.output
+    neither = CliRunner().invoke(main, ["split", "rand", "--output", tmp_path / "s"])
+    assert neither.exit_code == 2 and "--dataset NAME" in neither.output, neither.output
+    by_folder = CliRunner().invoke(main, ["split", "rand", "--dataset", folder, "--output", tmp_path / "s2"])
+    assert by_folder.exit_code == 0, by_folder.output
+    plain = CliRunner().invoke(main, ["split", "rand", "--dataset", tmp_path, "--output", tmp_path / "s3"])
+    assert plain.exit_code == 1 and "not a converted graph" in plain.output, plain.output
+    # the converted graph's relations are checked when split from its files
+    edges = folder / "graph" / "edges.csv"
+    edges.write_text(edges.read_text() + "Gene::1\tGENE_GENE\tGene::10\t\tx\n")
+    bad = CliRunner().invoke(main, ["split", "rand", "--dataset", folder, "--output", tmp_path / "s4"])
+    assert bad.exit_code == 1 and "unknown relation 'GENE_GENE'" in bad.output and "graph_info.json" in bad.output, \
+        bad.output
