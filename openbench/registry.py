@@ -680,6 +680,9 @@ def _place(path: Path, native: Path) -> None:
             with tarfile.open(path) as bundle:
                 members = [m for m in bundle.getmembers() if not _resource_fork(m.name)]
                 bundle.extractall(native, members=members, filter="data")  # refuses links and paths outside
+        except tarfile.FilterError as error:
+            raise DatasetError(f"{path}: {error}: a member would unpack outside the dataset folder, or is a link "
+                               "or device; refused") from None
         except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
             raise DatasetError(f"{path}: not a readable tar archive ({error})") from None
     else:

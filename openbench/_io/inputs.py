@@ -505,7 +505,7 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
     expected = len(header_line[1].split(separator)) if header_line else width
 
     def scan() -> None:
-        _raise_first_bad_line(path, comments, separator, skip, expected, header_line is not None, widths)
+        _raise_first_bad_line(path, comments, separator, skip, expected, header_line is not None, widths, quote_char)
 
     def fail(default: str) -> None:
         scan()
@@ -600,15 +600,24 @@ def _positions(path: Path, selection: Selection, header_line, separator: str, qu
     return positions
 
 
+def _split_line(line: str, separator: str, quote_char: Optional[str]) -> List[str]:
+    """A line's fields; a quoted field may hold the separator (CSV)."""
+    if not quote_char:
+        return line.split(separator)
+    import csv
+
+    return next(csv.reader([line], delimiter=separator, quotechar=quote_char), [""])
+
+
 def _raise_first_bad_line(path: Path, comments, separator: str, skip: int, expected: Optional[int],
-                          exact: bool, widths: Optional[Sequence[int]] = None) -> None:
+                          exact: bool, widths: Optional[Sequence[int]] = None, quote_char: Optional[str] = None) -> None:
     """The slow, exact reference of the format, run once the fast reader found a problem: raise
     an InputError at the first bad line (decoding, width, empty leading columns)."""
     first_width = None
     for number, line in iter_lines(path, comments):
         if number <= skip:
             continue
-        fields = line.split(separator)
+        fields = _split_line(line, separator, quote_char)
         if widths is not None:
             if first_width is None:
                 first_width = len(fields)

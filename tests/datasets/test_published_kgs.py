@@ -589,3 +589,19 @@ def test_split_rand_takes_a_dataset_or_the_graph_files_not_both(tmp_path, lab):
     bad = CliRunner().invoke(main, ["split", "rand", "--dataset", folder, "--output", tmp_path / "s4"])
     assert bad.exit_code == 1 and "unknown relation 'GENE_GENE'" in bad.output and "graph_info.json" in bad.output, \
         bad.output
+
+
+def test_an_archive_member_outside_the_dataset_folder_is_refused(tmp_path, served):
+    server, _ = served
+    evil = _tar_gz({"drkg.tsv": b"Compound::DB1\tGNBR::T::Compound:Disease\tDisease::D1\n", "../escaped.tsv": b"x\n"})
+    server.files["/evil/drkg.tar.gz"] = evil
+    entry = {"name": "evil-drkg", "format": "drkg", "license": "test",
+             "files": [{"url": f"{server.base_url}/evil/drkg.tar.gz", "sha256": hashlib.sha256(evil).hexdigest()}]}
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps([entry]))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "evil-drkg", "--root", root,
+                                     "--no-progress"])
+    assert done.exit_code == 1 and "would unpack outside the dataset folder" in done.output, done.output
+    assert not (root / "evil-drkg").exists() and not (root / "escaped.tsv").exists()
+    assert not list(tmp_path.rglob("escaped.tsv"))

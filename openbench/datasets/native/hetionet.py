@@ -45,7 +45,7 @@ def _nodes(path: Path) -> pl.DataFrame:
     if row is not None:
         raise InputError(f"node id {nodes['id'][row]!r} of kind {nodes['node_type'][row]!r}: expected "
                          "'<kind>::<identifier>' with the row's kind", path, line_of_row(path, row, skip=1))
-    repeated = first_bad_row(nodes, pl.col("id").is_duplicated())
+    repeated = first_bad_row(nodes, ~pl.col("id").is_first_distinct())
     if repeated is not None:
         raise InputError(f"node id {nodes['id'][repeated]!r} is listed twice", path,
                          line_of_row(path, repeated, skip=1))
