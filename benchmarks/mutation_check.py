@@ -208,7 +208,7 @@ MUTATIONS: List[Mutation] = [
              "            _check_pin(entry, root, digest, path, file)\n", "",
              ("tests/datasets/test_published_kgs.py",)),
     Mutation("published KGs: the publisher's counts are not checked", "openbench/datasets/native/__init__.py",
-             '    check_counts(stated_counts, graph.counts, dataset.get("name", fmt))\n', "",
+             '    check_counts(stated_counts, graph.counts, fmt)\n', "",
              ("tests/datasets/test_published_kgs.py",)),
     Mutation("published KGs: PrimeKG's swapped copies kept as two edges", "openbench/datasets/native/primekg.py",
              "undirected=frozenset(relations)", "undirected=frozenset()", ("tests/datasets/test_published_kgs.py",)),

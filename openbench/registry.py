@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
-from openbench.datasets.native import NATIVE_FORMATS
+from openbench.datasets.native import NATIVE_FORMATS, OFFICIAL_SPLITS
 from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
 from openbench.record import Protocol
@@ -43,7 +43,7 @@ from openbench.record import Protocol
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "OBL2020_PROTOCOL", "OBL2021_PROTOCOL",
            "OBL2020_LICENSE", "RegisteredDataset", "REGISTRY", "DatasetError", "registry_table", "lookup",
            "data_root", "read_marker", "get", "registry_of", "resolve", "REGISTRY_VARIABLE", "read_registry_file",
-           "use_registry_files", "registry", "RemoteFile", "NATIVE_DATASETS", "graph_folder", "FORMATS"]
+           "use_registry_files", "registry", "RemoteFile", "NATIVE_DATASETS", "graph_folder", "FORMATS", "registered"]
 
 logger = logging.getLogger(__name__)
 
@@ -311,6 +311,8 @@ def _user_entry(item, index: int, path: Path) -> RegisteredDataset:
     if fmt not in FORMATS:
         raise InputError(f"{where}: format {fmt!r}; expected samples (OpenBioLink split files) or ids (the KGID "
                          f"layout) in a zip archive, or a published KG's own format: {', '.join(NATIVE_FORMATS)}", path)
+    if fmt in ("samples", "ids") and "files" in item:
+        raise InputError(f"{where}: a {fmt} dataset is one zip archive: give url and sha256, not files", path)
     files = _entry_files(item, fmt, where, path)
     check = item.get("counts", {}).get("check", {})
     if not isinstance(check, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
@@ -640,11 +642,11 @@ def _convert_native(entry: RegisteredDataset, fetched: List[Tuple[RemoteFile, Pa
                    "files_sha256": checksums}
         try:
             info = convert(entry.layout, native, staging, dataset, entry.counts.get("check", {}))
-        except InputError as error:
+        except InputError as error:  # named by the file as published, not by the staging folder
             where = error.path or ""
-            shown = Path(where).relative_to(native) if where.startswith(str(native)) else where
-            line = f", line {error.line}" if error.line else ""
-            raise DatasetError(f"{entry.name}: {shown}{line}: {error.reason}; nothing was kept") from None
+            shown = str(Path(where).relative_to(native)) if where.startswith(str(native) + os.sep) else where
+            place = f"{shown}, line {error.line}: " if shown and error.line else f"{shown}: " if shown else ""
+            raise DatasetError(f"{entry.name}: {place}{error.reason}; nothing was kept") from None
         files = {str(p.relative_to(staging)): _file_record(p) for p in sorted(staging.rglob("*")) if p.is_file()}
         record = {"name": entry.name, "family": entry.family, "version": entry.version, "url": entry.url,
                   "format": entry.layout, "archive_sha256": fetched[0][2], "files_sha256": checksums,
@@ -751,7 +753,9 @@ def _split_of_registry_graph(folder: Path) -> Optional[dict]:
             "split": f"openbench split rand, seed {seed}"}
 
 
-def _registered(path_or_name) -> Optional[RegisteredDataset]:
+def registered(path_or_name) -> Optional[RegisteredDataset]:
+    """The registry entry ``path_or_name`` names (case-insensitively), or None: an existing path is a
+    path, never a name."""
     path = Path(path_or_name)
     if path.exists() or path.is_symlink():
         return None
@@ -764,21 +768,20 @@ def resolve(path_or_name, root=None, **options) -> Path:
     by :func:`get` when missing; a published KG's official split); anything else unchanged, for the
     loader to report."""
     path = Path(path_or_name)
-    entry = _registered(path_or_name)
+    entry = registered(path_or_name)
     if entry is None:
         if path.exists() or path.is_symlink():
             return path
         entries = registry()
         raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))}; "
                          f"the registry knows {', '.join(entries)} (openbench datasets list)", path)
+    if entry.native and entry.layout not in OFFICIAL_SPLITS:  # refused before any download
+        raise InputError(f"{entry.name} is a graph without an official split: split it first (openbench split rand "
+                         f"--dataset {entry.name} --output DIR) and evaluate DIR")
     folder = get(entry.name, root, **options)
     if not entry.native:
         return folder
-    evaluation = (read_marker(folder) or {}).get("evaluation")
-    if not evaluation:
-        raise InputError(f"{entry.name} is a graph without an official split: split it first (openbench split rand "
-                         f"--dataset {entry.name} --output DIR) and evaluate DIR")
-    return folder / evaluation
+    return folder / str((read_marker(folder) or {}).get("evaluation"))
 
 
 def graph_folder(path_or_name, root=None, **options) -> Path:
@@ -786,7 +789,7 @@ def graph_folder(path_or_name, root=None, **options) -> Path:
     verified copy, fetched when missing), of a copy's folder, or the folder itself."""
     from graphgen.graph_files import GRAPH_INFO
 
-    entry = _registered(path_or_name)
+    entry = registered(path_or_name)
     if entry is not None:
         if not entry.native:
             raise InputError(f"{entry.name} is a published split, not a graph; evaluate it by name")

@@ -78,10 +78,15 @@ def _graph_edges(folder: Path) -> Optional[Path]:
 
 
 def read_audit_input(path) -> AuditInput:
-    """The triples of ``path`` (see the module docstring); a registry name stands for its verified copy."""
-    from openbench.registry import resolve
+    """The triples of ``path`` (see the module docstring); a registry name stands for its verified copy
+    (a published KG's: its converted graph)."""
+    from graphgen.graph_files import GRAPH_INFO
+    from openbench.registry import graph_folder, registered, resolve
 
-    source = Path(resolve(path))
+    entry = registered(path)
+    source = graph_folder(path) if entry is not None and entry.native else Path(resolve(path))
+    if source.is_dir() and (source / "graph" / GRAPH_INFO).is_file():  # a published KG's copy: its graph
+        source = source / "graph"
     if source.is_file():
         triples = _plain_triples(source)
         if not triples.height:
@@ -91,9 +96,10 @@ def read_audit_input(path) -> AuditInput:
         raise InputError("expected a graph_files folder, a split folder or a head<TAB>relation<TAB>tail file", source)
     edges = _graph_edges(source)
     if edges is not None:
-        from graphgen.graph_files import read_edges
+        from graphgen.graph_files import read_edges, read_graph_info
 
-        frame = read_edges(edges, "1").select(pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"),
+        info = read_graph_info(edges.parent)  # a converted published KG names its own relations
+        frame = read_edges(edges, "1", relations=None if info is None else list(info["relations"])).select(pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"),
                                               pl.col("id2").cast(pl.String).alias("t"))
         return AuditInput(str(source), "graph", {"graph": frame})
     return AuditInput(str(source), "split", _split_frames(source))

@@ -241,6 +241,15 @@ def world(tmp_path_factory) -> Dict[str, Path]:
     run("text", "rank-diseases", "--test-set", str(root / "cases.json"), "--annotations", str(root / "phenotype.hpoa"),
         "--ontology", str(root / "hp.obo"), "--cache-root", str(root / "ranking"), "--method", "set_jaccard",
         "--no-progress")
+    from openbench.datasets.native import convert
+    from tests.helpers import PROJECT_ROOT
+
+    native = root / "kg_native"  # a published KG converted as `datasets get` converts it: DRKG's real rows
+    native.mkdir()
+    drkg_rows = [(PROJECT_ROOT / "tests" / "data" / "kgs" / "drkg" / name).read_text() for name in
+                 ("coronavirus-related-host-genes.tsv", "covid19-host-genes.head171.tsv")]
+    (native / "drkg.tsv").write_text("".join(drkg_rows))
+    convert("drkg", native, root / "kg", {"name": "drkg-excerpt"}, {})
     return {"root": root, "graph": files, "split": root / "split", "kgid": root / "kgid"}
 
 
@@ -328,6 +337,14 @@ def _cases() -> List[Case]:
     # train and export-kgid read a dataset (train fails before PyKEEN is asked for anything)
     add("export-kgid", "split/train_sample.csv", TEXT_ERRORS,
         lambda w, o: ["export-kgid", "--dataset", str(w / "split"), "--output", str(o)], "previous_kgid")
+    # split rand --dataset: a converted published KG's graph folder
+    kg_split = lambda w, o: ["split", "rand", "--dataset", str(w / "kg" / "graph"), "--output", str(o),  # noqa: E731
+                             "--test-frac", "0.2"]
+    for name in ("edges.csv", "nodes.csv"):
+        add("split --dataset", f"kg/graph/{name}", [empty, not_utf8, truncated_line, binary_garbage, nul_bytes, cr_only],
+            kg_split, "previous_split")
+        add("split --dataset", f"kg/graph/{name}", TEXT_ACCEPTED, kg_split, "previous_split", accepted=True)
+    add("split --dataset", "kg/graph/graph_info.json", JSON_ERRORS + [json_not_object], kg_split, "previous_split")
     add("train", "split/train_sample.csv", [not_utf8, truncated_line, binary_garbage],
         lambda w, o: ["train", "--dataset", str(w / "split"), "--model", "DistMult", "--epochs", "1",
                       "--output", str(o)], "previous_model")
@@ -428,8 +445,8 @@ def test_malformed_input(world, case, tmp_path):
 
 def test_the_corpus_covers_every_command():
     commands = {case.command for case in CASES}
-    assert commands >= {"split", "split time", "evaluate", "export-kgid", "train", "export", "generate", "leaderboard submit",
-                        "metaeval", "brat", "rank-diseases", "rank-eval"}
+    assert commands >= {"split", "split time", "split --dataset", "evaluate", "export-kgid", "train", "export", "generate",
+                        "leaderboard submit", "metaeval", "brat", "rank-diseases", "rank-eval"}
     assert len(CASES) >= 150
 
 

@@ -501,11 +501,12 @@ def test_the_built_in_entries_pin_what_each_publisher_publishes():
     assert done.exit_code == 1 and "did you mean hetionet" in done.output, done.output
 
 
-def test_a_graph_without_an_official_split_says_how_to_split_it(tmp_path, lab):
-    _, _, _, run = lab
-    run("datasets", "get", "drkg-fixture", "--no-progress")
+def test_a_graph_without_an_official_split_says_how_to_split_it_before_any_download(tmp_path, lab):
+    server, _, _, _ = lab
+    before = len(server.requests)
     done = CliRunner().invoke(main, ["evaluate", "--dataset", "drkg-fixture", "--model", "popularity"])
     assert done.exit_code == 1 and "split rand --dataset drkg-fixture" in done.output, done.output
+    assert len(server.requests) == before and not (tmp_path / "data" / "drkg-fixture").exists()
 
 
 def test_the_built_in_checksums_refuse_other_bytes_under_the_published_names(tmp_path, served):
@@ -561,7 +562,8 @@ def test_without_a_published_checksum_the_first_verified_download_is_pinned(tmp_
     ({"files": [{"url": "https://example.org/", "sha256": "0" * 64}]}, "file name"),
     ({"files": [{"url": "https://example.org/a.tsv", "sha256": "0" * 64, "size": 0}]}, "files.size"),
     ({"url": "https://example.org/a.tsv", "sha256": "0" * 64}, "not both"),
-    ({"counts": {"check": {"rows": -1}}}, "counts.check"), ({"layout": "samples"}, "layout and format differ")])
+    ({"counts": {"check": {"rows": -1}}}, "counts.check"), ({"layout": "samples"}, "layout and format differ"),
+    ({"format": "samples"}, "one zip archive")])
 def test_registry_entries_of_published_kg_formats_are_checked(tmp_path, change, expected):
     entry = {"name": "mine", "format": "drkg", "license": "CC0",
              "files": [{"url": "https://example.org/drkg.tar.gz", "sha256": "0" * 64}], **change}
@@ -605,3 +607,17 @@ def test_an_archive_member_outside_the_dataset_folder_is_refused(tmp_path, serve
     assert done.exit_code == 1 and "would unpack outside the dataset folder" in done.output, done.output
     assert not (root / "evil-drkg").exists() and not (root / "escaped.tsv").exists()
     assert not list(tmp_path.rglob("escaped.tsv"))
+
+
+def test_the_audit_reads_a_published_kg_by_name_and_finds_what_its_reader_fixed(tmp_path, lab):
+    """PrimeKG's converted graph holds each swapped pair once: its audit, by name, finds no reverse
+    duplicate left; a copy's folder is audited through its graph/, with its own relations."""
+    _, built, _, run = lab
+    report = json.loads(run("audit", "primekg-fixture", "--format", "json"))
+    graph = json.loads((tmp_path / "data" / "primekg-fixture" / "graph" / "graph_info.json").read_text())
+    assert report["input"]["path"].endswith("graph") and report["input"]["triples"]["graph"] == graph["counts"]["edges"]
+    assert report["reverse_duplicates"]["count"] == 0 and report["duplicates"]["count"] == 0
+    copy = run("datasets", "get", "drkg-fixture", "--no-progress").strip()
+    drkg = json.loads(run("audit", copy, "--format", "json"))
+    drkg_graph = json.loads((Path(copy) / "graph" / "graph_info.json").read_text())
+    assert drkg["input"]["relations"] == len(drkg_graph["relations"]) == built["drkg"][1]["relations"] - 1  # 1 refused

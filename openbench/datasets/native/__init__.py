@@ -36,7 +36,8 @@ from openbench.datasets.native.primekg import read_primekg
 from openbench.errors import InputError
 from openbench.layouts import SAMPLE_FILES
 
-__all__ = ["READERS", "NATIVE_FORMATS", "NativeGraph", "convert", "CountMismatch", "GRAPH_FOLDER", "SPLIT_FOLDER"]
+__all__ = ["READERS", "NATIVE_FORMATS", "OFFICIAL_SPLITS", "NativeGraph", "convert", "CountMismatch", "GRAPH_FOLDER",
+           "SPLIT_FOLDER"]
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ READERS: Dict[str, Callable[[Path], NativeGraph]] = {
     "hetionet": read_hetionet, "primekg": read_primekg, "drkg": read_drkg, "ogbl-biokg": read_ogbl_biokg,
     "biokg": read_biokg, "pharmkg8k": read_pharmkg8k}
 NATIVE_FORMATS = tuple(READERS)
+OFFICIAL_SPLITS = frozenset({"ogbl-biokg", "pharmkg8k"})  # the formats whose publisher ships a split
 GRAPH_FOLDER = "graph"
 SPLIT_FOLDER = "split"
 
@@ -56,12 +58,12 @@ def check_counts(stated: Dict[str, int], read: Dict[str, int], source: str) -> N
     """Every count the registry entry states must equal what the reader counted."""
     unknown = sorted(set(stated) - set(read))
     if unknown:
-        raise CountMismatch(f"{source}: the registry states count(s) {', '.join(unknown)} the reader does not "
+        raise CountMismatch(f"the registry entry states count(s) {', '.join(unknown)} the {source} reader does not "
                             f"produce; it counts {', '.join(sorted(read))}")
     wrong = [f"{key} {read[key]:,} (the publisher states {stated[key]:,})" for key in sorted(stated)
              if read[key] != stated[key]]
     if wrong:
-        raise CountMismatch(f"{source}: read {'; '.join(wrong)}: a truncated, altered or different release?")
+        raise CountMismatch(f"read {'; '.join(wrong)}: a truncated, altered or different release?")
 
 
 def convert(fmt: str, native: Path, target: Path, dataset: dict, stated_counts: Dict[str, int]) -> dict:
@@ -72,7 +74,7 @@ def convert(fmt: str, native: Path, target: Path, dataset: dict, stated_counts: 
     if fmt not in READERS:
         raise InputError(f"no reader for the format {fmt!r}; expected one of {', '.join(READERS)}")
     graph = READERS[fmt](native)
-    check_counts(stated_counts, graph.counts, dataset.get("name", fmt))
+    check_counts(stated_counts, graph.counts, fmt)
     edges, fixed = finish_edges(graph.edges, graph.undirected)
     graph.problems = {**fixed, **graph.problems}
     for problem, count in graph.problems.items():

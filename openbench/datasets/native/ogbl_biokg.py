@@ -19,13 +19,14 @@ import numpy as np
 import polars as pl
 
 from openbench.datasets.native.graph import NativeGraph
-from openbench.datasets.ogb import OGB_SPLITS, load_split_file, num_node_dict
 from openbench.errors import InputError
 
 __all__ = ["read_ogbl_biokg"]
 
 
 def _split_edges(path: Path) -> pl.DataFrame:
+    from openbench.datasets.ogb import load_split_file  # torch: only when an OGB folder is read
+
     data = load_split_file(path)
     for key in ("head_type", "tail_type"):
         if key not in data:
@@ -43,6 +44,8 @@ def _split_edges(path: Path) -> pl.DataFrame:
 
 
 def read_ogbl_biokg(folder: Path) -> NativeGraph:
+    from openbench.datasets.ogb import OGB_SPLITS, num_node_dict
+
     counts = num_node_dict(folder)
     if counts is None:
         raise InputError("no raw/num-node-dict.csv.gz: expected the OGB folder of biokg.zip", folder / "raw")
