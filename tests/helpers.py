@@ -142,3 +142,15 @@ def sampled_protocol(dataset, negatives_per_query: int, seed: int) -> dict:
     return {"protocol": "sampled", "negatives": SampledNegatives(
         torch.from_numpy(rng.integers(0, dataset.num_entities, shape)),
         torch.from_numpy(rng.integers(0, dataset.num_entities, shape)))}
+
+
+def zip_bytes(members) -> bytes:
+    """A zip archive (deflated, members in name order) of {member name: bytes}, as bytes."""
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for name, data in sorted(members.items()):
+            bundle.writestr(name, data)
+    return buffer.getvalue()

@@ -21,16 +21,9 @@ from openbench.datasets.loader import load_dataset, write_id_layout
 from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from openbench.errors import InputError
+from tests.helpers import zip_bytes as _zip
 from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, snapshot, write_samples
 from tests.http_server import FileServer
-
-
-def _zip(members):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for name, data in sorted(members.items()):
-            bundle.writestr(name, data)
-    return buffer.getvalue()
 
 
 @pytest.fixture(scope="module")

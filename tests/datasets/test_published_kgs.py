@@ -8,7 +8,6 @@ import hashlib
 import io
 import json
 import tarfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,18 +18,10 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.registry import MARKER, NATIVE_DATASETS, lookup
-from tests.helpers import PROJECT_ROOT
+from tests.helpers import PROJECT_ROOT, zip_bytes as _zip
 from tests.http_server import FileServer
 
 KGS = PROJECT_ROOT / "tests" / "data" / "kgs"
-
-
-def _zip(members):
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for name, data in sorted(members.items()):
-            bundle.writestr(name, data)
-    return buffer.getvalue()
 
 
 def _tar_gz(members):
@@ -268,6 +259,20 @@ def _get_split_evaluate(tmp_path, run, fmt, *evaluate_options):
     return folder, info, json.loads(record_path.read_text()), split
 
 
+def _get_with(tmp_path, entries, name):
+    """(the CLI's result, the data root) of ``datasets get name`` with a registry file of ``entries``."""
+    registry_file = tmp_path / "registry.json"
+    registry_file.write_text(json.dumps(entries))
+    root = tmp_path / "data"
+    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", name, "--root", root,
+                                     "--no-progress"])
+    return done, root
+
+
+def _kept_files(root):
+    return [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
 def _triples(path):
     return {tuple(line.split("\t")[:3]) for line in path.read_text(encoding="utf-8").splitlines() if line}
 
@@ -426,27 +431,18 @@ def test_a_file_whose_bytes_differ_from_the_pinned_checksum_is_refused_and_nothi
     server, built = served
     entry = _entry(server, "hetionet", built)
     entry["files"][1]["sha256"] = hashlib.sha256(b"other bytes").hexdigest()
-    registry_file = tmp_path / "registry.json"
-    registry_file.write_text(json.dumps([entry]))
-    root = tmp_path / "data"
-    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "hetionet-fixture", "--root", root,
-                                     "--no-progress"])
+    done, root = _get_with(tmp_path, [entry], "hetionet-fixture")
     assert done.exit_code == 1 and "sha256" in done.output and "discarded" in done.output, done.output
-    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+    assert _kept_files(root) == []
 
 
 def test_counts_that_differ_from_the_publishers_are_refused_and_nothing_kept(tmp_path, served):
     server, built = served
     entry = _entry(server, "drkg", built, counts={"check": {"rows": built["drkg"][1]["rows"] + 1}})
-    registry_file = tmp_path / "registry.json"
-    registry_file.write_text(json.dumps([entry]))
-    root = tmp_path / "data"
-    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "drkg-fixture", "--root", root,
-                                     "--no-progress"])
+    done, root = _get_with(tmp_path, [entry], "drkg-fixture")
     assert done.exit_code == 1 and "the publisher states" in done.output and "nothing was kept" in done.output, \
         done.output
-    assert not (root / "drkg-fixture").exists()
-    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+    assert not (root / "drkg-fixture").exists() and _kept_files(root) == []
 
 
 def test_a_reader_error_names_the_file_and_line_and_keeps_nothing(tmp_path, served):
@@ -456,11 +452,7 @@ def test_a_reader_error_names_the_file_and_line_and_keeps_nothing(tmp_path, serv
     entry = {"name": "broken-drkg", "format": "drkg", "license": "test", "files": [
         {"url": f"{server.base_url}/broken/drkg.tar.gz", "sha256": hashlib.sha256(files["drkg.tar.gz"]).hexdigest()}]}
     server.files["/broken/drkg.tar.gz"] = files["drkg.tar.gz"]
-    registry_file = tmp_path / "registry.json"
-    registry_file.write_text(json.dumps([entry]))
-    root = tmp_path / "data"
-    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "broken-drkg", "--root", root,
-                                     "--no-progress"])
+    done, root = _get_with(tmp_path, [entry], "broken-drkg")
     assert done.exit_code == 1 and "drkg.tsv, line 2" in done.output and "'Type::id'" in done.output, done.output
     assert not (root / "broken-drkg").exists()
 
@@ -473,10 +465,7 @@ def test_labels_are_read_as_exact_strings(tmp_path, served):
         server.files[f"/na/{name}"] = data
     entry = {"name": "na-kg", "format": "pharmkg8k", "license": "test", "files": [
         {"url": f"{server.base_url}/na/{name}", "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()]}
-    registry_file = tmp_path / "registry.json"
-    registry_file.write_text(json.dumps([entry]))
-    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "na-kg", "--root", tmp_path / "d",
-                                     "--no-progress"])
+    done, _ = _get_with(tmp_path, [entry], "na-kg")
     assert done.exit_code == 0, done.output
     nodes = (Path(done.stdout.strip()) / "graph" / "nodes.csv").read_text().split()
     assert sorted(nodes[::2]) == ["NA", "nan", "null"]
@@ -526,7 +515,7 @@ def test_the_built_in_checksums_refuse_other_bytes_under_the_published_names(tmp
                                          f"{server.base_url}/mirror", "--no-progress"])
         assert done.exit_code == 1 and expected in done.output and "discarded" in done.output, done.output
         assert not (root / name).exists()
-    assert [p for p in root.rglob("*") if p.is_file() and not p.name.endswith(".lock")] == []
+    assert _kept_files(root) == []
 
 
 def test_without_a_published_checksum_the_first_verified_download_is_pinned(tmp_path, served, monkeypatch, caplog):
@@ -599,11 +588,7 @@ def test_an_archive_member_outside_the_dataset_folder_is_refused(tmp_path, serve
     server.files["/evil/drkg.tar.gz"] = evil
     entry = {"name": "evil-drkg", "format": "drkg", "license": "test",
              "files": [{"url": f"{server.base_url}/evil/drkg.tar.gz", "sha256": hashlib.sha256(evil).hexdigest()}]}
-    registry_file = tmp_path / "registry.json"
-    registry_file.write_text(json.dumps([entry]))
-    root = tmp_path / "data"
-    done = CliRunner().invoke(main, ["datasets", "--registry", registry_file, "get", "evil-drkg", "--root", root,
-                                     "--no-progress"])
+    done, root = _get_with(tmp_path, [entry], "evil-drkg")
     assert done.exit_code == 1 and "would unpack outside the dataset folder" in done.output, done.output
     assert not (root / "evil-drkg").exists() and not (root / "escaped.tsv").exists()
     assert not list(tmp_path.rglob("escaped.tsv"))
