@@ -35,6 +35,7 @@ from openbench.datasets.native.pharmkg import read_pharmkg8k
 from openbench.datasets.native.primekg import read_primekg
 from openbench.errors import InputError
 from openbench.layouts import SAMPLE_FILES
+from openbench.progress import stage
 
 __all__ = ["READERS", "NATIVE_FORMATS", "OFFICIAL_SPLITS", "NativeGraph", "convert", "CountMismatch", "GRAPH_FOLDER",
            "SPLIT_FOLDER"]
@@ -73,14 +74,17 @@ def convert(fmt: str, native: Path, target: Path, dataset: dict, stated_counts: 
     ``evaluate --dataset NAME`` reads ("split", "native") or None."""
     if fmt not in READERS:
         raise InputError(f"no reader for the format {fmt!r}; expected one of {', '.join(READERS)}")
+    name = dataset.get("name", fmt)
+    stage("%s: reading the %s files in %s", name, fmt, native)
     graph = READERS[fmt](native)
     check_counts(stated_counts, graph.counts, fmt)
+    stage("%s: %d nodes, %d rows read; writing openbench's graph", name, graph.nodes.height, graph.edges.height)
     edges, fixed = finish_edges(graph.edges, graph.undirected)
     graph.problems = {**fixed, **graph.problems}
     for problem, count in graph.problems.items():
         if count and problem not in ("self_loops_kept", "isolated_nodes_kept"):
-            logger.info("%s: %s: %d", dataset.get("name", fmt), problem.replace("_", " "), count)
-    info = write_graph(graph, edges, target / GRAPH_FOLDER, dataset.get("name", fmt), dataset)
+            logger.info("%s: %s: %d", name, problem.replace("_", " "), count)
+    info = write_graph(graph, edges, target / GRAPH_FOLDER, name, dataset)
     if graph.official is not None:
         folder = target / SPLIT_FOLDER
         folder.mkdir(parents=True, exist_ok=True)
