@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from openbench._io.inputs import line_of_row, read_table
+from openbench._io.inputs import line_of_row, read_json, read_table
 from openbench.errors import InputError, option
 from openbench.progress import stage
 from openbench.datasets.cache import cached_dataset, dataset_files
@@ -68,6 +68,9 @@ class Dataset:
     dropped: Dict[str, int] = field(default_factory=dict)
     warnings: List[str] = field(default_factory=list)
     registry: Optional[dict] = None  # {"name", "version", "archive_sha256"} of a verified registry copy
+    # relations whose (h, r, t) and (t, r, h) are one fact, stored once (a split of a converted
+    # published KG names them in its split_info.json): the filter holds both orientations
+    undirected_relations: List[str] = field(default_factory=list)
     cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
     load_seconds: Optional[float] = field(default=None, repr=False, compare=False)  # load_dataset's wall time
     # sampled evaluation negatives that come with the dataset: OGB's, or *_negatives.npz of a split
@@ -295,7 +298,25 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
     dataset.registry = registry_of(folder)
     if layout == "samples":
         dataset.sampled = find_negatives(files_folder, dataset)
+        dataset.undirected_relations = undirected_relations_of(files_folder, dataset.relation_labels)
     return dataset
+
+
+def undirected_relations_of(folder: Path, relation_labels: Sequence[str]) -> List[str]:
+    """The relations a split's ``split_info.json`` (in ``folder`` or, for a fold, its parent)
+    declares undirected (``dataset.undirected_relations``: a split of a converted published KG),
+    those the dataset has, sorted; [] for any other split."""
+    for candidate in (folder, folder.parent):
+        path = candidate / "split_info.json"
+        if path.is_file():
+            info = read_json(path, "split description")
+            dataset = info.get("dataset") if isinstance(info, dict) else None
+            declared = dataset.get("undirected_relations", []) if isinstance(dataset, dict) else []
+            if not isinstance(declared, list) or not all(isinstance(name, str) for name in declared):
+                raise InputError("dataset.undirected_relations must be a list of relation labels", path)
+            known = set(relation_labels)
+            return sorted(name for name in declared if name in known)
+    return []
 
 
 def read_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,

@@ -28,7 +28,8 @@ from openbench.progress import stage
 from openbench.record import Protocol
 from openbench.vocabulary import CANDIDATE_MODES, QUERY_SIDES, SPLITS
 
-__all__ = ["DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "Filter", "RankingSetup", "block_elements"]
+__all__ = ["DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "Filter", "RankingSetup", "block_elements",
+           "with_reverses"]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,15 @@ def block_elements(device: torch.device) -> int:
         free, _ = torch.cuda.mem_get_info(device)
         return max(2 ** 20, int(free * GPU_BLOCK_FRACTION) // 4)
     return CPU_BLOCK_ELEMENTS
+
+
+def with_reverses(triples: torch.Tensor, relations: Sequence[int]) -> torch.Tensor:
+    """(N + M, 3): ``triples`` (N, 3) int64 (h, r, t), then (t, r, h) of the M of them whose
+    relation is one of ``relations`` (undirected relations stored in one orientation)."""
+    if not relations or triples.shape[0] == 0:
+        return triples
+    chosen = torch.isin(triples[:, 1], torch.tensor(list(relations), dtype=triples.dtype, device=triples.device))
+    return torch.cat([triples, triples[chosen][:, [2, 1, 0]]])
 
 
 class RankingSetup:
@@ -95,6 +105,10 @@ class RankingSetup:
         self.num_entities = dataset.num_entities
         known = [dataset.triples[name] for name in self.filter_sets]
         known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
+        # an undirected relation's edge is stored in one orientation: both are known answers
+        self.undirected = [label for label in getattr(dataset, "undirected_relations", []) if self.filter_sets]
+        known_triples = with_reverses(known_triples, [dataset.relation_labels.index(label) for label in self.undirected])
+
         def build(side: str) -> Callable[[], FilterIndex]:
             return lambda: FilterIndex.build(known_triples, dataset.num_relations, side, self.device)
 
@@ -102,7 +116,10 @@ class RankingSetup:
         if known_triples.shape[0] >= LARGE_FILTER_TRIPLES:
             stage("filter index of %d known triples (built once, then read from the dataset cache)",
                   known_triples.shape[0])
-        self.filters = {side: cached_filter_index(dataset, self.filter_sets, side, build(side)).to(self.device)
+        # the cache entry is keyed by the split files, not split_info.json: the relations name the index
+        undirected_key = hashlib.sha256("\n".join(self.undirected).encode("utf-8")).hexdigest()[:12]
+        variant = [*self.filter_sets, *([f"undirected{undirected_key}"] if self.undirected else [])]
+        self.filters = {side: cached_filter_index(dataset, variant, side, build(side)).to(self.device)
                         for side in QUERY_SIDES}
         self.filter_seconds = time.perf_counter() - started  # built, or read from the dataset cache
         if candidates not in CANDIDATE_MODES:
@@ -235,6 +252,8 @@ class RankingSetup:
         if self.sampled_negatives is not None:
             candidates = "sampled"
             extra["negatives_per_query"] = self.sampled_negatives.description()
+        if self.undirected:
+            extra["undirected_relations"] = list(self.undirected)  # filtered in both orientations
         return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=candidates,
                         sides=list(self.sides), exclude_query_entity=self.exclude_query_entity,
                         lower_is_better=self.lower_is_better,

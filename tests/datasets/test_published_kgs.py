@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
+from openbench.errors import InputError
 from openbench.registry import MARKER, NATIVE_DATASETS, lookup
 from tests.helpers import PROJECT_ROOT, zip_bytes as _zip
 from tests.http_server import FileServer
@@ -606,3 +607,43 @@ def test_the_audit_reads_a_published_kg_by_name_and_finds_what_its_reader_fixed(
     drkg = json.loads(run("audit", copy, "--format", "json"))
     drkg_graph = json.loads((Path(copy) / "graph" / "graph_info.json").read_text())
     assert drkg["input"]["relations"] == len(drkg_graph["relations"]) == built["drkg"][1]["relations"] - 1  # 1 refused
+
+
+def _undirected_split(folder, declared):
+    folder.mkdir()
+    (folder / "train_sample.csv").write_text("c\tr\ta\nb\tq\tc\n")
+    (folder / "test_sample.csv").write_text("a\tr\tb\n")
+    if declared is not None:
+        (folder / "split_info.json").write_text(json.dumps({"dataset": {"undirected_relations": declared}}))
+    return folder
+
+
+def test_an_undirected_relations_edge_is_a_known_answer_in_both_orientations(tmp_path):
+    """Training holds (c, r, a) once; r is undirected, so (a, r, c) is known too and the tail query
+    (a, r, ?) of the test triple (a, r, b) filters c. DistMult in 1-d with entities a, b, c = 1, 2, 3:
+    tail query scores 1, 2, 3 (b ranks 2 unfiltered, 1 with c filtered); head query (?, r, b) scores
+    2, 4, 6 (a ranks 3 either way: nothing known joins r to b but the answer)."""
+    import openbench
+
+    model = openbench.embedding_model("DistMult", np.array([[1.0], [2.0], [3.0]]), np.array([[1.0], [1.0]]))
+    both = openbench.evaluate(str(_undirected_split(tmp_path / "u", ["r"])), model, progress=False)
+    once = openbench.evaluate(str(_undirected_split(tmp_path / "d", None)), model, progress=False)
+    assert once.metric("tail.realistic.mrr") == pytest.approx(1 / 2) and once.metric("head.realistic.mrr") == \
+        pytest.approx(1 / 3)
+    assert both.metric("tail.realistic.mrr") == pytest.approx(1.0) and both.metric("head.realistic.mrr") == \
+        pytest.approx(1 / 3)
+    assert both.protocol.to_dict()["undirected_relations"] == ["r"] and "undirected_relations" not in \
+        once.protocol.to_dict()
+    unfiltered = openbench.evaluate(str(_undirected_split(tmp_path / "n", ["r"])), model, filter_sets=[],
+                                    progress=False)
+    assert unfiltered.metric("tail.realistic.mrr") == pytest.approx(1 / 2)
+    assert "undirected_relations" not in unfiltered.protocol.to_dict()
+    with pytest.raises(InputError, match="undirected_relations must be a list"):
+        openbench.evaluate(str(_undirected_split(tmp_path / "bad", "r")), model, progress=False)
+
+
+def test_a_split_of_a_published_kg_filters_its_undirected_relations_both_ways(tmp_path, lab):
+    _, _, _, run = lab
+    _, info, record, _ = _get_split_evaluate(tmp_path, run, "primekg")
+    assert record["protocol"]["undirected_relations"] == sorted(
+        name for name in info["dataset"]["undirected_relations"] if name in info["split"]["per_relation"])
