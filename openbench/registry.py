@@ -781,7 +781,11 @@ def resolve(path_or_name, root=None, **options) -> Path:
     folder = get(entry.name, root, **options)
     if not entry.native:
         return folder
-    return folder / str((read_marker(folder) or {}).get("evaluation"))
+    evaluation = (read_marker(folder) or {}).get("evaluation")
+    if evaluation not in ("split", "native"):
+        raise DatasetError(f"{folder}: its verification record names no official split; remove the folder and "
+                           f"fetch {entry.name} again")
+    return folder / evaluation
 
 
 def graph_folder(path_or_name, root=None, **options) -> Path:

@@ -647,3 +647,13 @@ def test_a_split_of_a_published_kg_filters_its_undirected_relations_both_ways(tm
     _, info, record, _ = _get_split_evaluate(tmp_path, run, "primekg")
     assert record["protocol"]["undirected_relations"] == sorted(
         name for name in info["dataset"]["undirected_relations"] if name in info["split"]["per_relation"])
+
+
+def test_a_verification_record_without_its_official_split_is_refused(tmp_path, lab):
+    _, _, _, run = lab
+    folder = Path(run("datasets", "get", "pharmkg8k-fixture", "--no-progress").strip())
+    marker = json.loads((folder / MARKER).read_text())
+    marker["evaluation"] = "../elsewhere"
+    (folder / MARKER).write_text(json.dumps(marker))
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", "pharmkg8k-fixture", "--model", "popularity"])
+    assert done.exit_code == 1 and "names no official split" in done.output, done.output
