@@ -33,10 +33,6 @@ def _identifier(column: str) -> pl.Expr:
     return pl.col(column).str.split_exact("::", 1).struct.field("field_1").fill_null("")
 
 
-def _first_row_with(rows: pl.DataFrame, column: str, bad: pl.Series) -> int:
-    return int(rows.select(pl.col(column).is_in(bad.implode()).arg_true()).to_series()[0])
-
-
 def read_drkg(folder: Path) -> NativeGraph:
     """The checks run on the distinct entities (97 k) and relations (107), not on the 5.9 M rows."""
     path = folder / FILE
@@ -51,8 +47,8 @@ def read_drkg(folder: Path) -> NativeGraph:
     relations = rows.get_column("r").unique(maintain_order=True).to_frame("r")
     malformed = relations.filter(~pl.col("r").str.contains(r"^[^:]+::.*[^:]:[^:]+$")
                                  | pl.col("r").str.extract(r"::(?:[^:]+:)?([^:]+):([^:]+)$", 1).is_null())
-    if malformed.height:
-        row = _first_row_with(rows, "r", malformed.get_column("r"))
+    row = first_bad_row(rows, pl.col("r").is_in(malformed.get_column("r").implode()))
+    if row is not None:
         raise InputError(f"relation {rows['r'][row]!r}: expected 'SOURCE::name::Head:Tail' (or bioarx's "
                          "'SOURCE::name:Head:Tail')", path, line_of_row(path, row))
     entities = entities.with_columns(_type("id").alias("node_type"),
