@@ -43,7 +43,8 @@ from openbench.record import Protocol
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "OBL2020_PROTOCOL", "OBL2021_PROTOCOL",
            "OBL2020_LICENSE", "RegisteredDataset", "REGISTRY", "DatasetError", "registry_table", "lookup",
            "data_root", "read_marker", "get", "registry_of", "resolve", "REGISTRY_VARIABLE", "read_registry_file",
-           "use_registry_files", "registry", "RemoteFile", "NATIVE_DATASETS", "graph_folder", "FORMATS", "registered"]
+           "use_registry_files", "registry", "RemoteFile", "NATIVE_DATASETS", "graph_folder", "FORMATS", "registered",
+           "split_info_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -525,10 +526,8 @@ def _download_files(entry: RegisteredDataset, root: Path, mirror: Optional[str],
     try:
         for file in entry.remote_files:
             path = _download(entry, file, root, mirror, progress)
-            fetched.append((file, path, ""))
-            digest = sidecar_path(path).read_text().strip()  # fetch hashed the file once already
-            fetched[-1] = (file, path, digest)
-            _check_pin(entry, root, digest, path, file)
+            fetched.append((file, path, sidecar_path(path).read_text().strip()))  # fetch hashed it once already
+            _check_pin(entry, root, fetched[-1][2], path, file)
     except BaseException:
         for _, path, _ in fetched:
             path.unlink(missing_ok=True)
@@ -593,13 +592,7 @@ def _unpack(entry: RegisteredDataset, archive: Path, digest: str, folder: Path) 
     """Check the zip's CRCs, extract, check the layout, write the record, swap into place."""
     try:
         with zipfile.ZipFile(archive) as bundle:
-            try:
-                broken = bundle.testzip()
-            except (zlib.error, EOFError) as error:  # damaged compressed data fails before its CRC
-                broken = f"(undecodable: {error})"
-            if broken is not None:
-                raise DatasetError(f"{archive}: member {broken!r} fails its CRC check; the archive is corrupted")
-            _check_member_names(bundle, archive)
+            _check_zip(bundle, archive)
 
             def fill(staging: Path) -> None:
                 with tempfile.TemporaryDirectory(dir=staging.parent, prefix=f".{entry.name}.unzip.") as scratch:
@@ -665,13 +658,7 @@ def _place(path: Path, native: Path) -> None:
     if name.endswith(".zip"):
         try:
             with zipfile.ZipFile(path) as bundle:
-                try:
-                    broken = bundle.testzip()
-                except (zlib.error, EOFError) as error:
-                    broken = f"(undecodable: {error})"
-                if broken is not None:
-                    raise DatasetError(f"{path}: member {broken!r} fails its CRC check; the archive is corrupted")
-                _check_member_names(bundle, path)
+                _check_zip(bundle, path)
                 bundle.extractall(native, members=[m for m in bundle.namelist() if not _resource_fork(m)])
         except zipfile.BadZipFile as error:
             raise DatasetError(f"{path}: not a readable zip archive ({error})") from None
@@ -706,6 +693,17 @@ def _flatten(native: Path) -> None:
         inner.rmdir()
 
 
+def _check_zip(bundle: zipfile.ZipFile, archive: Path) -> None:
+    """Every member's CRC, and no member that would unpack outside the folder."""
+    try:
+        broken = bundle.testzip()
+    except (zlib.error, EOFError) as error:  # damaged compressed data fails before its CRC
+        broken = f"(undecodable: {error})"
+    if broken is not None:
+        raise DatasetError(f"{archive}: member {broken!r} fails its CRC check; the archive is corrupted")
+    _check_member_names(bundle, archive)
+
+
 def _check_member_names(bundle: zipfile.ZipFile, archive: Path) -> None:
     for member in bundle.namelist():
         parts = Path(member).parts
@@ -727,25 +725,29 @@ def registry_of(folder) -> Optional[dict]:
                 found["files_sha256"] = marker["files_sha256"]
                 found["split"] = "official, as published"
             return found
-    for candidate in (folder, folder.parent):
-        derived = _split_of_registry_graph(candidate)
-        if derived is not None:
-            return derived
+    return _split_of_registry_graph(folder)
+
+
+def split_info_of(folder) -> Optional[dict]:
+    """The ``split_info.json`` of the split whose files lie in ``folder`` (or, for a fold, in its
+    parent), or None; a damaged one is an InputError naming it."""
+    for candidate in (Path(folder), Path(folder).parent):
+        path = candidate / "split_info.json"
+        if path.is_file():
+            info = read_json(path, "split description")
+            if not isinstance(info, dict):
+                raise InputError("expected a JSON object (written by openbench split)", path)
+            return info
     return None
 
 
 def _split_of_registry_graph(folder: Path) -> Optional[dict]:
-    path = folder / "split_info.json"
-    if not path.is_file():
-        return None
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    dataset = info.get("dataset") if isinstance(info, dict) else None
+    info = split_info_of(folder) or {}
+    dataset = info.get("dataset")
     if not isinstance(dataset, dict) or not isinstance(dataset.get("name"), str):
         return None
-    seed = info.get("parameters", {}).get("seed") if isinstance(info.get("parameters"), dict) else None
+    parameters = info.get("parameters")
+    seed = parameters.get("seed") if isinstance(parameters, dict) else None
     stated = dataset.get("files_sha256")
     files: dict = stated if isinstance(stated, dict) else {}
     return {"name": dataset["name"], "version": str(dataset.get("version", "unknown")),

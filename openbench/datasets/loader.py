@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from openbench._io.inputs import line_of_row, read_json, read_table
+from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError, option
 from openbench.progress import stage
 from openbench.datasets.cache import cached_dataset, dataset_files
@@ -34,7 +34,7 @@ from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
 from openbench.datasets.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
-from openbench.registry import registry_of, resolve
+from openbench.registry import registry_of, resolve, split_info_of
 
 if TYPE_CHECKING:
     from openbench.datasets.negatives import SampledNegatives
@@ -303,20 +303,16 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
 
 
 def undirected_relations_of(folder: Path, relation_labels: Sequence[str]) -> List[str]:
-    """The relations a split's ``split_info.json`` (in ``folder`` or, for a fold, its parent)
-    declares undirected (``dataset.undirected_relations``: a split of a converted published KG),
-    those the dataset has, sorted; [] for any other split."""
-    for candidate in (folder, folder.parent):
-        path = candidate / "split_info.json"
-        if path.is_file():
-            info = read_json(path, "split description")
-            dataset = info.get("dataset") if isinstance(info, dict) else None
-            declared = dataset.get("undirected_relations", []) if isinstance(dataset, dict) else []
-            if not isinstance(declared, list) or not all(isinstance(name, str) for name in declared):
-                raise InputError("dataset.undirected_relations must be a list of relation labels", path)
-            known = set(relation_labels)
-            return sorted(name for name in declared if name in known)
-    return []
+    """The relations a split's ``split_info.json`` declares undirected (``dataset.undirected_relations``:
+    a split of a converted published KG), those the dataset has, sorted; [] for any other split."""
+    info = split_info_of(folder)
+    dataset = info.get("dataset") if info is not None else None
+    declared = dataset.get("undirected_relations", []) if isinstance(dataset, dict) else []
+    if not isinstance(declared, list) or not all(isinstance(name, str) for name in declared):
+        raise InputError("dataset.undirected_relations must be a list of relation labels",
+                         Path(folder) / "split_info.json")
+    known = set(relation_labels)
+    return sorted(name for name in declared if name in known)
 
 
 def read_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,

@@ -106,7 +106,7 @@ class RankingSetup:
         known = [dataset.triples[name] for name in self.filter_sets]
         known_triples = torch.cat(known) if known else torch.empty((0, 3), dtype=torch.long)
         # an undirected relation's edge is stored in one orientation: both are known answers
-        self.undirected = [label for label in getattr(dataset, "undirected_relations", []) if self.filter_sets]
+        self.undirected = list(dataset.undirected_relations) if self.filter_sets else []
         known_triples = with_reverses(known_triples, [dataset.relation_labels.index(label) for label in self.undirected])
 
         def build(side: str) -> Callable[[], FilterIndex]:

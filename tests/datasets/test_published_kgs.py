@@ -657,3 +657,27 @@ def test_a_verification_record_without_its_official_split_is_refused(tmp_path, l
     (folder / MARKER).write_text(json.dumps(marker))
     done = CliRunner().invoke(main, ["evaluate", "--dataset", "pharmkg8k-fixture", "--model", "popularity"])
     assert done.exit_code == 1 and "names no official split" in done.output, done.output
+
+
+def test_an_unreadable_tar_or_a_split_archive_given_as_a_graph_is_refused(tmp_path, served):
+    server, _ = served
+    garbage = b"\x1f\x8b not a tar archive at all"
+    server.files["/garbage/drkg.tar.gz"] = garbage
+    entry = {"name": "garbage-drkg", "format": "drkg", "license": "test",
+             "files": [{"url": f"{server.base_url}/garbage/drkg.tar.gz", "sha256": hashlib.sha256(garbage).hexdigest()}]}
+    done, root = _get_with(tmp_path, [entry], "garbage-drkg")
+    assert done.exit_code == 1 and "not a readable tar archive" in done.output, done.output
+    assert not (root / "garbage-drkg").exists() and _kept_files(root) == []
+    published_split = CliRunner().invoke(main, ["split", "rand", "--dataset", "HQ_DIR", "--output", tmp_path / "s"])
+    assert published_split.exit_code == 1 and "is a published split, not a graph" in published_split.output
+
+
+def test_a_damaged_split_info_is_an_error_naming_it(tmp_path):
+    import openbench
+
+    folder = _undirected_split(tmp_path / "u", ["r"])
+    (folder / "split_info.json").write_text("[1, 2]")
+    model = openbench.embedding_model("DistMult", np.array([[1.0], [2.0], [3.0]]), np.array([[1.0], [1.0]]))
+    with pytest.raises(InputError, match="expected a JSON object") as info:
+        openbench.evaluate(str(folder), model, progress=False)
+    assert info.value.path.endswith("split_info.json")
