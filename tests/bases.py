@@ -219,3 +219,21 @@ def stored_rows(table):
     if table.is_complex():
         table = torch.cat([table.real, table.imag], dim=-1)
     return table.reshape(table.shape[0], -1).double().numpy()
+
+
+def lifted_scorer(dataset, hit_rate, seed):
+    """A scoring function: random scores, and the true answer lifted to the top for a share
+    ``hit_rate`` of the queries (each query's draws fixed by its own ids, whatever the batch)."""
+    from openbench.models.base import score_function
+
+    def scores(batch, side):
+        rows = []
+        for h, r, t in batch.tolist():
+            query = np.random.default_rng([seed, h, r, t, side == "head"])
+            row = query.random(dataset.num_entities)
+            if np.random.default_rng([7, h, r, t, side == "head"]).random() < hit_rate:
+                row[h if side == "head" else t] += 2.0
+            rows.append(row)
+        return torch.tensor(np.array(rows))
+
+    return score_function(scores, dataset.num_entities, name=f"oracle {hit_rate}")

@@ -16,6 +16,7 @@ from openbench.evaluation.confidence import confidence_block
 from openbench.evaluation.ranks import write_ranks
 from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.uncertainty import ALPHA, PERMUTATIONS, holm
+from tests.bases import lifted_scorer
 from tests.helpers import random_labelled_graph, snapshot, write_samples
 
 
@@ -30,24 +31,6 @@ def test_holm_equals_its_definition():
     assert holm([0.5, 0.6]) == [1.0, 1.0] and holm([]) == []
 
 
-def _model(dataset, hit_rate, seed):
-    """A scoring function: random scores, and the true answer lifted to the top for a share
-    ``hit_rate`` of the queries (each query's draws fixed by its own ids, whatever the batch)."""
-    import torch
-
-    def scores(batch, side):
-        rows = []
-        for h, r, t in batch.tolist():
-            query = np.random.default_rng([seed, h, r, t, side == "head"])
-            row = query.random(dataset.num_entities)
-            if np.random.default_rng([7, h, r, t, side == "head"]).random() < hit_rate:
-                row[h if side == "head" else t] += 2.0
-            rows.append(row)
-        return torch.tensor(np.array(rows))
-
-    return openbench.score_function(scores, dataset.num_entities, name=f"oracle {hit_rate}")
-
-
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
     """Three models on one split, each submitted with its ranks: a good one, one nearly the same
@@ -55,7 +38,8 @@ def board(tmp_path_factory):
     root = tmp_path_factory.mktemp("uncertainty")
     folder = write_samples(root / "split", random_labelled_graph(61, 80, 3, {"train": 600, "valid": 20, "test": 120}))
     dataset = load_dataset(folder)
-    models = {"good": _model(dataset, 0.6, 1), "close": _model(dataset, 0.58, 1), "chance": _model(dataset, 0.0, 2)}
+    models = {"good": lifted_scorer(dataset, 0.6, 1), "close": lifted_scorer(dataset, 0.58, 1),
+              "chance": lifted_scorer(dataset, 0.0, 2)}
     db = root / "board.sqlite"
     evaluated = {}
     for name, model in models.items():
@@ -128,7 +112,8 @@ def test_ranks_that_are_not_the_records_are_refused_and_nothing_is_written(board
     before = snapshot(db)
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(root / "good.json"), "--name", "x", "--ranks",
                                      str(root / "chance.parquet"), "--db", str(db)])
-    assert done.exit_code == 1 and "they are not the ranks of this evaluation" in done.output
+    assert done.exit_code == 1 and "these are not the ranks of this evaluation" in done.output
+    assert "chance.parquet: metrics.both." in done.output
     assert snapshot(db) == before
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(root / "good.json"), "--name", "x", "--ranks",
                                      str(root / "good.json"), "--db", str(db)])

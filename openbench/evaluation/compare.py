@@ -31,7 +31,8 @@ import polars as pl
 
 from openbench.errors import InputError, UsageError, option
 from openbench.evaluation.confidence import WEIGHT_ELEMENTS, bootstrap_weights
-from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, query_values, ranks_provenance, read_ranks
+from openbench.evaluation.evidence import check_provenance, check_rows, read_ranks
+from openbench.evaluation.ranks import COMPARABLE_PROTOCOL, RANKS_SCHEMA, query_values, ranks_provenance
 
 __all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
            "sign_flip_p_value", "paired_bootstrap", "format_comparison"]
@@ -87,7 +88,9 @@ def paired_bootstrap(differences: np.ndarray, units: np.ndarray, resamples: int,
 
 
 def _table(ranks: Ranks, name: str) -> Tuple[pl.DataFrame, Optional[dict], str]:
-    """(ranks table, provenance or None, how to name it in errors) of a file, table or record."""
+    """(ranks table, provenance or None, how to name it in errors) of a file, table or record;
+    every row checked (:func:`openbench.evaluation.evidence.check_rows`), a file's or record's
+    provenance too."""
     if isinstance(ranks, (str, Path)):
         frame, provenance = read_ranks(ranks)
         return frame, provenance, str(ranks)
@@ -101,6 +104,9 @@ def _table(ranks: Ranks, name: str) -> Tuple[pl.DataFrame, Optional[dict], str]:
                          "(its .ranks); a record read back from JSON has no ranks (write them with --ranks-output)")
     if dict(table.schema) != RANKS_SCHEMA:
         raise UsageError(f"{name}: expected the columns {', '.join(RANKS_SCHEMA)}")
+    check_rows(table, name)
+    if info is not None:
+        check_provenance(info, table, name)
     return table, info, name
 
 

@@ -18,6 +18,7 @@ from openbench import __version__
 from openbench.datasets.loader import Dataset
 from openbench.datasets.negatives import SampledNegatives
 from openbench.errors import UsageError
+from openbench.evaluation.evidence import queries_digest
 from openbench.evaluation.metrics import summarize
 from openbench.evaluation.producers import FullRanking, Producer, SampledRanking
 from openbench.evaluation.ranking import RankCounts
@@ -57,7 +58,8 @@ def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, Rank
                         by_node_type=by_node_type,
                         protocol=producer.adjust(setup.protocol()), dataset=setup.dataset_description(),
                         model=producer.model_description(),
-                        diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0},
+                        diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0,
+                                     "queries_sha256": queries_digest(ranks)},
                         seed=setup.seed, device=str(setup.device), version=__version__, seconds=seconds,
                         warnings=list(setup.warnings), timing={**producer.timing(), "stages": stages(setup, seconds)},
                         ranks=ranks)

@@ -14,7 +14,7 @@ order is the rank (``n_equal`` 1). An answer *not in its list* has ``n_greater``
 Rows come side by side as the record's ``both`` block concatenates them: every head query in
 evaluation order, then every tail query. The table is a polars DataFrame
 (:attr:`openbench.record.ResultRecord.ranks`) and ``openbench evaluate --ranks-output FILE.parquet``
-writes it.
+writes it; :func:`openbench.evaluation.evidence.read_ranks` reads one back, checked.
 """
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ import polars as pl
 import torch
 
 from openbench._io.outputs import atomic_path
+from openbench._io.parquet import read_footer
 from openbench.errors import InputError, UsageError, option
 from openbench.evaluation.ranking import RankCounts
 from openbench.vocabulary import QUERY_SIDES
 
-__all__ = ["RANKS_SCHEMA", "ranks_table", "query_values", "write_ranks", "read_ranks", "is_openbench_ranks", "ranks_provenance"]
+__all__ = ["RANKS_SCHEMA", "ranks_table", "query_values", "write_ranks", "is_openbench_ranks", "ranks_provenance"]
 
 PathLike = Union[str, Path]
 _HITS = re.compile(r"hits@([1-9][0-9]*)")
@@ -94,32 +95,34 @@ def query_values(ranks: pl.DataFrame, metric: str) -> np.ndarray:
 # -- the ranks file ------------------------------------------------------------------------------
 
 RANKS_METADATA_KEY = "openbench"  # the Parquet key-value metadata openbench's ranks files carry
-RANKS_FORMAT = "openbench-ranks-v1"
+RANKS_FORMAT = "openbench-ranks-v2"  # v2: the whole protocol, the query count and the queries' sha256
 # what two ranks files must share to be compared query by query (besides the dataset)
 COMPARABLE_PROTOCOL = ("evaluation_split", "filter_sets", "exclude_query_entity")
 
 
 def ranks_provenance(record: dict) -> dict:
-    """What a ranks file says of the evaluation it came from (compare checks it): the dataset's
-    fingerprint and the protocol, from the result ``record`` (JSON values)."""
-    protocol = record.get("protocol") or {}
+    """What a ranks file says of the evaluation it came from (:mod:`openbench.evaluation.evidence`
+    checks it): the dataset's fingerprint, the whole protocol, the model's name and the number and
+    sha256 of the queries, from the result ``record`` (JSON values)."""
+    diagnostics = record.get("diagnostics") or {}
     return {"format": RANKS_FORMAT, "written_by": "openbench",
             "dataset_fingerprint": (record.get("dataset") or {}).get("fingerprint"),
-            "protocol": {key: protocol.get(key) for key in COMPARABLE_PROTOCOL},
-            "model": (record.get("model") or {}).get("name")}
+            "protocol": dict(record.get("protocol") or {}),
+            "model": (record.get("model") or {}).get("name"),
+            "queries": diagnostics.get("queries"), "queries_sha256": diagnostics.get("queries_sha256")}
 
 
 def _metadata(path: Path) -> Optional[dict]:
     """The openbench metadata of a Parquet file, or None (not Parquet, or not openbench's)."""
     try:
-        values = pl.read_parquet_metadata(path)
-    except Exception:  # polars raises its own error types for files that are not Parquet
+        values = read_footer(path).metadata
+    except InputError:
         return None
     try:
         info = json.loads(values.get(RANKS_METADATA_KEY, ""))
     except ValueError:
         return None
-    return info if isinstance(info, dict) and info.get("format") == RANKS_FORMAT else None
+    return info if isinstance(info, dict) and str(info.get("format", "")).startswith("openbench-ranks-") else None
 
 
 def is_openbench_ranks(path: Path) -> bool:
@@ -133,23 +136,3 @@ def write_ranks(path: PathLike, ranks: pl.DataFrame, record: dict, inputs: Itera
     info = json.dumps(ranks_provenance(record), sort_keys=True)
     with atomic_path(path, inputs, recognise=is_openbench_ranks) as staged:
         ranks.write_parquet(staged, metadata={RANKS_METADATA_KEY: info}, statistics=False)
-
-
-def read_ranks(path: PathLike) -> Tuple[pl.DataFrame, dict]:
-    """(the ranks, their provenance) of a ranks file written by ``--ranks-output``; an
-    :class:`~openbench.errors.InputError` naming the file otherwise."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file (expected a ranks file written by openbench evaluate --ranks-output)", path)
-    info = _metadata(path)
-    if info is None:
-        raise InputError("not a ranks file: expected a Parquet file written by openbench evaluate --ranks-output "
-                         "(truncated, or written by something else)", path)
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as error:  # a damaged body behind an intact footer
-        raise InputError(f"the ranks file cannot be read ({type(error).__name__}: {str(error)[:200]})", path) from None
-    if dict(frame.schema) != RANKS_SCHEMA:
-        found = ", ".join(f"{name}: {dtype}" for name, dtype in frame.schema.items())
-        raise InputError(f"expected the columns {', '.join(RANKS_SCHEMA)} with their types; found {found}", path)
-    return frame, info

@@ -186,29 +186,30 @@ class Leaderboard:
 
     def submit(self, record: dict, name: str, model_type: str = "other", paper: Optional[str] = None,
                code: Optional[str] = None, notes: Optional[str] = None, team: Optional[str] = None,
-               verified: str = "self", ranks=None) -> int:
+               verified: str = "self", ranks=None, ranks_provenance: Optional[dict] = None) -> int:
         """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records.
 
         :param team: the submitting team (a served board's token); its rows' names and groups are
             its own: another team's cannot be joined or reused.
         :param verified: ``"self"`` (a result JSON the submitter computed) or ``"server"`` (scored
             by the server against hidden test answers).
-        :param ranks: the record's per-query ranks (a polars DataFrame), checked against it; the
-            row then shows its interval and is compared with the best of its ranking.
+        :param ranks: the record's per-query ranks (a polars DataFrame), checked against it
+            (:mod:`openbench.evaluation.evidence`); the row then shows its interval and is compared
+            with the best of its ranking. ``ranks_provenance``: the ranks file's metadata, checked too.
         """
         fields = self._fields(name, model_type, paper, code, notes, team, verified)
         keys, row = self._row(record, fields)
         if "hosted_protocol" in record["protocol"] or "benchmark_part" in record["protocol"]:
             raise LeaderboardError("a hosted benchmark's rows are scored by its server only (submit-predictions); "
                                    "a record claiming its protocol is refused")
-        stored = self._ranks_row(record, ranks)
+        stored = self._ranks_row(record, ranks, ranks_provenance)
         with self._transaction() as connection:
             row_id = self._insert(connection, keys, row, fields, record.get("task", "ranking"))
             self._insert_ranks(connection, row_id, stored)
             return row_id
 
     @staticmethod
-    def _ranks_row(record: dict, ranks) -> Optional[tuple]:
+    def _ranks_row(record: dict, ranks, provenance: Optional[dict] = None) -> Optional[tuple]:
         """(Parquet bytes, confidence JSON) of checked ranks, before any transaction; None without."""
         if ranks is None:
             return None
@@ -217,7 +218,7 @@ class Leaderboard:
         if record.get("task", "ranking") != "ranking":
             raise LeaderboardError("ranks belong to ranking records, not to a classification record")
         try:
-            check_ranks(record, ranks)
+            check_ranks(record, ranks, provenance)
         except RecordError as error:
             raise LeaderboardError(str(error)) from None
         return ranks_blob(ranks), confidence_json(record, ranks)
@@ -644,20 +645,25 @@ def submit_file(result_path, db=None, ranks_path=None, **fields) -> tuple:
     from openbench._io import read_json
 
     record = read_json(result_path, "result record")
-    ranks = None
+    ranks, provenance = None, None
     try:
         validate(record)  # before the store is opened: a refused record creates nothing
         if ranks_path is not None:
-            from openbench.evaluation.ranks import read_ranks
+            from openbench.evaluation.evidence import MAX_ROWS, EvidenceError, read_ranks
             from openbench.leaderboard.uncertainty import check_ranks
 
-            ranks, _ = read_ranks(ranks_path)
-            check_ranks(record, ranks)
+            stated = (record.get("diagnostics") or {}).get("queries")
+            bound = stated if isinstance(stated, int) and not isinstance(stated, bool) and stated >= 0 else MAX_ROWS
+            try:
+                ranks, provenance = read_ranks(ranks_path, max_rows=min(bound, MAX_ROWS))  # sizes, rows, provenance
+            except EvidenceError as problem:
+                raise RecordError(str(problem)) from None
+            check_ranks(record, ranks, provenance, ranks_path)  # before the store is opened
     except (LeaderboardError, RecordError) as error:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     board = open_leaderboard(db)
     try:
-        row_id = board.submit(record, ranks=ranks, **fields)
+        row_id = board.submit(record, ranks=ranks, ranks_provenance=provenance, **fields)
     except LeaderboardError as error:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     finally:

@@ -3,7 +3,7 @@ which rows are not significantly worse than the best of their ranking.
 
 A row may carry the per-query ranks of its run (``leaderboard submit RESULT.json --ranks FILE``;
 server-scored rows always do), stored beside it as Parquet bytes, checked against the record they
-belong to (the same number of queries, the same realistic MRR and hits@k on ``both``). From them:
+belong to (:mod:`openbench.evaluation.evidence`: every row, the same queries, every metric). From them:
 
 * ``interval``: the 95 % bootstrap interval of the ranking's metric on its side (realistic ranks),
   from the record's own ``confidence`` block where it has one, else computed once when the row is
@@ -21,11 +21,11 @@ Only aggregates leave the store: the ranks of a hosted benchmark hold its hidden
 from __future__ import annotations
 
 import io
-import json
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from openbench._io.outputs import strict_json
 from openbench.errors import OpenbenchError
 from openbench.record import RecordError
 
@@ -35,26 +35,18 @@ __all__ = ["ALPHA", "PERMUTATIONS", "BOOTSTRAP", "check_ranks", "ranks_blob", "r
 ALPHA = 0.05
 PERMUTATIONS = 2000  # per comparison with the best row (a listing compares every row of a ranking)
 BOOTSTRAP = 1000
-_TOLERANCE = 1e-9
 
 
-def check_ranks(record: dict, ranks) -> None:
+def check_ranks(record: dict, ranks, provenance: Optional[dict] = None, name=None) -> None:
     """Refuse (:class:`~openbench.record.RecordError`) ``ranks`` (a ranks DataFrame) that are not
-    the ranks of ``record``; the store reports it as a refused submission."""
-    from openbench.evaluation.ranks import RANKS_SCHEMA, query_values
+    the ranks of ``record`` (:func:`openbench.evaluation.evidence.check_against_record`: every
+    row, the provenance where given, every metric); the store reports it as a refused submission."""
+    from openbench.evaluation.evidence import EvidenceError, check_against_record
 
-    if dict(ranks.schema) != RANKS_SCHEMA:
-        raise RecordError(f"the ranks file must hold the columns {', '.join(RANKS_SCHEMA)}")
-    queries = (record.get("diagnostics") or {}).get("queries")
-    if queries != ranks.height:
-        raise RecordError(f"the ranks file holds {ranks.height} queries, the record {queries}: they are not "
-                               "the ranks of this evaluation")
-    block = record["metrics"]["both"]["realistic"]
-    for metric in ["mrr"] + [f"hits@{k}" for k in record["protocol"]["hits_at"]]:
-        from_ranks = float(query_values(ranks, metric).mean()) if ranks.height else 0.0
-        if block.get(metric) is None or abs(from_ranks - block[metric]) > _TOLERANCE:
-            raise RecordError(f"the ranks file gives {metric} {from_ranks:.9g}, the record {block.get(metric)}: "
-                                   "they are not the ranks of this evaluation")
+    try:
+        check_against_record(record, ranks, provenance, name)
+    except EvidenceError as problem:
+        raise RecordError(str(problem) if name is not None else f"the ranks file: {problem}") from None
 
 
 def ranks_blob(ranks) -> bytes:
@@ -153,4 +145,4 @@ def annotate(rows: List[dict], load: RanksLoader, sort: str, side: str, rank_typ
 
 def confidence_json(record: dict, ranks) -> str:
     """The stored confidence block (JSON)."""
-    return json.dumps(confidence_of(record, ranks))
+    return strict_json(confidence_of(record, ranks))

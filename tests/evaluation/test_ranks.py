@@ -13,7 +13,8 @@ import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
-from openbench.evaluation.ranks import RANKS_SCHEMA, read_ranks
+from openbench.evaluation.evidence import read_ranks
+from openbench.evaluation.ranks import RANKS_SCHEMA
 from openbench.models.lists import TopKLists, read_safran_predictions
 from tests.helpers import integer_embeddings, random_labelled_graph, sampled_protocol, snapshot, write_samples
 
