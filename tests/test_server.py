@@ -175,7 +175,7 @@ def test_predictions_are_scored_against_the_hidden_answers(world):
     `leaderboard reveal`; the scores equal the same scoring done locally with the store's secret."""
     url, token, dataset = world["server"].url, world["tokens"]["red"], world["dataset"]
     status, queries = request(url + "/api/benchmarks/bench/queries")
-    assert status == 200 and queries["protocol"] == "served-v1"
+    assert status == 200 and queries["protocol"] == "served-v2"
     served = queries["queries"]
     assert 0 < len(served) <= dataset.triples["test"].shape[0]  # each test triple at most once
     rng = np.random.default_rng(3)
@@ -501,6 +501,21 @@ def test_the_daily_limit_counts_every_upload_refused_or_not(world, hardened):
     assert status == 429 and "next is allowed from" in answer["error"] and "(UTC)" in answer["error"]
     other = _team(world["db"], "daily-other")  # the limit is the team's, per benchmark and day
     assert request(url.replace("daily", "daily2"), _npz(lists + 1), other, "application/octet-stream")[0] == 201
+
+
+def test_a_board_served_without_a_limit_given_limits_uploads_by_default(world):
+    """Issue 49: with no daily limit, test-dev answered every upload at full precision, a
+    scoring oracle. The world's server is started without --daily-limit."""
+    from openbench.leaderboard.server import DAILY_LIMIT
+
+    token = _team(world["db"], "oracle")
+    queries = len(request(world["server"].url + "/api/benchmarks/bench/queries")[1]["queries"])
+    url = world["server"].url + "/api/benchmarks/bench/predictions?name=oracle"
+    rng = np.random.default_rng(49)
+    statuses = [request(f"{url}{attempt}", _npz(np.stack([rng.permutation(world["dataset"].num_entities)[:7]
+                                                          for _ in range(queries)])), token,
+                        "application/octet-stream")[0] for attempt in range(DAILY_LIMIT + 1)]
+    assert statuses == [201] * DAILY_LIMIT + [429]
 
 
 def test_a_store_holding_objects_openbench_did_not_create_is_refused_untouched(world, tmp_path):

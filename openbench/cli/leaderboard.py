@@ -88,9 +88,9 @@ def leaderboard_submit_predictions(predictions_path, server, benchmark, name, mo
               help="Requests per second per token, on average.")
 @click.option("--burst", type=click.IntRange(min=1), default=60, show_default=True,
               help="Requests per token at once.")
-@click.option("--daily-limit", type=click.IntRange(min=1), default=None,
-              help="Scored uploads per team, benchmark and UTC day (every upload counts, refused or not) "
-                   "[default: no limit].")
+@click.option("--daily-limit", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Scored uploads per team, benchmark and UTC day (every upload counts, refused or not); 0: no "
+                   "limit, which makes test-dev a scoring oracle.")
 @handle_errors
 def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, daily_limit):
     """Serve the board over HTTP: the page, the rows as JSON, token-authenticated submissions and
@@ -107,7 +107,7 @@ def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, dail
         hosted[name] = folder
     database = db or str(default_path())
     click.echo(f"serving {database} on http://{host}:{port}", err=True)
-    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit)
+    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit or None)
 
 
 @leaderboard.command("reveal")

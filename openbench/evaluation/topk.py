@@ -200,16 +200,20 @@ class OBL2021Listing(Producer):
 
 
 def listed_counts(lists: np.ndarray, true_ids: np.ndarray, known: Tuple[torch.Tensor, torch.Tensor],
-                  num_entities: int) -> RankCounts:
+                  num_entities: int, excluded: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> RankCounts:
     """Counts of ranked lists with the other known answers filtered out.
 
     :param lists: (n, k) int64 entity ids, best first, distinct within a row.
     :param true_ids: (n,) the answer each row is scored for.
     :param known: (rows (M,), entity ids (M,)): the other known answers of each row's query (the
         answer itself excluded), removed from its list before the answer's position is read.
+    :param excluded: None, or (codes (X,) sorted distinct int64 ``key * num_entities + entity``,
+        keys (n,) int64 each row's key, its relation): entities known to answer nothing of a row's
+        key (a hosted benchmark's anchors of the row's relation), removed from the list and from
+        the candidates like known answers. Never the row's answer.
     :returns: ``n_greater`` (n,) float64, the listed entries left before the answer (+inf where it
         is not listed); ``n_equal`` zeros (the order is the rank); ``n_candidates`` (n,) the
-        entities less the known answers.
+        entities less the known answers and the excluded ones.
     """
     rows, cols = (tensor.cpu().numpy() for tensor in known)
     n = len(true_ids)
@@ -220,6 +224,9 @@ def listed_counts(lists: np.ndarray, true_ids: np.ndarray, known: Tuple[torch.Te
         known_codes = (rows[inside] - start) * num_entities + cols[inside]
         entries = np.arange(len(chunk))[:, None] * num_entities + chunk
         kept = ~np.isin(entries, known_codes)
+        if excluded is not None:
+            codes, keys = excluded
+            kept &= ~np.isin(keys[start:start + len(chunk), None] * num_entities + chunk, codes)
         match = (chunk == true_ids[start:start + len(chunk), None]) & kept
         listed = match.any(axis=1)
         position = match.argmax(axis=1)
@@ -227,6 +234,13 @@ def listed_counts(lists: np.ndarray, true_ids: np.ndarray, known: Tuple[torch.Te
         found: np.ndarray = before[np.arange(len(chunk)), position].astype(np.float64)
         greater[start:start + len(chunk)] = np.where(listed, found, np.inf)
     candidates = num_entities - np.bincount(rows, minlength=n)
+    if excluded is not None:
+        # excluded entities that are not known answers already leave the candidates too
+        codes, keys = excluded
+        first = np.searchsorted(codes, keys * num_entities)
+        last = np.searchsorted(codes, (keys + 1) * num_entities)
+        overlap = np.isin(keys[rows] * num_entities + cols, codes)
+        candidates = candidates - (last - first) + np.bincount(rows[overlap], minlength=n)
     return RankCounts(torch.from_numpy(greater), torch.zeros(n, dtype=torch.long), torch.from_numpy(candidates))
 
 
@@ -241,19 +255,23 @@ class ServedListing(Producer):
         triple was served as a tail query ``(h, r, ?)``; ``lists`` (A, k) int64 the submitted list
         of each answer's query.
     :param extra: what the record's protocol adds (the hosted protocol, the part, the counts).
+    :param anchors: (relation ids (N,), entity ids (N,)) known to answer nothing of their relation
+        (the served queries' anchors): removed from every list of that relation and from its
+        candidates, like known answers.
     """
 
     model_name = "served predictions"
     model_kind = "served"
 
     def __init__(self, answers: torch.Tensor, tail_side: np.ndarray, lists: np.ndarray, extra: dict,
-                 source_sha256: Optional[str] = None):
+                 source_sha256: Optional[str] = None, anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None):
         order = np.argsort(tail_side, kind="stable")  # head answers first, then tail answers
         self.answers, self.lists = answers[torch.from_numpy(order)], lists[order]
         self.n_head = int((~tail_side).sum())
         self.sides = [side for side, present in (("head", self.n_head > 0), ("tail", self.n_head < len(order)))
                       if present]
         self.extra, self.source_sha256 = dict(extra), source_sha256
+        self.anchors = anchors
 
     def setup_options(self) -> dict:
         """On the CPU, on the sides the queries were served on."""
@@ -277,15 +295,20 @@ class ServedListing(Producer):
                 batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
         """(A_side,) counts of each side's answers (see :func:`listed_counts`)."""
         counts = {}
+        codes = None
+        if self.anchors is not None:
+            codes = np.unique(self.anchors[0] * setup.num_entities + self.anchors[1])
         for side, rows in (("head", slice(0, self.n_head)), ("tail", slice(self.n_head, None))):
             if side in setup.sides:
                 batch = triples[rows]
+                excluded = None if codes is None else (codes, batch[:, 1].numpy().astype(np.int64))
                 counts[side] = listed_counts(self.lists[rows], batch[:, 0 if side == "head" else 2].numpy(),
-                                             setup.filter_pairs(batch, side), setup.num_entities)
+                                             setup.filter_pairs(batch, side), setup.num_entities, excluded)
         return counts
 
     def adjust(self, protocol: Protocol) -> Protocol:
-        """Served queries, each ranked list re-filtered with every known answer."""
+        """Served queries, each ranked list re-filtered with every known answer (and the anchors of
+        its relation, where given)."""
         protocol.candidates = "listed (served queries, re-filtered)"
         protocol.tie_rule = "none visible: the submitted order is the rank"
         protocol.extra.update(mrr_is_lower_bound=True, refiltered=True, **self.extra)

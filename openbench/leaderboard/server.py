@@ -22,7 +22,9 @@ checked in served order and every message names served rows only. Writes are one
 transaction each (``BEGIN IMMEDIATE``), acknowledged after COMMIT. Each token may make ``rate``
 requests per second on average, in bursts of ``burst`` (a token bucket per token id, in memory);
 ``daily_limit`` caps a team's scored uploads per benchmark and UTC day (every upload counts,
-refused or not).
+refused or not): :data:`DAILY_LIMIT` unless the organiser says otherwise, since a board that
+scores test-dev as often as asked is an oracle (a list changed in one query tells, by the score,
+where that query's answer lies). ``None`` lifts the cap.
 """
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ import numpy as np
 import torch
 
 from openbench._io.inputs import parse_json, read_npz
+from openbench._io.outputs import strict_json
 from openbench.errors import InputError, OpenbenchError
 from openbench.leaderboard.hosting import HOSTED_PROTOCOL, PARTS, SIDE_NAMES, ServedQueries, serve_queries
 from openbench.leaderboard.render import render
@@ -49,11 +52,12 @@ if TYPE_CHECKING:
     from openbench.datasets.loader import Dataset
 
 __all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions", "scored_parts",
-           "serve", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
+           "serve", "DAILY_LIMIT", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
+DAILY_LIMIT = 5  # scored uploads per team, benchmark and UTC day, by default
 LIST_LENGTH_LIMIT = 100
 INFLATE_FACTOR = 4  # an upload's arrays may declare at most this many times the body limit
 WRITES = ("submit", "submit_parts", "count_attempt")
@@ -146,18 +150,20 @@ def scored_parts(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES 
     test = hosted.dataset.triples["test"]
     digest = hashlib.sha256(raw).hexdigest()
     records = {}
+    anchors = served.anchor_pairs()
     for index, part in enumerate(PARTS):
         chosen = served.part[query] == index
         if not chosen.any():
             continue
         rows = query[chosen]
-        part_queries = np.flatnonzero(served.part == index)
+        # counts of the whole benchmark only: a count per part would say which queries it holds
         extra = {"hosted_protocol": HOSTED_PROTOCOL, "benchmark": hosted.name, "benchmark_part": part,
                  "served_sides": [SIDE_NAMES[s] for s in sorted(set(served.side.tolist()))],
-                 "served_queries": {SIDE_NAMES[s]: int((served.side[part_queries] == s).sum()) for s in (0, 1)},
-                 "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values()))}
+                 "served_queries": {SIDE_NAMES[s]: int((served.side == s).sum()) for s in (0, 1)},
+                 "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values())),
+                 "anchors_filtered": True}
         producer = ServedListing(test[torch.from_numpy(triple[chosen])], served.side[rows] == 1, predictions[rows],
-                                 extra, digest)
+                                 extra, digest, anchors)
         scored = run(setup_for(hosted.dataset, producer, progress=False), producer)
         record = scored.to_dict()
         record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
@@ -192,13 +198,20 @@ class _Refused(Exception):
 
 
 def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: int = MAX_BODY_BYTES,
-               rate: float = 20.0, burst: int = 60, daily_limit: Optional[int] = None):
+               rate: float = 20.0, burst: int = 60, daily_limit: Optional[int] = DAILY_LIMIT):
     """The ASGI application over the store at ``db`` (checked and migrated once, here)."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.responses import HTMLResponse
+    from starlette.responses import JSONResponse as StarletteJSON
     from starlette.routing import Route
+
+    class JSONResponse(StarletteJSON):
+        """Strict JSON (an undefined number is null): no stored value can make a route answer 500."""
+
+        def render(self, content) -> bytes:
+            return strict_json(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
     path = Path(db)
     open_leaderboard(path).close()  # checks, creates or migrates the store before the first request
@@ -345,7 +358,7 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
 
 def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Dict[str, str]] = None,
           max_body: int = MAX_BODY_BYTES, rate: float = 20.0, burst: int = 60,
-          daily_limit: Optional[int] = None) -> None:
+          daily_limit: Optional[int] = DAILY_LIMIT) -> None:
     """Run the server until interrupted."""
     import uvicorn
 
