@@ -23,6 +23,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import math
+import unicodedata
 import os
 import re
 import secrets
@@ -30,7 +32,7 @@ import shutil
 import socket
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -518,9 +520,34 @@ def write_text_atomic(path: PathLike, text: str, inputs: Iterable[Optional[PathL
         tmp.write_text(text, encoding="utf-8")
 
 
+def printable(text: Any) -> str:
+    """``text`` as a string without control or format characters (C0/C1 controls: ESC, BEL, CR,
+    LF, ...; bidirectional overrides): a field someone else wrote cannot move the cursor, ring the
+    terminal, start a line of its own or reorder what follows it."""
+    return "".join(character for character in str(text) if unicodedata.category(character) not in ("Cc", "Cf"))
+
+
+def finite(value: Any) -> Any:
+    """``value`` (JSON values) with every NaN or infinite float replaced by None: strict JSON
+    has no NaN or Infinity, and a parser that follows RFC 8259 refuses them."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def strict_json(value: Any, **options: Any) -> str:
+    """``json.dumps`` of :func:`finite` ``value``: every JSON text openbench prints, writes or
+    serves is strict (undefined numbers are null)."""
+    return json.dumps(finite(value), allow_nan=False, **options)
+
+
 def json_text(document: dict) -> str:
     """How openbench writes a JSON document (a result record): indented by 2, one final newline."""
-    return json.dumps(document, indent=2) + "\n"
+    return strict_json(document, indent=2) + "\n"
 
 
 def write_json(path: PathLike, document: dict, inputs: Iterable[Optional[PathLike]] = ()) -> None:

@@ -1,10 +1,10 @@
 """``openbench audit``: the leakage in a graph or a split, before it inflates a result."""
 from __future__ import annotations
 
-import json
 
 import click
 
+from openbench._io.outputs import strict_json
 from openbench.cli.common import handle_errors
 
 __all__ = ["audit"]
@@ -25,4 +25,4 @@ def audit(source, fmt, threshold):
     from splits.audit import audit as run_audit, format_report
 
     report = run_audit(source, threshold)
-    click.echo(json.dumps(report, indent=2) if fmt == "json" else format_report(report))
+    click.echo(strict_json(report, indent=2) if fmt == "json" else format_report(report))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import logging
 import os
 import sys
@@ -13,6 +12,7 @@ from typing import List, Optional
 
 import click
 
+from openbench._io.outputs import strict_json
 from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
 from openbench.layouts import SPLITS
 
@@ -148,7 +148,7 @@ def write_json(result: dict, output: Optional[str], inputs=()) -> None:
 
         write_file(output, result, inputs)
     else:
-        click.echo(json.dumps(result, indent=2) + "\n", nl=False)
+        click.echo(strict_json(result, indent=2) + "\n", nl=False)
 
 
 def dataset_inputs(dataset_path: str, *maps) -> List[str]:

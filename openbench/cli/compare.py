@@ -1,10 +1,10 @@
 """``openbench compare``: two models' per-query ranks of the same queries, compared in pairs."""
 from __future__ import annotations
 
-import json
 
 import click
 
+from openbench._io.outputs import strict_json
 from openbench.cli.common import handle_errors
 
 __all__ = ["compare"]
@@ -30,4 +30,4 @@ def compare(ranks_a, ranks_b, metric, side, fmt, seed, resamples, permutations):
 
     result = compare_ranks(ranks_a, ranks_b, metric=metric, side=side, seed=seed, resamples=resamples,
                            permutations=permutations, names=(ranks_a, ranks_b))
-    click.echo(json.dumps(result, indent=2) if fmt == "json" else format_comparison(result, ranks_a, ranks_b))
+    click.echo(strict_json(result, indent=2) if fmt == "json" else format_comparison(result, ranks_a, ranks_b))

@@ -1,10 +1,10 @@
 """``openbench datasets`` (the registry) and ``openbench export-kgid``."""
 from __future__ import annotations
 
-import json
 
 import click
 
+from openbench._io.outputs import strict_json
 from openbench.cli.common import handle_errors
 
 __all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
@@ -33,7 +33,7 @@ def datasets_list(fmt):
     from openbench.registry import registry, registry_table
 
     if fmt == "json":
-        click.echo(json.dumps([entry.as_row() for entry in registry().values()], indent=2))
+        click.echo(strict_json([entry.as_row() for entry in registry().values()], indent=2))
     else:
         click.echo(registry_table())
 

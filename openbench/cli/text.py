@@ -1,13 +1,13 @@
 """``openbench text``: Meta-Eval, BRAT/ChEMU scoring and phenotype-driven disease ranking."""
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from pathlib import Path
 
 import click
 
+from openbench._io.outputs import strict_json
 from openbench.cli.common import handle_errors
 from openbench.text.brat import MATCHINGS as BRAT_MATCHINGS
 from openbench.text.brat import TASKS as BRAT_TASKS
@@ -46,7 +46,7 @@ def metaeval_command(input_dir, truth_dir, output_dir, semantics, fmt):
         metaeval.write_outputs(results, Path(output_dir), semantics, json_summary=fmt == "json",
                                inputs=[input_dir, truth_dir])
     if fmt == "json":
-        click.echo(json.dumps(metaeval.summary(results, semantics), indent=2))
+        click.echo(strict_json(metaeval.summary(results, semantics), indent=2))
     else:
         click.echo(metaeval.terminal_table(results))
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import csv
 import html
 import io
-import json
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from openbench._io.outputs import strict_json
 from openbench.record import CLASSIFICATION_METRICS
 
 __all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
@@ -142,7 +142,7 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
     JSON or the HTML page; ``sort`` adds its column where the standard ones lack it. Every text
     cell is escaped for its target."""
     if fmt == "json":
-        return json.dumps(rows, indent=2) + "\n"
+        return strict_json(rows, indent=2) + "\n"
     if fmt == "csv":
         return _csv(rows)
     if fmt == "html":
@@ -305,7 +305,7 @@ document.querySelectorAll("table.leaderboard").forEach(table => {
 
 def _json_for_html(value) -> str:
     """JSON safe inside a <script> element: no character that can close it or open a comment."""
-    text = json.dumps(value)
+    text = strict_json(value)
     for character, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e"), ("\u2028", "\\u2028"),
                                ("\u2029", "\\u2029")):
         text = text.replace(character, escaped)

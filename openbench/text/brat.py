@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequenc
 
 import numpy as np
 
+from openbench._io.outputs import strict_json
 from openbench._io import read_text
 from openbench.errors import InputError
 
@@ -588,7 +588,7 @@ def to_csv(table: Dict[str, Counts]) -> str:
 
 
 def to_json(report: dict) -> str:
-    return json.dumps(report, indent=2) + "\n"
+    return strict_json(report, indent=2) + "\n"
 
 
 def score_folders(gold_dir, pred_dir, *, task: str = "ner", span: str = "exact", type_mode: str = "exact",

@@ -27,7 +27,6 @@ as the original; ``set``/``multiset`` merge the repeated lines' values.
 """
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections import Counter
@@ -35,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from openbench._io.outputs import strict_json
 from openbench._io import read_text, replace_folder
 from openbench.errors import InputError
 
@@ -233,7 +233,7 @@ def write_outputs(results: List[FieldResult], output: Path, semantics: str, json
         for result in results:
             (folder / "details" / f"{result.name}-labels.txt").write_text(labels_table(result), encoding="utf-8")
         if json_summary:
-            (folder / "summary.json").write_text(json.dumps(summary(results, semantics), indent=2) + "\n",
+            (folder / "summary.json").write_text(strict_json(summary(results, semantics), indent=2) + "\n",
                                                  encoding="utf-8")
         (folder / "PR.txt").write_text(pr_table(results), encoding="utf-8")
 

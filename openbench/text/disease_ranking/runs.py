@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from openbench._io.outputs import strict_json
 from openbench.progress import progress as progress_bar
 
 from openbench.errors import InputError, UsageError
@@ -123,9 +124,7 @@ def format_report(report: Dict[str, dict], fmt: str, ks: Sequence[int] = DEFAULT
     columns = [f"top{k}" for k in ks] + [f"macro_top{k}" for k in ks] + ["median_rank", "mrr", "cases", "missing",
                                                                           "skipped", "corrupt"]
     if fmt == "json":
-        import json
-
-        return json.dumps(report, indent=2) + "\n"
+        return strict_json(report, indent=2) + "\n"
     rows = [[method] + [_cell(report[method].get(c)) for c in columns] for method in report]
     header = ["method"] + columns
     if fmt == "csv":
