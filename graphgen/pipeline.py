@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence
 import polars as pl
 
 from graphgen.build import Graph, Inputs, build_graph
-from graphgen.download import fetch
+from openbench._io.download import fetch
 from graphgen.edge_types import EDGE_TYPES
 from graphgen.recipes import RECIPES, SOURCES, Recipe, SourceFiles, needed_sources
 from graphgen.export import FORMATS, export, tables_of_graph

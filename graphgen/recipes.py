@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from graphgen.sources import bgee, ctd, disgenet, drugcentral, go, hpo, obo, sider, stitch, string, uniprot
 from openbench.errors import InputError
 

@@ -5,7 +5,7 @@ checksum and size where the provider gives them ("unknown" otherwise), the count
 OpenBioLink README, a license note and the standard protocol the leaderboard compares against.
 
 :func:`get` downloads an archive (resumable, retried, with a progress bar; through
-:func:`graphgen.download.fetch`), checks its size and md5 where published, checks the zip's own
+:func:`openbench._io.download.fetch`), checks its size and md5 where published, checks the zip's own
 CRCs, unpacks it beside the final folder and renames it into place only when everything passed,
 writing a ``.openbench-verified.json`` marker (archive sha256, file sizes). Without a published
 checksum the archive's sha256 is recorded on first use (``openbench-checksums.json`` in the
@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
+from openbench._io import check_output_folder, printable, read_json, replace_folder, write_text_atomic
 from openbench.datasets.native import NATIVE_FORMATS, OFFICIAL_SPLITS
 from openbench.errors import InputError, OpenbenchError
 from openbench.layouts import resolve_layout
@@ -122,11 +122,24 @@ class RegisteredDataset:
         return self.files or (RemoteFile(url=self.url, sha256=self.sha256, md5=self.md5, size=self.size),)
 
     def as_row(self) -> dict:
-        row = asdict(self)
+        """The entry as ``datasets list --format json`` shows it: its text fields without control
+        characters (an entry of someone's registry file is shared text)."""
+        row = _printable_fields(asdict(self))
         row["md5"] = self.md5 or "unknown"
         row["sha256"] = self.sha256 or "unknown"
         row["size"] = self.size if self.size is not None else "unknown"
         return row
+
+
+def _printable_fields(value):
+    """Every string inside ``value`` (dicts and lists walked) through :func:`printable`."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {_printable_fields(key): _printable_fields(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_printable_fields(item) for item in value]
+    return value
 
 
 def _obl2020(name: str, description: str, counts: Dict[str, dict]) -> RegisteredDataset:
@@ -343,11 +356,10 @@ def _entry_files(item: dict, fmt: str, where: str, path: Path) -> Tuple[RemoteFi
     _check_url_and_checksum(item["url"], item["sha256"], where, path)
     if "size" in item and item["size"] <= 0:
         raise InputError(f"{where}: size must be a positive number of bytes", path)
-    if not item["url"].rsplit("/", 1)[-1]:
-        raise InputError(f"{where}: the url must end in the archive's file name", path)
     remote = RemoteFile(url=item["url"], sha256=item["sha256"], size=item.get("size"))
-    if fmt in NATIVE_FORMATS and not NAME_PATTERN.fullmatch(remote.name):
-        raise InputError(f"{where}: the url must end in the file's name (letters, digits, '_', '.', '-')", path)
+    if not NAME_PATTERN.fullmatch(remote.name):  # '..' or '.' would name a folder above or the folder itself
+        raise InputError(f"{where}: the url must end in the {'archive' if fmt in ('samples', 'ids') else 'file'}'s "
+                         "name (letters, digits, '_', '.', '-', not starting with a dot)", path)
     return (remote,)
 
 
@@ -402,8 +414,11 @@ def registry_table() -> str:
         checksum = (f"sha256 {first.sha256[:8]}" if first.sha256 else f"md5 {first.md5[:8]}" if first.md5
                     else f"git {first.git_sha1[:8]}" if first.git_sha1 else "pinned once")
         more = f" (+{len(entry.remote_files) - 1} files)" if len(entry.remote_files) > 1 else ""
-        lines.append(f"{entry.name:<12} {entry.family:<16} {entry.layout:<10} {entry.version:<38} {checksum:<15} "
-                     f"{graph.get('entities', '?'):>9} {graph.get('relations', '?'):>9}  {entry.url}{more}")
+        name, family, layout, version, url = (printable(value) for value in (entry.name, entry.family, entry.layout,
+                                                                            entry.version, entry.url))
+        entities, relations = (printable(graph.get(key, "?")) for key in ("entities", "relations"))
+        lines.append(f"{name:<12} {family:<16} {layout:<10} {version:<38} {checksum:<15} {entities:>9} "
+                     f"{relations:>9}  {url}{more}")
     return "\n".join(lines)
 
 
@@ -449,7 +464,7 @@ def read_marker(folder: Path) -> Optional[dict]:
 
 
 def _file_record(path: Path) -> dict:
-    from graphgen.download import sha256_of
+    from openbench._io.download import sha256_of
 
     status = path.stat()
     return {"size": status.st_size, "mtime_ns": status.st_mtime_ns, "sha256": sha256_of(path)}
@@ -458,7 +473,7 @@ def _file_record(path: Path) -> dict:
 def _altered_files(folder: Path, marker: dict) -> list:
     """Files missing or changed since verification. Size and modification time decide for most;
     a file whose time changed is hashed, so an edit that keeps the size is found too."""
-    from graphgen.download import sha256_of
+    from openbench._io.download import sha256_of
 
     altered = []
     for name, record in sorted(marker.get("files", {}).items()):
@@ -483,7 +498,7 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
     """
     from filelock import FileLock
 
-    from graphgen.download import sidecar_path
+    from openbench._io.download import sidecar_path
 
     entry = lookup(name)
     root = _usable_root(data_root(root))
@@ -520,7 +535,7 @@ def _download_files(entry: RegisteredDataset, root: Path, mirror: Optional[str],
                     progress: bool) -> List[Tuple[RemoteFile, Path, str]]:
     """(file, downloaded path, sha256) of each of the entry's files, each verified against its
     published checksum or pinned one; a failure removes what this call fetched."""
-    from graphgen.download import sidecar_path
+    from openbench._io.download import sidecar_path
 
     fetched: List[Tuple[RemoteFile, Path, str]] = []
     try:
@@ -554,7 +569,7 @@ def _read_pins(root: Path) -> Dict[str, str]:
 
 def _download(entry: RegisteredDataset, file: RemoteFile, root: Path, mirror: Optional[str], progress: bool) -> Path:
     """One file, fetched (resumable) and checked against its published size/md5/sha256/git id."""
-    from graphgen.download import Remote, fetch
+    from openbench._io.download import Remote, fetch
 
     base = mirror or os.environ.get(MIRROR_VARIABLE)
     url = f"{base.rstrip('/')}/{file.name}" if base else file.url

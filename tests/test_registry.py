@@ -12,7 +12,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from graphgen.download import DownloadError
+from openbench._io.download import DownloadError
 from openbench import registry
 from openbench.cli import main
 from openbench.compat import DataLoader, Evaluator
@@ -314,7 +314,10 @@ def test_an_archive_whose_bytes_differ_from_the_stated_checksum_is_refused_and_n
     ({"name": "../escape"}, "the name must be"), ({"sha256": "abc"}, "sha256 must be"),
     ({"layout": "tsv"}, "format 'tsv'"), ({"url": "file:///etc/passwd"}, "http(s) URL"),
     ({"name": "HQ_DIR"}, "is taken"), ({"size": -1}, "size must be"), ({"extra_field": 1}, "unknown field"),
-    ({"size": "big"}, "size must be an integer")])
+    ({"size": "big"}, "size must be an integer"),
+    ({"url": "https://example.org/data/.."}, "the url must end in the archive's name"),
+    ({"url": "https://example.org/data/."}, "the url must end in the archive's name"),
+    ({"url": "https://example.org/data/"}, "the url must end in the archive's name")])
 def test_registry_file_mistakes_are_one_line_naming_the_entry(tmp_path, change, expected):
     path = tmp_path / "registry.json"
     entry = {"name": "mine", "url": "https://example.org/mine.zip", "sha256": "0" * 64, "layout": "samples",
@@ -342,3 +345,21 @@ def test_a_name_registered_by_two_registry_files_is_refused(tmp_path, monkeypatc
         registry.registry()
     monkeypatch.setenv("OPENBENCH_REGISTRY", str(first))
     assert registry.lookup("mine").source == str(first)
+
+
+def test_free_text_fields_reach_the_terminal_without_control_characters(tmp_path):
+    """Issue 49: a CR/LF in version drew a fake row in datasets list; ESC and BEL reached the terminal."""
+    path = tmp_path / "registry.json"
+    entry = {"name": "mine", "url": "https://example.org/mine.zip", "sha256": "0" * 64, "layout": "samples",
+             "license": "CC0\u202e", "family": "lab\x1b[2J\x07", "description": "x\x00y",
+             "version": "1\r\nHQ_DIR       OpenBioLink      samples    spoofed"}
+    path.write_text(json.dumps([entry]))
+    table = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list"])
+    assert table.exit_code == 0, table.output
+    assert not any(ord(c) < 32 and c != "\n" or 0x7F <= ord(c) < 0xA0 or c == "\u202e" for c in table.output)
+    assert len(table.output.strip().splitlines()) == len(registry.REGISTRY) + 2  # header, built-ins, ours: one line
+    assert [line for line in table.output.splitlines() if "spoofed" in line][0].startswith("mine ")
+    listed = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list", "--format", "json"])
+    row = [row for row in json.loads(listed.output) if row["name"] == "mine"][0]
+    assert row["family"] == "lab[2J" and row["description"] == "xy" and row["license"] == "CC0"
+    assert "\r" not in row["version"] and "\n" not in row["version"]

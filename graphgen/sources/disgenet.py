@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from openbench._io.inputs import read_table
 
 __all__ = ["BASE", "REMOTES", "read_associations", "read_do_mappings"]

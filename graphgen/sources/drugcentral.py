@@ -8,7 +8,7 @@ from typing import Dict, List, Sequence
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from openbench._io.inputs import iter_raw_lines, read_table
 from openbench.errors import InputError
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from openbench._io.inputs import iter_lines, read_table
 from openbench.errors import InputError
 

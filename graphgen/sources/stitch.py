@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from graphgen.sources.sider import stitch_to_pubchem
 from openbench._io.inputs import read_table
 

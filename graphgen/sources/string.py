@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from openbench._io.inputs import read_table
 
 __all__ = ["REMOTES", "DIRECTED_MODES", "UNDIRECTED_MODES", "BINDING_ACTIONS", "read_links", "read_actions",

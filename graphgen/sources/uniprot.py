@@ -9,7 +9,7 @@ from typing import Tuple
 
 import polars as pl
 
-from graphgen.download import Remote
+from openbench._io.download import Remote
 from openbench._io.inputs import read_table
 
 __all__ = ["BASE", "REMOTES", "SELECTED_COLUMNS", "read_dat", "read_selected"]

@@ -3,7 +3,7 @@ import hashlib
 
 import pytest
 
-from graphgen.download import DownloadError, Remote, fetch
+from openbench._io.download import DownloadError, Remote, fetch
 from tests.helpers import fixture
 from tests.http_server import FileServer
 
@@ -95,3 +95,96 @@ def test_a_git_blob_id_is_checked_as_git_computes_it(tmp_path, obo_bytes):
         with pytest.raises(DownloadError, match="git blob id .* expected " + plain_sha1):
             fetch(_remote(server, "/hp.obo", git_sha1=plain_sha1), tmp_path / "b", progress=False)
     assert not any((tmp_path / "b").iterdir())
+
+
+# -- issue 49: a URL is shared text; where it may connect, how much and how long ---------------
+
+import time
+
+from openbench._io import download
+from openbench._io.download import ALLOW_PRIVATE_VARIABLE, address_allowed
+
+
+@pytest.mark.parametrize("address, private_ok, allowed", [
+    ("169.254.169.254", True, False), ("fe80::1", True, False), ("::ffff:169.254.169.254", True, False),
+    ("127.0.0.1", False, False), ("127.0.0.1", True, True), ("10.1.2.3", False, False), ("192.168.0.7", True, True),
+    ("172.16.5.4", False, False), ("fc00::5", False, False), ("0.0.0.0", False, False), ("::1", False, False),
+    ("93.184.216.34", False, True), ("2606:2800:220:1:248:1893:25c8:1946", False, True)])
+def test_which_addresses_a_download_may_reach(address, private_ok, allowed):
+    assert address_allowed(address, private_ok) is allowed
+
+
+def test_a_link_local_url_is_refused_at_once_even_with_the_switch(tmp_path, monkeypatch):
+    monkeypatch.setenv(ALLOW_PRIVATE_VARIABLE, "1")
+    started = time.monotonic()
+    remote = Remote(source="evil", url="http://169.254.169.254/latest/meta-data/x", filename="x")
+    with pytest.raises(DownloadError, match=r"169\.254\.169\.254, a link-local.*never reached"):
+        fetch(remote, tmp_path, progress=False, backoff=0.01)
+    assert time.monotonic() - started < 2 and not any(tmp_path.iterdir())
+
+
+def test_loopback_is_refused_without_the_switch(tmp_path, obo_bytes):
+    with FileServer({"/hp.obo": obo_bytes}, allow_private=False) as server:
+        with pytest.raises(DownloadError, match=rf"127\.0\.0\.1.*{ALLOW_PRIVATE_VARIABLE}=1"):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01)
+        assert server.requests == []  # refused before a request was sent
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("location, message", [("http://169.254.169.254/latest/meta-data/", "link-local"),
+                                               ("file:///etc/passwd", r"only http\(s\) is followed")])
+def test_a_redirect_is_checked_by_the_same_rules(tmp_path, obo_bytes, location, message):
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        server.redirects["/hp.obo"] = location
+        with pytest.raises(DownloadError, match=message):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_redirect_to_an_allowed_place_is_followed(tmp_path, obo_bytes):
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        server.redirects["/old.obo"] = server.base_url + "/hp.obo"
+        remote = Remote(source="HPO", url=server.base_url + "/old.obo", filename="hp.obo")
+        assert fetch(remote, tmp_path, progress=False).read_bytes() == obo_bytes
+
+
+def test_a_stated_size_caps_an_endless_stream(tmp_path, obo_bytes):
+    with FileServer({"/hp.obo": obo_bytes[:171]}) as server:
+        server.endless.add("/hp.obo")
+        started = time.monotonic()
+        with pytest.raises(DownloadError, match="sent more than the 171 bytes stated"):
+            fetch(_remote(server, "/hp.obo", size=171), tmp_path, progress=False, backoff=0.01)
+        assert time.monotonic() - started < 10
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_content_length_above_the_stated_size_is_refused_before_reading(tmp_path, obo_bytes):
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        with pytest.raises(DownloadError, match=f"announces {len(obo_bytes)} bytes, more than the 100 stated"):
+            fetch(_remote(server, "/hp.obo", size=100), tmp_path, progress=False, backoff=0.01)
+    assert not any(tmp_path.iterdir())
+
+
+def test_without_a_stated_size_the_absolute_cap_holds(tmp_path, obo_bytes, monkeypatch):
+    monkeypatch.setattr(download, "MAX_DOWNLOAD_BYTES", 5 << 20)
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        server.endless.add("/hp.obo")
+        with pytest.raises(DownloadError, match=f"sent more than the {5 << 20} bytes accepted"):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01)
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_trickling_server_meets_the_deadline(tmp_path, obo_bytes):
+    with FileServer({"/hp.obo": obo_bytes[:400]}) as server:
+        server.trickle["/hp.obo"] = 0.2
+        started = time.monotonic()
+        with pytest.raises(DownloadError, match="took longer than its 2 s deadline"):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01, deadline=2.0)
+        assert time.monotonic() - started < 6
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_default_deadline_follows_the_stated_size():
+    assert download._deadline_for(Remote("s", "http://x/y", "y", size=0)) == download.DEADLINE_BASE_S
+    one_gb = Remote("s", "http://x/y", "y", size=1 << 30)
+    assert download._deadline_for(one_gb) == download.DEADLINE_BASE_S + (1 << 30) / download.MIN_RATE
