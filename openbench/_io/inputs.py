@@ -471,10 +471,14 @@ def _npy_header(member) -> tuple:
 
 
 def polars_source(path: Path):
-    """What polars should read: a plain file itself (memory-mapped), else the decompressed bytes,
-    inflated through the bounded reader with the line checks (:func:`read_bytes` ``lines``)."""
+    """What polars should read: a plain file itself (memory-mapped) once its lines are checked
+    (:data:`MAX_LINE_BYTES`, CR-only endings: one streamed pass at memchr speed, nothing held),
+    else the decompressed bytes, inflated through the bounded reader with the same checks
+    (:func:`read_bytes` ``lines``). Every table reader goes through here: one line bound for all."""
     if path.suffix in (".zip", ".gz"):
         return read_bytes(path, lines=True)
+    for _ in _checked_lines(path):
+        pass
     return path
 
 
@@ -545,6 +549,11 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
     result = frame.select([pl.col(columns[p]).alias(name) for p, name in zip(positions, selection.values())])
     if quote_char:
         result = result.with_columns(pl.all().str.strip_chars(quote_char))
+        broken = result.select(pl.any_horizontal([pl.col(c).str.contains(r"[\r\n]") for c in result.columns])
+                               .arg_true()).to_series()
+        if len(broken):
+            raise InputError("a quoted field holds a line break; expected one record per line", path,
+                             _quoted_line_of_row(path, int(broken[0]), skip, separator, quote_char))
     nul = result.select(pl.any_horizontal([pl.col(c).str.contains("\x00", literal=True) for c in result.columns])
                         .arg_true()).to_series()
     if len(nul):
@@ -566,6 +575,26 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
             raise InputError(f"column {name} is {result[name][row]!r}; expected a finite number", path,
                              line_of_row(path, row, comments, skip))
     return result
+
+
+def _quoted_line_of_row(path: Path, row: int, skip: int, separator: str, quote_char: str) -> Optional[int]:
+    """1-based line where the ``row``-th (0-based) data record of a quoted file starts (a quoted
+    field may span lines; the csv module honours the quotes as polars does)."""
+    import csv
+
+    lines = (line for _, line in iter_raw_lines(path))
+    reader = csv.reader(lines, delimiter=separator, quotechar=quote_char)
+    started, seen = skip + 1, -1
+    for record in reader:
+        if reader.line_num <= skip:
+            started = reader.line_num + 1
+            continue
+        if any(field for field in record):
+            seen += 1
+            if seen == row:
+                return started
+        started = reader.line_num + 1
+    return None
 
 
 def _find_header(path: Path, comments, header_prefix: Optional[str]):
@@ -629,8 +658,13 @@ def _raise_first_bad_line(path: Path, comments, separator: str, skip: int, expec
                 raise InputError(f"expected {first_width} {_describe(separator)}-separated columns like the first "
                                  f"line, found {len(fields)}", path, number)
             continue
+        if first_width is None:
+            first_width = len(fields)
         if expected is None:
             expected = len(fields)
         elif len(fields) != expected if exact else len(fields) < expected:
             wording = f"expected {expected}" if exact else f"expected at least {expected}"
             raise InputError(f"{wording} {_describe(separator)}-separated columns, found {len(fields)}", path, number)
+        if len(fields) > first_width:  # what a table reader cannot take: a row wider than the first
+            raise InputError(f"expected {first_width} {_describe(separator)}-separated columns like the first line, "
+                             f"found {len(fields)}", path, number)

@@ -151,3 +151,40 @@ def test_a_converted_graphs_nodes_must_have_its_node_types(tmp_path):
     with pytest.raises(InputError, match="type 'Protein'.*expected one of") as info:
         read_nodes(path, node_types=["Gene"])
     assert info.value.line == 2
+
+
+# -- issue 49: one line bound for every reader, and the file and line in every error -----------
+
+from openbench._io import inputs as reading_layer
+
+
+def test_a_quoted_primekg_field_with_a_line_break_names_kg_csv_and_its_line(tmp_path):
+    rows = PRIMEKG + 'drug_drug,x,3,DB3,drug,"two\nlines",DrugBank,4,DB4,drug,y,DrugBank\n'
+    (tmp_path / "kg.csv").write_text(rows)
+    with pytest.raises(InputError, match="a quoted field holds a line break") as info:
+        READERS["primekg"](tmp_path)
+    assert info.value.path.endswith("kg.csv") and info.value.line == 3
+
+
+@pytest.mark.parametrize("reader, files, bad_file, line", [
+    ("pharmkg8k", {"train.tsv": "a\tr\tb\nb\tr\tc\n", "valid.tsv": "a\tr\tc\n", "test.tsv": "b\tr\ta\nc\tr\ta\tx\n"},
+     "test.tsv", 2),
+    ("drkg", {"drkg.tsv": "Compound::DB2\tDRUGBANK::treats::Compound:Disease\tDisease::D2\n"
+                          "Compound::DB3\tDRUGBANK::treats::Compound:Disease\tDisease::D3\textra\n"}, "drkg.tsv", 2)])
+def test_a_row_wider_than_the_first_names_its_file_and_line(tmp_path, reader, files, bad_file, line):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(InputError, match="expected 3 tab-separated columns like the first line, found 4") as info:
+        READERS[reader](tmp_path)
+    assert info.value.path.endswith(bad_file) and info.value.line == line
+    assert "truncate_ragged_lines" not in str(info.value)
+
+
+def test_a_plain_file_with_a_line_past_the_bound_is_refused_not_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(reading_layer, "MAX_LINE_BYTES", 1 << 16)
+    good = "Compound::DB2\tDRUGBANK::treats::Compound:Disease\tDisease::D2\n"
+    (tmp_path / "drkg.tsv").write_text(good + "Compound::" + "x" * (1 << 17) + "\tR\tDisease::D3\n" + good)
+    monkeypatch.setattr(pl, "read_csv", lambda *a, **k: pytest.fail("polars was given the file"))
+    with pytest.raises(InputError, match=f"a line longer than {1 << 16} bytes") as info:
+        READERS["drkg"](tmp_path)
+    assert info.value.path.endswith("drkg.tsv") and info.value.line == 2

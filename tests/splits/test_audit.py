@@ -198,3 +198,18 @@ def test_the_library_refuses_a_threshold_outside_zero_one_and_a_split_without_tr
         audit_frames(AuditInput("x", "split", test_only))
     done = CliRunner().invoke(main, ["audit", str(path), "--threshold", "0"])
     assert done.exit_code == 2 and "threshold" in done.output.lower()
+
+
+def test_a_file_with_a_line_past_the_bound_is_refused_and_nothing_is_written(tmp_path, monkeypatch):
+    """Issue 49: the audit of a plain file with one 200 MB line exited 0 and wrote 210 MB of JSON."""
+    from click.testing import CliRunner
+
+    from openbench._io import inputs
+    from openbench.cli import main
+
+    monkeypatch.setattr(inputs, "MAX_LINE_BYTES", 4096)
+    path = tmp_path / "triples.tsv"
+    path.write_text("a\tR\tb\n" + "c" * 10_000 + "\tR\td\n" + "b\tR\tc\n")
+    done = CliRunner().invoke(main, ["audit", str(path), "--format", "json"])
+    assert done.exit_code == 1 and f"{path}, line 2: a line longer than 4096 bytes" in done.output, done.output
+    assert len(done.output) < 400
