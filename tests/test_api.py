@@ -205,3 +205,46 @@ def test_errors_name_the_keyword_from_python_and_the_flag_on_the_command_line(fi
                                        "--no-progress"])
     assert result.exit_code == 1 and "chosen scope (--relations, --entities)" in result.output, result.output
     assert openbench.errors.option("filter_sets") == "filter_sets="  # the command's context ended with it
+
+
+# -- issue 49: the API checks what the CLI checks ---------------------------------------------
+
+from openbench.errors import InputError, ScoreError
+
+
+@pytest.mark.parametrize("table, rows", [("relation", -1), ("relation", +2), ("relation", -2), ("entity", -1),
+                                         ("entity", +5)])
+def test_tables_of_the_wrong_row_count_are_refused_from_python_as_on_the_command_line(files, tmp_path, table, rows):
+    folder, entities, relations = files
+    arrays = {"entity": np.load(entities), "relation": np.load(relations)}
+    original = arrays[table]
+    arrays[table] = original[:rows] if rows < 0 else np.concatenate([original, original[:rows]])
+    model = openbench.embedding_model("DistMult", arrays["entity"], arrays["relation"])
+    with pytest.raises(InputError) as from_python:
+        openbench.evaluate(str(folder), model)
+    np.save(tmp_path / "changed.npy", arrays[table])
+    paths = {"entity": entities, "relation": relations, table: tmp_path / "changed.npy"}
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", str(folder), "--model", "DistMult", "--entity-embeddings",
+                                     str(paths["entity"]), "--relation-embeddings", str(paths["relation"]),
+                                     "--no-progress"])
+    assert done.exit_code == 1 and from_python.value.reason in done.output
+    assert from_python.value.path == f"{table}_embeddings" and "one per" in from_python.value.reason
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float64, 1e110), (np.float64, 1e200)])
+def test_overflowing_scores_are_one_clear_error_naming_the_model_and_the_remedy(files, tmp_path, dtype, scale):
+    """Scores beyond float64 (narrower keys past their range are re-scored in float64 by exact
+    ranks, a case tests/evaluation/test_exact_ranks.py covers)."""
+    folder, entities, relations = files
+    big_entities = (np.load(entities).astype(np.float64) * scale + scale).astype(dtype)
+    big_relations = (np.load(relations).astype(np.float64) * scale + scale).astype(dtype)
+    assert np.isfinite(big_entities).all() and np.isfinite(big_relations).all()
+    with pytest.raises(ScoreError, match=r"DistMult scores can overflow .*Rescale the embeddings"):
+        openbench.evaluate(str(folder), openbench.embedding_model("DistMult", big_entities, big_relations))
+    np.save(tmp_path / "e.npy", big_entities)
+    np.save(tmp_path / "r.npy", big_relations)
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", str(folder), "--model", "DistMult", "--entity-embeddings",
+                                     str(tmp_path / "e.npy"), "--relation-embeddings", str(tmp_path / "r.npy"),
+                                     "--no-progress"])
+    assert done.exit_code == 1 and "DistMult scores can overflow" in done.output
+    assert "internal error" not in done.output and "Traceback" not in done.output

@@ -33,10 +33,10 @@ from typing import Dict, Optional, Tuple, Type
 import numpy as np
 import torch
 
-from openbench.errors import InputError
+from openbench.errors import InputError, ScoreError
 from openbench import vocabulary
 
-__all__ = ["COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "MODULI_BLOCK_ELEMENTS",
+__all__ = ["COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
            "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
            "get_scorer_class", "file_sha256", "array_sha256", "build_scorer"]
 
@@ -45,6 +45,7 @@ LIST_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × width) values gathere
 TRIPLE_BATCH = 65536  # triples per score_triples step
 # far below float32's largest value (3.4e38): scores bounded by this, and their differences, are finite
 FINITE_BOUND = 1e37
+_FLOAT64_MAX = float(torch.finfo(torch.float64).max)
 UNIT_MODULUS_TOLERANCE = 1e-4
 
 
@@ -95,6 +96,14 @@ class EmbeddingScorer:
         """This scorer with the record's extra parameters and the source files' sha256 set."""
         self.model_params = dict(params or {})
         self.source_sha256 = source_sha256
+        return self
+
+    def for_dataset(self, dataset) -> "EmbeddingScorer":
+        """This scorer over ``dataset``, its tables checked against the dataset's label maps as
+        the command line checks them (:func:`check_table_rows`): a table with a row too few or
+        too many is refused, never evaluated."""
+        check_table_rows(int(self.entities.shape[0]), int(self.relations.shape[0]), dataset.num_entities,
+                         dataset.num_relations, "entity_embeddings", "relation_embeddings")
         return self
 
     # -- the Scorer protocol (openbench.models.base) ------------------------------------------
@@ -195,10 +204,32 @@ class EmbeddingScorer:
             self._candidate_max[side] = _largest_magnitude(candidates)
         c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
         if not (math.isfinite(c_max) and math.isfinite(q_max)):
+            if queries.dtype == torch.float64 and math.isfinite(c_max) and self._tables_finite():
+                self._overflow(math.inf, c_max, dim, math.inf)  # finite tables, infinite float64 queries
             return False
-        bound = {"dot": dim * q_max * c_max, "l2": dim * (q_max + c_max) ** 2, "l1": dim * (q_max + c_max),
-                 "moduli": dim * (q_max + c_max)}[self.kind]
+        try:
+            bound = {"dot": dim * q_max * c_max, "l2": dim * (q_max + c_max) ** 2, "l1": dim * (q_max + c_max),
+                     "moduli": dim * (q_max + c_max)}[self.kind]
+        except OverflowError:  # beyond Python's float: beyond every dtype
+            bound = math.inf
+        if bound >= _FLOAT64_MAX:  # beyond float64, where exact ranks re-score: nothing can rank them
+            self._overflow(q_max, c_max, dim, bound)
         return bound < FINITE_BOUND
+
+    def _tables_finite(self) -> bool:
+        if "tables" not in self._candidate_max:
+            self._candidate_max["tables"] = max(_largest_magnitude(self.entities), _largest_magnitude(self.relations))
+        return math.isfinite(self._candidate_max["tables"])
+
+    def _overflow(self, q_max: float, c_max: float, dim: int, bound: float) -> None:
+        """Refuse finite tables whose scores can overflow float64: they would tie at infinity, and
+        exact ranks, which re-score narrower keys in float64, cannot separate them either."""
+        raise ScoreError(
+            f"{self.name} scores can overflow float64: query and candidate entries up to {q_max:.3g} and "
+            f"{c_max:.3g} in {dim} dimensions bound them by {bound:.3g}, beyond the largest float64 "
+            f"({_FLOAT64_MAX:.3g}), and overflowed scores tie at infinity. Rescale the embeddings (divide the "
+            "entity rows by one positive factor: DistMult, ComplEx, RESCAL and SimplE rank as before; distance "
+            "models need the relation rows divided by it too)")
 
     def score_chunk(self, queries: torch.Tensor, side: str, start: int, stop: int,
                     out: Optional[torch.Tensor] = None, keys: bool = False) -> torch.Tensor:
@@ -660,6 +691,19 @@ def _complex_tensor(array: np.ndarray, layout: str, path) -> torch.Tensor:
     return torch.view_as_complex(real.reshape(real.shape[0], half, 2).contiguous())
 
 
+def check_table_rows(entity_rows: int, relation_rows: int, num_entities: int, num_relations: int,
+                     entity_source=None, relation_source=None) -> None:
+    """One row per entity and per relation of the dataset's label maps: the one check of the
+    command line (files) and the Python API (arrays) alike. ``*_source``: the file, or how the
+    caller names the table."""
+    if entity_rows != num_entities:
+        raise InputError(f"expected {num_entities} rows, one per entity of the dataset's entity map, "
+                         f"found {entity_rows}", entity_source)
+    if relation_rows != num_relations:
+        raise InputError(f"expected {num_relations} rows, one per relation of the dataset's relation map, "
+                         f"found {relation_rows}", relation_source)
+
+
 def build_scorer(name: str, entity_array: np.ndarray, relation_array: np.ndarray, num_entities: int,
                  num_relations: int, complex_layout: str = "halves", entity_path=None,
                  relation_path=None) -> EmbeddingScorer:
@@ -674,12 +718,8 @@ def build_scorer(name: str, entity_array: np.ndarray, relation_array: np.ndarray
     if entities.ndim != 2:
         raise InputError(f"expected a 2-d array (entities, dimension), found shape {tuple(entities.shape)}",
                          entity_path)
-    if entities.shape[0] != num_entities:
-        raise InputError(f"expected {num_entities} rows, one per entity of the dataset's entity map, "
-                         f"found {entities.shape[0]}", entity_path)
-    if relations.shape[0] != num_relations:
-        raise InputError(f"expected {num_relations} rows, one per relation of the dataset's relation map, "
-                         f"found {relations.shape[0]}", relation_path)
+    check_table_rows(int(entities.shape[0]), int(relations.shape[0]), num_entities, num_relations, entity_path,
+                     relation_path)
     dim = entities.shape[1]
     if cls is RESCAL:
         if relations.ndim == 2 and relations.shape[1] == dim * dim:
