@@ -6,27 +6,15 @@ parsing with a bare ``Aborted!``. Here both end with one line on stderr and stat
 """
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import threading
-
-# Intel MKL (torch's CPU BLAS on x86) chooses its code path by the operands' memory alignment, so
-# the same training can round differently from one process to the next (seen: the demo's DistMult
-# arrays differed by 2e-5 between two runs, depending on what the process had allocated before).
-# Its reproducible mode fixes the path; MKL reads the setting once, so it is set before torch loads.
-# Measured on bench_evaluator: no cost beyond the run-to-run noise.
-os.environ.setdefault("MKL_CBWR", "AUTO")
-
-__all__ = ["main", "metaeval_main", "INTERRUPTED", "GRACE_S"]
-
-GRACE_S = 10.0  # after a Ctrl-C, the command ends within this even if a library swallowed the interrupt
-_interrupted = threading.Event()
 
 
 def _force_exit() -> None:
     """The last resort: every output is staged and swapped atomically, so ending now leaves the old
     outputs as they were (the next run removes the staging leftovers)."""
+    import os
+
     message = globals().get("INTERRUPTED", "error: interrupted")  # a Ctrl-C may come before the import below
     os.write(2, (message + "\n").encode())
     os._exit(130)
@@ -47,9 +35,12 @@ def _on_interrupt(signum, frame) -> None:
     :data:`GRACE_S` without the command ending, ends it at once. So does one during an import:
     an exception raised into a C++ extension's initialisation (torch's, through pybind11)
     aborts the process (SIGABRT, a C++ message) instead of unwinding."""
-    if _interrupted.is_set() or _importing(frame):
+    interrupted = globals().get("_interrupted")
+    if interrupted is None or interrupted.is_set() or _importing(frame):
         _force_exit()
-    _interrupted.set()
+    interrupted.set()
+    import threading
+
     timer = threading.Timer(GRACE_S, _force_exit)
     timer.daemon = True
     timer.start()
@@ -57,10 +48,13 @@ def _on_interrupt(signum, frame) -> None:
 
 
 def _install() -> None:
-    """The interrupt handler, on the main thread, unless someone set their own."""
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is \
-            signal.default_int_handler:
-        signal.signal(signal.SIGINT, _on_interrupt)
+    """The interrupt handler, on the main thread (elsewhere ``signal.signal`` refuses), unless
+    someone set their own."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        try:
+            signal.signal(signal.SIGINT, _on_interrupt)
+        except ValueError:  # not the main thread
+            return
         sys.unraisablehook = _on_unraisable
 
 
@@ -73,9 +67,24 @@ def _on_unraisable(info) -> None:
     sys.__unraisablehook__(info)
 
 
-# as soon as the entry point is imported (the console scripts import it first): the imports below
-# and the command's own come under the handler
+# first, before anything else is imported: only signal and sys (loaded with the interpreter) precede
+# it, so from here on every instant of the command is under the handler
 _install()
+
+import os  # noqa: E402
+import threading  # noqa: E402
+
+# Intel MKL (torch's CPU BLAS on x86) chooses its code path by the operands' memory alignment, so
+# the same training can round differently from one process to the next (seen: the demo's DistMult
+# arrays differed by 2e-5 between two runs, depending on what the process had allocated before).
+# Its reproducible mode fixes the path; MKL reads the setting once, so it is set before torch loads.
+# Measured on bench_evaluator: no cost beyond the run-to-run noise.
+os.environ.setdefault("MKL_CBWR", "AUTO")
+
+__all__ = ["main", "metaeval_main", "INTERRUPTED", "GRACE_S"]
+
+GRACE_S = 10.0  # after a Ctrl-C, the command ends within this even if a library swallowed the interrupt
+_interrupted = threading.Event()
 
 from openbench.errors import INTERRUPTED  # noqa: E402
 
