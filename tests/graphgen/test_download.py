@@ -153,7 +153,7 @@ def test_a_stated_size_caps_an_endless_stream(tmp_path, obo_bytes):
         server.endless.add("/hp.obo")
         started = time.monotonic()
         with pytest.raises(DownloadError, match="sent more than the 171 bytes stated"):
-            fetch(_remote(server, "/hp.obo", size=171), tmp_path, progress=False, backoff=0.01)
+            fetch(_remote(server, "/hp.obo", size=171), tmp_path, progress=False, backoff=0.01, deadline=2)
         assert time.monotonic() - started < 10
     assert not any(tmp_path.iterdir())
 
@@ -170,7 +170,7 @@ def test_without_a_stated_size_the_absolute_cap_holds(tmp_path, obo_bytes, monke
     with FileServer({"/hp.obo": obo_bytes}) as server:
         server.endless.add("/hp.obo")
         with pytest.raises(DownloadError, match=f"sent more than the {5 << 20} bytes accepted"):
-            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01)
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01, deadline=2)
     assert not any(tmp_path.iterdir())
 
 
