@@ -83,7 +83,7 @@ def produce(out: Path) -> None:
         runs["classification"] = ["--dataset", data, "--model", "DistMult", *embeddings, "--task", "classification"]
         runs["topk"] = ["--dataset", data, "--predictions", topk_file(data, work / "preds.txt")]
         kgid = work / "kgid"
-        openbench("export-kgid", data, kgid, env=env)
+        openbench("export-kgid", "--dataset", data, "--output", kgid, env=env)
         submission = work / "submission.npz"
         test_rows = len((kgid / "test.tsv").read_text().splitlines())
         rng = np.random.default_rng(5)
