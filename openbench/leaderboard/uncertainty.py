@@ -3,14 +3,14 @@ which rows are not significantly worse than the best of their ranking.
 
 A row may carry the per-query ranks of its run (``leaderboard submit RESULT.json --ranks FILE``;
 server-scored rows always do), stored beside it as Parquet bytes, checked against the record they
-belong to (:mod:`openbench.evaluation.evidence`: every row, the same queries, every metric). From them:
+belong to (:mod:`openbench.evaluation.statistics.evidence`: every row, the same queries, every metric). From them:
 
 * ``interval``: the 95 % bootstrap interval of the ranking's metric on its side (realistic ranks),
   from the record's own ``confidence`` block where it has one, else computed once when the row is
-  stored (:func:`~openbench.evaluation.confidence.confidence_block`, 1,000 resamples, seed 0);
+  stored (:func:`~openbench.evaluation.statistics.intervals.confidence_block`, 1,000 resamples, seed 0);
 * ``not_worse_than_best``: within each ranking (a dataset, task, protocol family and scope), every
   row whose ranks hold the same queries as the best row's is compared with it by the paired
-  sign-flip test of :mod:`openbench.evaluation.compare` (``PERMUTATIONS`` sign flips, seed 0; exact
+  sign-flip test of :mod:`openbench.evaluation.statistics.compare` (``PERMUTATIONS`` sign flips, seed 0; exact
   for at most 16 non-zero differences), the p-values Holm-corrected over the rows compared; a row
   is marked ``True`` when its corrected p-value is at least ``ALPHA`` (or it is not below the
   best), ``False`` when it is significantly worse, ``None`` when it cannot be compared (no ranks,
@@ -39,9 +39,9 @@ BOOTSTRAP = 1000
 
 def check_ranks(record: dict, ranks, provenance: Optional[dict] = None, name=None) -> None:
     """Refuse (:class:`~openbench.record.RecordError`) ``ranks`` (a ranks DataFrame) that are not
-    the ranks of ``record`` (:func:`openbench.evaluation.evidence.check_against_record`: every
+    the ranks of ``record`` (:func:`openbench.evaluation.statistics.evidence.check_against_record`: every
     row, the provenance where given, every metric); the store reports it as a refused submission."""
-    from openbench.evaluation.evidence import EvidenceError, check_against_record
+    from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record
 
     try:
         check_against_record(record, ranks, provenance, name)
@@ -67,7 +67,7 @@ def confidence_of(record: dict, ranks) -> dict:
     """The intervals a row shows: the record's own confidence block, else 1,000 resamples (seed 0)."""
     if record.get("confidence") is not None:
         return record["confidence"]
-    from openbench.evaluation.confidence import confidence_block
+    from openbench.evaluation.statistics.intervals import confidence_block
 
     return confidence_block(ranks, record["protocol"]["hits_at"], BOOTSTRAP, 0)
 
@@ -92,8 +92,8 @@ def _comparable(metric: str, rank_type: str) -> bool:
 
 def _p_value(best, other, metric: str, side: str) -> Optional[Tuple[float, float]]:
     """(difference other - best, sign-flip p) on the same queries; None when they hold others."""
-    from openbench.evaluation.compare import paired_queries, sign_flip_p_value
-    from openbench.evaluation.ranks import query_values
+    from openbench.evaluation.statistics.compare import paired_queries, sign_flip_p_value
+    from openbench.evaluation.statistics.ranks_table import query_values
 
     try:
         left, right = paired_queries(other, best, side, "row", "best")

@@ -1,0 +1,253 @@
+"""Row counting: how many candidates of each score row beat, tie or are NaN against a target
+(or, for exact ranks, lie beyond or inside a window [low, high] around it).
+
+Three implementations of one contract:
+
+* a small C kernel (``_counting.c``, built at install time, loaded with ctypes) that does it in a
+  single read pass, rows split over threads (ctypes releases the GIL), for CPU tensors;
+* a Triton kernel (:mod:`openbench.evaluation.counting._triton`), also one read pass, for CUDA tensors
+  where Triton is importable (it ships with CUDA builds of torch);
+* a torch fallback for other devices and dtypes, or when neither kernel is there: sign(s - t)
+  in place, then two row sums (five memory passes).
+
+``OPENBENCH_KERNEL=torch`` forces the fallback (tests compare them).
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional, Tuple
+
+import torch
+
+from openbench._native import OptionalLibrary
+from openbench.errors import ScoreError
+
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "kernel_name", "row_counts"]
+
+logger = logging.getLogger(__name__)
+
+# below this many scores a block is counted by one thread: thread hand-off would dominate
+PARALLEL_MIN_ELEMENTS = 1 << 18
+_triton = None
+_triton_loaded = False
+_pool: Optional[ThreadPoolExecutor] = None
+
+
+class NonFiniteRows(ScoreError):
+    """NaN scores in some rows of a block; ``row`` is the first offending row of the block."""
+
+    def __init__(self, row: int, detail: str):
+        self.row = row
+        self.side: Optional[str] = None
+        super().__init__(detail)
+
+
+def _configure(library) -> None:
+    for name in ("openbench_count_window_f32", "openbench_count_window_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+        function.restype = None
+    for name in ("openbench_pair_keys_f32", "openbench_pair_keys_f64"):  # exact ranks' re-scoring (exact.py)
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        function.restype = None
+    for name in ("openbench_row_norms_f32", "openbench_row_norms_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p]
+        function.restype = None
+    for name in ("openbench_fraction_bits_f32", "openbench_fraction_bits_f64"):  # exact.py's fraction_bits
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+        function.restype = ctypes.c_int64
+    for name in ("openbench_query_rows_f32", "openbench_query_rows_f64"):
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p]
+        function.restype = None
+
+
+# OPENBENCH_KERNEL=torch forces the torch implementation
+COUNTING_LIBRARY = OptionalLibrary(Path(__file__).resolve().parent, "_counting", _configure, "OPENBENCH_KERNEL",
+                                   "torch")
+_load_library = COUNTING_LIBRARY.get
+
+
+def _load_triton():
+    global _triton, _triton_loaded
+    if not _triton_loaded:
+        _triton_loaded = True
+        if os.environ.get("OPENBENCH_KERNEL", "").lower() != "torch":
+            try:
+                from openbench.evaluation.counting import _triton as module
+                _triton = module
+            except ImportError as error:  # CPU builds of torch come without Triton
+                logger.debug("Triton is not importable (%s); CUDA blocks use the torch implementation", error)
+    return _triton
+
+
+def kernel_name(scores: torch.Tensor) -> str:
+    """Which implementation :func:`row_counts` uses for ``scores``: ``"c"``, ``"triton"`` or ``"torch"``."""
+    usable = (scores.dtype in (torch.float32, torch.float64)
+              and (scores.shape[1] <= 1 or scores.stride(1) == 1) and scores.shape[1] < 2 ** 31)
+    if usable and scores.device.type == "cpu" and _load_library() is not None:
+        return "c"
+    if usable and scores.device.type == "cuda" and _load_triton() is not None:
+        return "triton"
+    return "torch"
+
+
+def row_counts(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool = False,
+               check_nan: bool = True, highs: Optional[torch.Tensor] = None,
+               positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Per row i: (#{j: s_ij better than t_i}, #{j: s_ij == t_i}) as int64 (B,) tensors.
+
+    "Better" is ``>`` (``<`` when lower is better); comparisons are exact, so equal infinities
+    tie. A NaN score raises :class:`NonFiniteRows` (the torch path skips that check when
+    ``check_nan`` is False, and the C kernel then makes two comparisons per score instead of
+    three). May overwrite ``scores``.
+
+    With ``highs``, row i has the window [targets_i, highs_i]: the counts are then
+    (#{beyond the window on the better side}, #{inside the window}).
+
+    :param scores: (B, n) float scores.
+    :param targets: (B,) the value each row is compared against (the window's low end), same dtype as ``scores``.
+    :param highs: (B,) the window's high end, or None (a window of one value).
+    :param positions: optional (B, K) int64 on the CPU: the C kernel writes the columns of the first
+        K candidates inside each row's window there (the counts say how many there are); other
+        implementations leave it untouched.
+    """
+    targets = targets.to(dtype=scores.dtype).contiguous()
+    highs = targets if highs is None else highs.to(dtype=scores.dtype).contiguous()
+    kernel = kernel_name(scores)
+    if kernel == "c":
+        return _row_counts_c(scores, targets, highs, lower_is_better, positions, check_nan)
+    if kernel == "triton":
+        return _row_counts_triton(scores, targets, highs, lower_is_better)
+    if highs is not targets:
+        return _window_counts_torch(scores, targets, highs, lower_is_better, check_nan)
+    return _row_counts_torch(scores, targets, lower_is_better, check_nan)
+
+
+def _row_counts_triton(scores, lows, highs, lower_is_better):
+    global _triton
+    assert _triton is not None  # kernel_name chose "triton" because it imported
+    try:
+        greater, equal, has_nan = _triton.row_counts(scores, lows, highs, lower_is_better)
+    except (RuntimeError, OSError, ImportError) as error:  # Triton compiles at first use: no compiler, say
+        if isinstance(error, torch.OutOfMemoryError):
+            raise
+        logger.warning("the Triton counting kernel failed (%s); using the torch implementation from now on", error)
+        _triton = None
+        if highs is not lows:
+            return _window_counts_torch(scores, lows, highs, lower_is_better, True)
+        return _row_counts_torch(scores.clone(), lows, lower_is_better, True)
+    if bool(has_nan.any()):
+        raise NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
+    return greater, equal
+
+
+def _row_counts_c(scores, lows, highs, lower_is_better, positions=None, check_nan=True):
+    rows, width = scores.shape
+    greater = torch.empty(rows, dtype=torch.long)
+    equal = torch.empty(rows, dtype=torch.long)
+    nans = torch.zeros(rows, dtype=torch.long)
+    library = COUNTING_LIBRARY.get()
+    assert library is not None  # kernel_name chose "c" because it loaded
+    function = (library.openbench_count_window_f32 if scores.dtype == torch.float32
+                else library.openbench_count_window_f64)
+    stride = scores.stride(0) if rows > 1 else width
+    pointers = (scores.data_ptr(), lows.data_ptr(), highs.data_ptr(), greater.data_ptr(), equal.data_ptr(),
+                nans.data_ptr() if check_nan else None)
+    capacity = 0 if positions is None else positions.shape[1]
+    position_pointer = None if positions is None else positions.data_ptr()
+
+    def run(bounds):
+        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
+                 *pointers[3:], position_pointer, capacity)
+
+    workers = max(1, torch.get_num_threads())
+    if workers == 1 or rows < 2 or rows * width < PARALLEL_MIN_ELEMENTS:
+        run((0, rows))
+    else:
+        edges = [rows * k // workers for k in range(workers + 1)]
+        list(_thread_pool(workers).map(run, zip(edges[:-1], edges[1:])))
+    bad = nans.nonzero()
+    if bad.numel():
+        raise NonFiniteRows(int(bad[0, 0]), "NaN score")
+    return greater, equal
+
+
+def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
+    """(beyond the window on the better side, inside it) per row, by direct comparisons."""
+    if check_nan:
+        has_nan = torch.isnan(scores).any(dim=1) | torch.isnan(lows) | torch.isnan(highs)
+        if bool(has_nan.any()):
+            raise NonFiniteRows(int(has_nan.nonzero()[0, 0]), "NaN score")
+    low, high = lows[:, None], highs[:, None]
+    better = (scores < low) if lower_is_better else (scores > high)
+    inside = (scores >= low) & (scores <= high)
+    return better.sum(dim=1), inside.sum(dim=1)
+
+
+def _thread_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None or _pool._max_workers != workers:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openbench-count")
+    return _pool
+
+
+def _row_counts_torch(scores, targets, lower_is_better, check_nan):
+    _signs_in_place(scores, targets, lower_is_better, check_nan)
+    width = scores.shape[1]
+    net = scores.sum(dim=1)  # #better - #worse
+    nonzero = scores.abs_().sum(dim=1)  # #better + #worse
+    return ((net + nonzero) / 2).to(torch.long), width - nonzero.to(torch.long)
+
+
+def _signs_in_place(scores: torch.Tensor, targets: torch.Tensor, lower_is_better: bool, check_nan: bool) -> None:
+    """Replace ``scores`` by sign(s - t) (sign(t - s) when lower is better), exact for ±inf ties.
+
+    s - t is NaN for two equal infinities, so rows whose target is not finite are compared
+    directly instead. Sums of the signs are exact in float32 below 2**24 columns.
+    """
+    if scores.shape[1] >= 2 ** 24 and scores.dtype != torch.float64:
+        raise ValueError("rows wider than 2**24 candidates cannot be counted exactly in float32")
+    special = ~torch.isfinite(targets)
+    exact = None
+    if bool(special.any()):
+        special_rows = special.nonzero().squeeze(1)
+        block, reference = scores[special_rows], targets[special_rows, None]
+        nan_rows = torch.isnan(block).any(dim=1) | torch.isnan(reference.squeeze(1))
+        if bool(nan_rows.any()):
+            raise NonFiniteRows(int(special_rows[nan_rows.nonzero()[0, 0]]), "NaN score")
+        exact = (block > reference).to(scores.dtype) - (block < reference).to(scores.dtype)
+        if lower_is_better:
+            exact.neg_()
+    column = targets[:, None]
+    if lower_is_better:
+        torch.sub(column, scores, out=scores)
+    else:
+        scores.sub_(column)
+    if check_nan:
+        # torch.sign maps NaN to 0, so NaN is caught before: a row sum is NaN if the row holds a
+        # NaN (or both infinities, which the exact check tells apart); a cheap read-only pass
+        suspicious = torch.isnan(scores.sum(dim=1))
+        if bool(suspicious.any()):
+            rows = suspicious.nonzero().squeeze(1)
+            has_nan = torch.isnan(scores[rows]).any(dim=1) & ~special[rows]
+            if bool(has_nan.any()):
+                raise NonFiniteRows(int(rows[has_nan.nonzero()[0, 0]]), "NaN score")
+    torch.sign(scores, out=scores)
+    if exact is not None:
+        scores[special_rows] = exact

@@ -1,0 +1,55 @@
+"""Readable tables of result records."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+__all__ = ["format_table"]
+
+
+def _cell(value: Optional[float], width: int = 8) -> str:
+    if value is None:
+        return "-".rjust(width)
+    if abs(value) >= 1000:
+        return f"{value:.1f}".rjust(width)
+    return f"{value:.4f}".rjust(width)
+
+
+def format_table(result: dict) -> str:
+    """A fixed-width table of the headline metrics per side and rank type."""
+    hits = [f"hits@{k}" for k in result["protocol"]["hits_at"]]
+    columns = ["mrr", "mr", *hits, "amri"]
+    lines: List[str] = []
+    model = result.get("model", {})
+    counts = result["dataset"]["counts"]
+    split = result["protocol"].get("evaluation_split", "test")
+    queries = (result.get("diagnostics") or {}).get("queries")
+    evaluated = f"; {queries} queries evaluated" if queries is not None else ""
+    lines.append(f"model {model.get('name')} ({model.get('kind')}) on {result['dataset']['path']}: "
+                 f"{counts['entities']} entities, {counts['relations']} relations, {counts[split]} {split} "
+                 f"triples{evaluated}")
+    filters = ",".join(result["protocol"]["filter_sets"]) or "none"
+    lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
+                 f"{result['timing']['seconds']:.2f} s on {result['device']}")
+    protocol = result["protocol"]
+    scope = [f"relations {', '.join(protocol['relations'])}"] if protocol.get("relations") else []
+    if protocol.get("entities"):
+        scope.append(f"{protocol['entities']['count']} candidate entities "
+                     f"({protocol['entities']['dropped_triples']} triple(s) with an answer outside dropped)")
+    if protocol.get("sides", ["head", "tail"]) != ["head", "tail"]:
+        scope.append(f"{'/'.join(protocol['sides'])} queries only")
+    if scope:
+        lines.append("scope: " + "; ".join(scope))
+    header = f"{'side':<6}{'rank':<13}" + "".join(name.rjust(10) for name in columns)
+    lines.append(header)
+    lines.append("-" * len(header))
+    for side in ("both", "head", "tail"):
+        if result["metrics"].get(side) is None:
+            lines.append(f"{side:<6}(not evaluated)")
+            continue
+        for rank_type in ("realistic", "optimistic", "pessimistic", "expected"):
+            block = result["metrics"][side][rank_type]
+            cells = "".join(_cell(block.get(name), 10) if name in block else " " * 10 for name in columns)
+            lines.append(f"{side:<6}{rank_type:<13}{cells}")
+    for warning in result.get("warnings", []):
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
