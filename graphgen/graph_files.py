@@ -1,7 +1,7 @@
 """Reading OpenBioLink's ``graph_files`` layout (edges and nodes TSV), with line-precise errors.
 
 The format is graphgen's (it writes it); the splits and the exports read it through here. A
-published graph converted by ``openbench datasets get`` (:mod:`openbench.datasets.native`) is
+published graph converted by ``openbench datasets get`` (:mod:`openbench.datasets.published.native`) is
 written in the same layout with a ``graph_info.json`` beside it (:data:`GRAPH_INFO`): its own
 relations (instead of OpenBioLink's 32 edge types) and node types (instead of CURIE prefixes),
 which :func:`read_graph_info` reads and the readers below then check against."""

@@ -178,8 +178,8 @@ def train_dataset(dataset_path, output, **settings) -> dict:
     """Load a split folder or registry name and train on it (:func:`train_pipeline`'s settings); the
     output is checked before the dataset is read."""
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.device import resolve_device
-    from openbench.registry import resolve
+    from openbench.evaluation.counting.device import resolve_device
+    from openbench.datasets.published.names import resolve
 
     folder = resolve(dataset_path)
     check_output_folder(output, [folder])

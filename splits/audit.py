@@ -81,7 +81,8 @@ def read_audit_input(path) -> AuditInput:
     """The triples of ``path`` (see the module docstring); a registry name stands for its verified copy
     (a published KG's: its converted graph)."""
     from graphgen.graph_files import GRAPH_INFO
-    from openbench.registry import graph_folder, registered, resolve
+    from openbench.datasets.published.names import graph_folder, resolve
+    from openbench.datasets.published.registries import registered
 
     entry = registered(path)
     source = graph_folder(path) if entry is not None and entry.native else Path(resolve(path))

@@ -13,17 +13,17 @@ import torch
 from click.testing import CliRunner
 
 from openbench._io.download import DownloadError
-from openbench import registry
+from openbench.datasets import published as registry
 from openbench.cli import main
 from openbench.compat import DataLoader, Evaluator
-from openbench.registry import MARKER, DatasetError, get
+from openbench.datasets.published import MARKER, DatasetError, get
 from openbench.datasets.loader import load_dataset, write_id_layout
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from openbench.errors import InputError
 from tests.helpers import zip_bytes as _zip
 from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, snapshot, write_samples
 from tests.http_server import FileServer
+from tests.bases import evaluated
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +174,8 @@ def test_a_dataloader_based_evaluator_as_openbiolink_documents_it(tmp_path, serv
     entities = torch.tensor(integer_embeddings(2, dl.num_entities, 3), dtype=torch.float32)
     relations = torch.tensor(integer_embeddings(3, dl.num_relations, 3), dtype=torch.float32)
     result = MyEvaluator(dl, entities, relations).evaluate(100)
-    reference = EmbeddingEvaluator(dl.dataset, build_scorer("DistMult", entities.numpy(), relations.numpy(),
-                                                            dl.num_entities, dl.num_relations),
-                                   device="cpu", progress=False).evaluate()
+    reference = evaluated(dl.dataset, build_scorer("DistMult", entities.numpy(), relations.numpy(),
+                                                            dl.num_entities, dl.num_relations))
     assert result["metrics"] == reference["metrics"]
     assert result["mrr"] == reference["metrics"]["both"]["realistic"]["mrr"]
     assert set(result) >= {"hits@1", "hits@3", "hits@10", "mrr"}

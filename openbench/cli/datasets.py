@@ -19,7 +19,7 @@ __all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
 def datasets(registry_files):
     """The registry of published datasets (OpenBioLink2020, OBL2021, Hetionet, PrimeKG, DRKG, ogbl-biokg, BioKG,
     PharmKG-8k, and your own): list and fetch by name."""
-    from openbench.registry import use_registry_files
+    from openbench.datasets.published.registries import use_registry_files
 
     use_registry_files(registry_files)
     click.get_current_context().call_on_close(lambda: use_registry_files(()))
@@ -30,7 +30,7 @@ def datasets(registry_files):
 @handle_errors
 def datasets_list(fmt):
     """Print the registry: name, version, URL, checksum, counts, protocol."""
-    from openbench.registry import registry, registry_table
+    from openbench.datasets.published.registries import registry, registry_table
 
     if fmt == "json":
         click.echo(strict_json([entry.as_row() for entry in registry().values()], indent=2))
@@ -51,7 +51,7 @@ def datasets_list(fmt):
 def datasets_get(name, root, mirror, force, progress):
     """Download (resumable), verify and unpack NAME (a published KG: convert it once, into graph/ for
     split rand --dataset NAME); a verified copy is reused. Prints its folder."""
-    from openbench.registry import get
+    from openbench.datasets.published.fetch import get
 
     click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))
 

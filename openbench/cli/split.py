@@ -100,8 +100,8 @@ def _graph_paths(dataset, edges_path, tn_path, nodes_path):
         return edges_path, tn_path, nodes_path
     if given:
         raise click.UsageError("--dataset names the graph: give it or --edges/--tn-edges/--nodes, not both")
-    from openbench.datasets.native.graph import GRAPH_FILES
-    from openbench.registry import graph_folder
+    from openbench.datasets.published.native.graph import GRAPH_FILES
+    from openbench.datasets.published.names import graph_folder
 
     folder = graph_folder(dataset)
     return tuple(str(folder / GRAPH_FILES[kind]) for kind in ("edges", "true_negatives", "nodes"))

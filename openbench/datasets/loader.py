@@ -34,7 +34,7 @@ from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
 from openbench.datasets.id_maps import labels_by_id
 from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
-from openbench.registry import registry_of, resolve, split_info_of
+from openbench.datasets.published.names import registry_of, resolve, split_info_of
 
 if TYPE_CHECKING:
     from openbench.datasets.negatives import SampledNegatives

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
-from openbench.registry import MARKER, NATIVE_DATASETS, lookup
+from openbench.datasets.published import MARKER, NATIVE_DATASETS, lookup
 from tests.helpers import PROJECT_ROOT, zip_bytes as _zip
 from tests.http_server import FileServer
 
@@ -524,7 +524,7 @@ def test_without_a_published_checksum_the_first_verified_download_is_pinned(tmp_
     import logging
     import shutil
 
-    from openbench import registry
+    from openbench.datasets import published as registry
 
     server, built = served
     files, check, _ = built["biokg"]

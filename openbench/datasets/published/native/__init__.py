@@ -15,7 +15,7 @@ pharmkg8k      ``train/valid/test.tsv`` (headerless)        official split kept;
 =============  ==========================================  ===============================================
 
 Labels are read as exact strings (no NA conversion; ``NA`` stays ``NA``). :func:`convert` writes
-the graph (``graph/``, :mod:`openbench.datasets.native.graph`) and, where the publisher has one,
+the graph (``graph/``, :mod:`openbench.datasets.published.native.graph`) and, where the publisher has one,
 the official split (``split/``, OpenBioLink's sample layout), and checks the counts a registry
 entry states against what was read.
 """
@@ -26,13 +26,13 @@ import shutil
 from pathlib import Path
 from typing import Callable, Dict
 
-from openbench.datasets.native.biokg import read_biokg
-from openbench.datasets.native.drkg import read_drkg
-from openbench.datasets.native.graph import NativeGraph, finish_edges, write_graph
-from openbench.datasets.native.hetionet import read_hetionet
-from openbench.datasets.native.ogbl_biokg import read_ogbl_biokg
-from openbench.datasets.native.pharmkg import read_pharmkg8k
-from openbench.datasets.native.primekg import read_primekg
+from openbench.datasets.published.native.biokg import read_biokg
+from openbench.datasets.published.native.drkg import read_drkg
+from openbench.datasets.published.native.graph import NativeGraph, finish_edges, write_graph
+from openbench.datasets.published.native.hetionet import read_hetionet
+from openbench.datasets.published.native.ogbl_biokg import read_ogbl_biokg
+from openbench.datasets.published.native.pharmkg import read_pharmkg8k
+from openbench.datasets.published.native.primekg import read_primekg
 from openbench.errors import InputError
 from openbench.layouts import SAMPLE_FILES
 from openbench.progress import stage

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from openbench._io.inputs import line_of_row, read_table
-from openbench.datasets.native.graph import NativeGraph, first_bad_row
+from openbench.datasets.published.native.graph import NativeGraph, first_bad_row
 from openbench.errors import InputError
 
 __all__ = ["FILE", "read_drkg"]

@@ -18,7 +18,7 @@ from typing import Dict
 import numpy as np
 import polars as pl
 
-from openbench.datasets.native.graph import NativeGraph
+from openbench.datasets.published.native.graph import NativeGraph
 from openbench.errors import InputError
 
 __all__ = ["read_ogbl_biokg"]

@@ -15,7 +15,7 @@ from typing import Dict
 import polars as pl
 
 from openbench._io.inputs import read_table
-from openbench.datasets.native.graph import NativeGraph
+from openbench.datasets.published.native.graph import NativeGraph
 
 __all__ = ["FILES", "read_pharmkg8k"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from openbench._io.inputs import read_table
-from openbench.datasets.native.graph import NativeGraph
+from openbench.datasets.published.native.graph import NativeGraph
 
 __all__ = ["FILE", "COLUMNS", "read_primekg"]
 
