@@ -44,7 +44,7 @@ setup(
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting), polars (row writing) and numpy/polars (edge order) implementations of the same contracts are used
-    ext_modules=[Extension("openbench.evaluation._counting", sources=["openbench/evaluation/_counting.c"],
+    ext_modules=[Extension("openbench.evaluation.counting._counting", sources=["openbench/evaluation/counting/_counting.c"],
                            # no fused multiply-adds: exact.py's C and numpy query formulas agree bit for bit
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],

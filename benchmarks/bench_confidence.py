@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     arguments = parser.parse_args()
     import openbench
-    from openbench.evaluation.confidence import confidence_block
+    from openbench.evaluation.statistics.intervals import confidence_block
 
     with tempfile.TemporaryDirectory() as workdir:
         folder = Path(workdir) / "data"

@@ -1,7 +1,7 @@
 """Benchmark: the row-counting implementations on one score block, against a plain copy of the block.
 
 For a (rows, width) block of scores with a target per row, times every implementation of
-:func:`openbench.evaluation.kernels.row_counts` available on the device (the torch sign path, the
+:func:`openbench.evaluation.counting.kernels.row_counts` available on the device (the torch sign path, the
 torch compare path, the C kernel on CPU, the Triton kernel on CUDA) and, as the peer measured in
 the same run, a device copy of the block (the memory traffic floor of any one-pass kernel: it
 reads and writes each score once, a counting kernel only reads it). Prints seconds, the effective
@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from openbench.evaluation import kernels  # noqa: E402
+from openbench.evaluation.counting import kernels  # noqa: E402
 
 
 def timed(function, device, repeats=5):

@@ -27,7 +27,7 @@ import torch.multiprocessing as mp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from openbench.datasets.loader import load_dataset  # noqa: E402
 from openbench.evaluation.evaluate import evaluate  # noqa: E402
-from openbench.evaluation.evaluator import EmbeddingEvaluator  # noqa: E402
+from openbench.evaluation.evaluate import evaluate  # noqa: E402
 from openbench.models.scorers import build_scorer  # noqa: E402
 
 DIM, RELATIONS, BATCH = 200, 28, 512
@@ -84,8 +84,8 @@ def main() -> None:
     dataset = load_dataset(work / "data")
     torch.set_num_threads(max(1, torch.get_num_threads()))
     started = time.perf_counter()
-    peer = EmbeddingEvaluator(dataset, scorer_for(dataset, args.seed), progress=False,
-                              device="cuda:0" if args.device == "cuda" else "cpu").evaluate(batch_size=BATCH)
+    peer = evaluate(dataset, scorer_for(dataset, args.seed), device="cuda:0" if args.device == "cuda" else "cpu",
+                    batch_size=BATCH).to_dict()
     single = time.perf_counter() - started
     print(f"one process: {single:.2f} s for {2 * args.test:,} queries x {dataset.num_entities:,} entities")
     for shard in ("queries", "entities"):

@@ -141,27 +141,31 @@ def _once(function) -> float:
 def exact_cost(folder: Path, model: str, device: str, entity_rows=None, repeats=3) -> dict:
     """Exact against fast ranks, in process, warm: seconds of each and the undecided pairs."""
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.evaluate import evaluate
     from openbench.models.scorers import build_scorer
 
     dataset = load_dataset(folder)
     entities = np.load(folder / "entities.npy") if entity_rows is None else entity_rows(dataset.num_entities)
     scorer = build_scorer(model, entities, np.load(folder / "relations.npy"), dataset.num_entities,
                           dataset.num_relations)
-    exact = EmbeddingEvaluator(dataset, scorer, device=device, progress=False)
-    fast = EmbeddingEvaluator(dataset, scorer, device=device, progress=False, ranks="fast")
-    fast.evaluate(), exact.evaluate()  # warm
-    exact.exact.stats.__init__()
+    records = {}
+
+    def run(ranks):
+        records[ranks] = evaluate(dataset, scorer, device=device, ranks=ranks)
+
+    run("fast"), run("exact")  # warm (the filter index is cached with the dataset)
     fast_seconds = exact_seconds = float("inf")
+    totals: dict = {}
     for _ in range(repeats):  # interleaved, so that drift of the machine's speed hits both alike
-        fast_seconds = min(fast_seconds, _once(fast.evaluate))
-        exact_seconds = min(exact_seconds, _once(exact.evaluate))
+        fast_seconds = min(fast_seconds, _once(lambda: run("fast")))
+        exact_seconds = min(exact_seconds, _once(lambda: run("exact")))
+        for key, value in records["exact"].timing["exact_ranks"].items():
+            totals[key] = totals.get(key, 0) + value
     runs = repeats
     pairs = runs * 2 * dataset.triples["test"].shape[0] * dataset.num_entities
-    stats = exact.exact.stats.as_dict()
-    agree = exact.evaluate()["metrics"] == fast.evaluate()["metrics"]
-    return {"exact": exact_seconds, "fast": fast_seconds, "rescored_fraction": stats["rescored"] / pairs,
-            "stats": {k: v // runs for k, v in stats.items()}, "same_metrics": agree}
+    agree = records["exact"].metrics == records["fast"].metrics
+    return {"exact": exact_seconds, "fast": fast_seconds, "rescored_fraction": totals["rescored"] / pairs,
+            "stats": {k: v // runs for k, v in totals.items()}, "same_metrics": agree}
 
 
 def overhead(folder: Path, model: str, device: str) -> tuple:
@@ -169,16 +173,19 @@ def overhead(folder: Path, model: str, device: str) -> tuple:
     import torch
 
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.candidates import RankingSetup
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.evaluation.producers.full import FullRanking
     from openbench.models.scorers import build_scorer
 
     dataset = load_dataset(folder)
     scorer = build_scorer(model, np.load(folder / "entities.npy"), np.load(folder / "relations.npy"),
                           dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device=device, progress=False)
-    producer = evaluator.producer()  # the full ranking, bound: its scorer on the device, its block budget
-    size = producer.default_batch_size(evaluator)
-    test = dataset.triples["test"].to(evaluator.device)
+    setup = RankingSetup(dataset, device=device, progress=False)
+    producer = FullRanking(scorer)
+    producer.bind(setup)  # the full ranking, bound as the door binds it: its scorer on the device, its block budget
+    size = producer.default_batch_size(setup)
+    test = dataset.triples["test"].to(setup.device)
     width = producer.chunk_width(size)
 
     def scores_only():
@@ -190,10 +197,10 @@ def overhead(folder: Path, model: str, device: str) -> tuple:
                     last = min(first + width, dataset.num_entities)
                     producer.scorer.score_chunk(queries, side, first, last,
                                                 out=producer.source.scratch_block(len(batch), last - first))
-        if evaluator.device.type == "cuda":
+        if setup.device.type == "cuda":
             torch.cuda.synchronize()
 
-    return _timed(lambda: evaluator.evaluate(batch_size=size)), _timed(scores_only)
+    return _timed(lambda: evaluate(dataset, scorer, device=device, batch_size=size)), _timed(scores_only)
 
 
 def main() -> None:

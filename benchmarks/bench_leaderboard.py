@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def _record(work: Path) -> dict:
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.evaluate import evaluate
     from openbench.models.scorers import build_scorer
     from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
@@ -38,7 +38,7 @@ def _record(work: Path) -> dict:
     dataset = load_dataset(write_samples(work / "split", splits, negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                           integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
-    return EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
+    return evaluate(dataset, scorer, device="cpu").to_dict()
 
 
 def _variant(record: dict, model: str, seed: int) -> dict:

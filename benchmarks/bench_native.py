@@ -68,7 +68,7 @@ if step == "peer":
         frame = pl.read_csv(folder / "drkg.tsv", separator="\t", has_header=False, infer_schema=False, quote_char=None)
     rows = frame.height
 else:
-    from openbench.datasets.native import convert
+    from openbench.datasets.published.native import convert
     info = convert(fmt, folder, folder / "out", {"name": fmt}, {})
     rows = info["counts"]["rows"]
 print(json.dumps({"seconds": time.perf_counter() - started, "rows": rows,

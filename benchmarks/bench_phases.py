@@ -36,7 +36,7 @@ def main() -> None:
     import torch
 
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.evaluate import evaluate
     from openbench.models.scorers import build_scorer
     mark("imports (torch, polars, openbench)")
     device = torch.device(args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -48,10 +48,8 @@ def main() -> None:
     scorer = build_scorer(args.model, np.load(args.folder / "entities.npy"), np.load(args.folder / "relations.npy"),
                           dataset.num_entities, dataset.num_relations)
     mark("scorer (embeddings read)")
-    evaluator = EmbeddingEvaluator(dataset, scorer, device=str(device), progress=False)
-    mark("evaluator (to device, filter index)")
-    result = evaluator.evaluate()
-    mark("evaluate")
+    result = evaluate(dataset, scorer, device=str(device)).to_dict()
+    mark("evaluate (to device, filter index, ranking)")
     for name, seconds in phases:
         print(f"{name:>40}: {seconds:6.2f} s")
     print(f"{'total':>40}: {sum(s for _, s in phases):6.2f} s; MRR {result['metrics']['both']['realistic']['mrr']:.8f}")

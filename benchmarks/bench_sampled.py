@@ -4,7 +4,7 @@ Synthetic, seeded: 2.5 M entities, 535 relations, 100,000 test triples with 500 
 and 500 negative tails each, DistMult embeddings of dimension 100 (a 1 GB entity table). Each
 side runs in a child process, so that its peak memory is its own:
 
-* openbench: ``EmbeddingEvaluator`` with ``sampled_negatives`` (each query vector once, only its
+* openbench: ``openbench.evaluate(..., protocol="sampled", negatives=...)`` (each query vector once, only its
   501 candidates gathered, in blocks of at most 2**24 values: nothing of size batch × entities);
 * the peer, OGB's KGE-example way: per batch, gather the (B, 1 + K, d) candidate rows, score them
   by broadcasting, and hand the positive and negative scores to ``ogb.linkproppred.Evaluator``
@@ -58,9 +58,9 @@ def openbench_child(folder: Path) -> dict:
     import torch
 
     from openbench.datasets.loader import Dataset
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
+    from openbench.evaluation.evaluate import evaluate
     from openbench.datasets.ogb import IdLabels
-    from openbench.evaluation.sampled import SampledNegatives
+    from openbench.evaluation.producers.sampled import SampledNegatives
     from openbench.models.scorers import build_scorer
 
     entities = np.load(folder / "entities.npy", mmap_mode="r")
@@ -76,9 +76,7 @@ def openbench_child(folder: Path) -> dict:
     scorer = build_scorer("DistMult", np.asarray(entities), relations, dataset.num_entities, dataset.num_relations)
     loaded = _peak_gb()
     started = time.perf_counter()
-    evaluator = EmbeddingEvaluator(dataset, scorer, filter_sets=[], sampled_negatives=negatives, device="cpu",
-                                   progress=False)
-    record = evaluator.evaluate()
+    record = evaluate(dataset, scorer, protocol="sampled", negatives=negatives, device="cpu").to_dict()
     seconds = time.perf_counter() - started
     block = record["metrics"]["both"]["realistic"]
     return {"seconds": seconds, "peak_gb": _peak_gb(), "loaded_gb": loaded, "mrr": block["mrr"],

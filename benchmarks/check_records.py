@@ -6,7 +6,8 @@ records and ranks files), ``bench_evaluator.py``'s two models at its ``small`` s
 ranking, exact and fast ranks), the sampled (OGB) protocol, triple classification, an
 AnyBURL/SAFRAN top-k file, an OBL2021 submission, and a distributed run (two gloo processes,
 query and entity shards). Every record is written with its ``timing`` key removed (the one
-documented key that may differ); ranks files are compared whole.
+documented key that may differ) and the run's temporary folder replaced by ``<work>``; ranks
+files are compared whole.
 
     python benchmarks/check_records.py --save DIR    # before the change
     python benchmarks/check_records.py --check DIR   # after it: exit 1 naming every file that differs
@@ -38,10 +39,13 @@ def openbench(*args: str, env: dict = None) -> subprocess.CompletedProcess:
     return done
 
 
-def without_timing(path: Path) -> bytes:
+def without_timing(path: Path, work: Path) -> bytes:
+    """The record at ``path`` without its ``timing`` key, the run's temporary folder written as
+    ``<work>`` (a dataset's path is recorded, and each run works in a fresh folder)."""
     record = json.loads(path.read_text())
     record.pop("timing", None)
-    return (json.dumps(record, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    return text.replace(str(work), "<work>").encode("utf-8")
 
 
 def topk_file(folder: Path, out: Path) -> Path:
@@ -69,7 +73,7 @@ def produce(out: Path) -> None:
             if "leaderboard" in path.parts or path.name.startswith(".openbench"):
                 continue
             name = "demo__" + "__".join(path.relative_to(work / "demo").parts)
-            (out / name).write_bytes(without_timing(path))
+            (out / name).write_bytes(without_timing(path, work))
         for path in sorted((work / "demo").rglob("*.parquet")):
             (out / ("demo__" + "__".join(path.relative_to(work / "demo").parts))).write_bytes(path.read_bytes())
 
@@ -91,7 +95,7 @@ def produce(out: Path) -> None:
         runs["obl2021"] = ["--dataset", kgid, "--submission", submission]
         for name, arguments in runs.items():
             openbench("evaluate", *arguments, "--no-progress", "--output", work / f"{name}.json", env=env)
-            (out / f"small_{name}.json").write_bytes(without_timing(work / f"{name}.json"))
+            (out / f"small_{name}.json").write_bytes(without_timing(work / f"{name}.json", work))
         for shard in ("queries", "entities"):
             record = work / f"dist-{shard}.json"
             done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
@@ -101,7 +105,7 @@ def produce(out: Path) -> None:
                                   capture_output=True, text=True, env=dict(env, OMP_NUM_THREADS="1"))
             if done.returncode != 0:
                 raise SystemExit(f"the distributed {shard} run failed:\n{done.stderr[-3000:]}")
-            (out / f"small_distributed-{shard}.json").write_bytes(without_timing(record))
+            (out / f"small_distributed-{shard}.json").write_bytes(without_timing(record, work))
         sample_split = work / "sample_split"
         openbench("generate", "--sample", "--output", work / "graph", "--no-progress", env=env)
         files = work / "graph" / "graph_files"
@@ -109,7 +113,7 @@ def produce(out: Path) -> None:
                   files / "ALL_nodes.csv", "--eval-negatives", "20", "--output", sample_split, env=env)
         openbench("evaluate", "--dataset", sample_split, "--model", "popularity", "--protocol", "sampled",
                   "--no-progress", "--output", work / "sampled.json", env=env)
-        (out / "sample_sampled-popularity.json").write_bytes(without_timing(work / "sampled.json"))
+        (out / "sample_sampled-popularity.json").write_bytes(without_timing(work / "sampled.json", work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,24 +1,35 @@
 """OpenBioLink's evaluation API, working, for users porting code (``openbiolink.evaluation``).
 
 ``DataLoader(root, name, entity_to_id_path, relation_to_id_path)`` fetches a registry dataset
-(verified, see :mod:`openbench.registry`) and exposes OpenBioLink's attributes; its
+(verified, see :mod:`openbench.datasets.published`) and exposes OpenBioLink's attributes; its
 ``filter_scores`` takes the arguments in the declared order and removes the true answer from the
 filter (OpenBioLink 0.1.4 calls it with the arguments swapped and cannot run); ``save_as_kgid``
-writes the integer-id layout (0.1.4 raises a TypeError). :class:`Evaluator` is subclassed exactly as
-OpenBioLink's README shows (``score_batch(batch) -> (head_scores, tail_scores)``) and evaluates
-with openbench's protocol: realistic ranks (OpenBioLink 0.1.4 counts every tie against the model).
+writes the integer-id layout (0.1.4 raises a TypeError).
+
+:class:`Evaluator` is openbench's one subclassing contract, OpenBioLink's: subclass it and
+implement ``score_batch(batch)``, returning ``(head_scores, tail_scores)``, each (B, E)
+(``head_scores[i, j]`` the score of (j, r_i, t_i), ``tail_scores[i, j]`` that of (h_i, r_i, j)), or
+the older 4-tensor contract ``(pos_head, neg_head, pos_tail, neg_tail)``, where the true score is
+read from the full row and a warning is recorded where it differs from ``pos_*`` by more than
+rounding. ``evaluate()`` goes through the one door (:func:`openbench.evaluation.evaluate.evaluate`)
+with the subclass as a row scorer, so it gets exactly what every other model gets, with
+openbench's protocol: realistic ranks (OpenBioLink 0.1.4 counts every tie against the model). New
+code passes a scorer to :func:`openbench.evaluate` instead (:func:`openbench.score_function`
+turns a function into one).
 """
 from __future__ import annotations
 
 import math
-from typing import Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple, Union
 
 import torch
 
-from openbench.registry import get
+from openbench.datasets.published.fetch import get
 from openbench.errors import InputError
 from openbench.datasets.loader import SPLITS, load_dataset, write_id_layout
-from openbench.evaluation.evaluator import Evaluator as _Evaluator
+from openbench.errors import ScoreError
+from openbench.evaluation.evaluate import evaluate
+from openbench.models.base import RowScorer
 from openbench.datasets.filter_index import FilterIndex
 
 __all__ = ["DataLoader", "Evaluator"]
@@ -101,22 +112,124 @@ class DataLoader:
         return write_id_layout(self.dataset, path, sep)
 
 
-class Evaluator(_Evaluator):
-    """``Evaluator(dl, higher_is_better=True)``: subclass it and implement ``score_batch``.
+class _ScoreBatch(RowScorer):
+    """An :class:`Evaluator` subclass's ``score_batch`` as a row scorer: called once per batch,
+    both sides served from its output; the 4-tensor contract's positives checked against the rows."""
+
+    kind = "score_batch"
+
+    def __init__(self, evaluator: "Evaluator"):
+        super().__init__(evaluator.num_entities)
+        self.evaluator = evaluator
+        self.device = evaluator.device
+        self._batch: Optional[torch.Tensor] = None
+        self._output: Tuple = ()
+
+    def to(self, device: torch.device) -> "_ScoreBatch":
+        """The evaluator computes where it was told to."""
+        return self
+
+    def description(self) -> dict:
+        """The subclass's model block."""
+        return self.evaluator.model_description()
+
+    def _scores_of(self, batch: torch.Tensor) -> Tuple:
+        if batch is not self._batch:
+            output = self.evaluator.score_batch(batch)
+            if not isinstance(output, (tuple, list)) or len(output) not in (2, 4):
+                raise ScoreError("score_batch must return (head_scores, tail_scores) or "
+                                 "(pos_head, neg_head, pos_tail, neg_tail)")
+            self._batch, self._output = batch, tuple(output)
+        return self._output
+
+    def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:
+        """(B, E) ``score_batch``'s ``side`` rows (``neg_*`` of the 4-tensor contract)."""
+        output = self._scores_of(batch)
+        if len(output) == 2:
+            return output[0] if side == "head" else output[1]
+        return output[1] if side == "head" else output[3]
+
+    def check_rows(self, batch: torch.Tensor, side: str, rows: torch.Tensor, true_scores: torch.Tensor) -> None:
+        """The 4-tensor contract: ``pos_*`` (B,) against the true answers' entries ``true_scores`` (B,)."""
+        output = self._scores_of(batch)
+        if len(output) == 4:
+            positive = torch.as_tensor(output[0] if side == "head" else output[2], device=rows.device)
+            self.evaluator._check_positive_scores(side, positive, true_scores)
+
+
+class Evaluator:
+    """``Evaluator(dl, higher_is_better=True, **options)``: subclass it and implement ``score_batch``.
+
+    :param dl: a :class:`DataLoader` (or a loaded :class:`~openbench.datasets.loader.Dataset`).
+    :param options: keywords of :func:`openbench.evaluation.evaluate.evaluate` (``filter_sets``,
+        ``hits_at``, ``device``, ``candidates``, ``sides``, ``relations``, ``entities``, ...).
 
     ``evaluate(batch_size=100)`` returns openbench's full result, plus OpenBioLink's top-level
     keys ``hits@1``, ``hits@3``, ``hits@10`` and ``mrr`` (realistic, head and tail together).
     """
 
-    def __init__(self, dl: DataLoader, higher_is_better: bool = True, **options):
-        options.setdefault("progress", False)
-        super().__init__(dl.dataset, lower_is_better=not higher_is_better, **options)
+    model_name = "custom"
+    model_kind = "score_batch"
+
+    def __init__(self, dl: Union[DataLoader, Any], higher_is_better: bool = True, **options):
+        from openbench.evaluation.counting.device import resolve_device
+
         self.dl = dl
+        self.dataset = dl.dataset if isinstance(dl, DataLoader) else dl
+        self.num_entities = self.dataset.num_entities
+        self.lower_is_better = not higher_is_better
+        options.setdefault("progress", False)
+        device = options.pop("device", "auto")
+        self.device = device if isinstance(device, torch.device) else resolve_device(device)
+        self.options = options
+        self.warnings: list = []
+
+    # -- the model contract ---------------------------------------------------------------
+    def score_batch(self, batch: torch.Tensor):
+        """Scores for ``batch`` (B, 3) of (h, r, t) ids on the evaluation device.
+
+        Return ``(head_scores, tail_scores)``, each (B, E), or the 4-tuple
+        ``(pos_head (B,), neg_head (B, E), pos_tail (B,), neg_tail (B, E))``.
+        """
+        raise NotImplementedError("subclasses implement score_batch(batch)")
+
+    def model_description(self) -> dict:
+        return {"name": self.model_name, "kind": self.model_kind, "params": {}, "source_sha256": None}
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def _as_scorer(self) -> "_ScoreBatch":
+        """This evaluator's ``score_batch`` as a row scorer (what the door ranks)."""
+        return _ScoreBatch(self)
 
     def evaluate(self, batch_size: Optional[int] = 100) -> dict:
         """openbench's record, plus OpenBioLink's flat ``hits@1/3/10`` and ``mrr`` keys (realistic,
         both sides) at its top level, as OpenBioLink's evaluator returned them."""
-        result = super().evaluate(batch_size=batch_size)
+        self.warnings = []
+        result = evaluate(self.dataset, self._as_scorer(), lower_is_better=self.lower_is_better, device=self.device,
+                          batch_size=batch_size, **self.options).to_dict()
+        # what the 4-tensor contract's checks found while scoring (after the run's own warnings)
+        result["warnings"] += [message for message in self.warnings if message not in result["warnings"]]
         headline = result["metrics"]["both"]["realistic"]
         result.update({key: headline[key] for key in ("hits@1", "hits@3", "hits@10", "mrr") if key in headline})
         return result
+
+    @torch.no_grad()
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """(n,) scores of the given (n, 3) triples, for triple classification; higher is more
+        plausible (distances are negated when ``lower_is_better``), read from the tail rows."""
+        scores = self._as_scorer().score_triples(triples)
+        return -scores if self.lower_is_better else scores
+
+    def _check_positive_scores(self, side: str, positive: torch.Tensor, from_rows: torch.Tensor) -> None:
+        """Warn where ``pos_*`` (B,) and the true answer's entry of the full row (B,) differ by
+        more than rounding: the same score computed two ways may differ in its last bits."""
+        positive = positive.reshape(-1).to(from_rows.dtype)
+        tolerance = 64 * torch.finfo(from_rows.dtype).eps
+        differs = ~torch.isclose(positive, from_rows, rtol=tolerance, atol=tolerance, equal_nan=True)
+        if bool(differs.any()):
+            largest = float((positive - from_rows)[differs].abs().max())
+            self.warn(f"{int(differs.sum())} {side} positive score(s) differ from the true answer's entry of the full "
+                      f"score row by more than rounding (up to {largest:.3g}); ranked with the full-row value")

@@ -167,7 +167,7 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
     from openbench._io import write_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluate import evaluate
-    from openbench.evaluation.ranks import write_ranks
+    from openbench.evaluation.statistics.ranks_table import write_ranks
     from splits.pipeline import split_random
 
     out = Path(out)
@@ -217,7 +217,7 @@ def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> str:
 def compare_models(out: Path, seed: int = 0) -> str:
     """The paired comparison of the two baselines from their ranks files (``openbench compare``'s
     table): DistMult - TransE-L2 on the realistic MRR, interval, p-values."""
-    from openbench.evaluation.compare import compare_ranks, format_comparison
+    from openbench.evaluation.statistics.compare import compare_ranks, format_comparison
 
     first, second = (Path(out) / "results" / f"{model}.ranks.parquet" for model in PIPELINE_MODELS)
     result = compare_ranks(first, second, seed=seed, names=PIPELINE_MODELS)

@@ -20,7 +20,7 @@ Timings live under one key, ``timing``: everything else is a function of the inp
 protocol, so two runs with the same inputs and seed give records equal apart from ``timing``.
 Besides ``seconds`` it holds what depends on the machine's order of arithmetic rather than on
 the inputs: with exact ranks, ``exact_ranks`` counts the (query, candidate) pairs the fast pass
-left undecided and how each was settled (:mod:`openbench.evaluation.exact`), and ``stages`` the
+left undecided and how each was settled (:mod:`openbench.evaluation.counting.exact`), and ``stages`` the
 wall seconds of each stage of the run (``load_dataset``, ``load_model``, ``filter_index``,
 ``evaluation``, ``bootstrap``: those it went through).
 """
@@ -105,12 +105,12 @@ class ResultRecord:
     task: str = "ranking"
     timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
     classification: Optional[Dict[str, Any]] = None
-    # per-query ranks (polars DataFrame, openbench.evaluation.ranks) of an evaluation run here;
+    # per-query ranks (polars DataFrame, openbench.evaluation.statistics.ranks_table) of an evaluation run here;
     # not part of the JSON (--ranks-output writes them), None for a record read back
     ranks: Optional[Any] = field(default=None, repr=False, compare=False)
-    # bootstrap intervals of the headline metrics (openbench.evaluation.confidence); None: not asked for
+    # bootstrap intervals of the headline metrics (openbench.evaluation.statistics.intervals); None: not asked for
     confidence: Optional[Dict[str, Any]] = None
-    # the metrics by the answer's training degree and node type (openbench.evaluation.strata)
+    # the metrics by the answer's training degree and node type (openbench.evaluation.statistics.strata)
     by_degree: Optional[Dict[str, Any]] = None
     by_node_type: Optional[Dict[str, Any]] = None
 
@@ -193,7 +193,7 @@ def _hits(values: Dict[str, Any], where: str) -> List[tuple]:
     return sorted(hits)
 
 
-DEGREE_BUCKET = re.compile(r"0|1|([1-9][0-9]*)-([1-9][0-9]*)")  # by_degree's keys (openbench.evaluation.strata)
+DEGREE_BUCKET = re.compile(r"0|1|([1-9][0-9]*)-([1-9][0-9]*)")  # by_degree's keys (openbench.evaluation.statistics.strata)
 def _is_degree_bucket(label: str) -> bool:
     """``0``, ``1`` or ``a-b`` with a a power of two from 2 and b = 2a - 1 (strata.degree_bucket_labels)."""
     match = DEGREE_BUCKET.fullmatch(label)

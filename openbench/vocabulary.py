@@ -26,7 +26,7 @@ SCORERS: Dict[str, str] = {
     "SimplE": "½ Σ (h_head ∘ r ∘ t_tail + t_head ∘ r⁻¹ ∘ h_tail)",
 }
 
-# what openbench evaluates (openbench.evaluation.sources.SOURCES), in detection order
+# what openbench evaluates (openbench.models.sources.SOURCES), in detection order
 MODEL_SOURCES: Dict[str, str] = {
     "embeddings": "entity and relation .npy arrays with a score function (--entity-embeddings, "
                   "--relation-embeddings, --model)",

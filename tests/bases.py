@@ -237,3 +237,28 @@ def lifted_scorer(dataset, hit_rate, seed):
         return torch.tensor(np.array(rows))
 
     return score_function(scores, dataset.num_entities, name=f"oracle {hit_rate}")
+
+
+def evaluated(dataset, scorer, batch_size=None, **options):
+    """The record (JSON values) of ``scorer`` on ``dataset`` through the one door, on the CPU
+    unless told otherwise (what the old evaluator shells' ``evaluate()`` returned)."""
+    from openbench.evaluation.evaluate import evaluate
+
+    options.setdefault("device", "cpu")
+    return evaluate(dataset, scorer, batch_size=batch_size, **options).to_dict()
+
+
+def record_counts(record):
+    """{side: [(n_greater, n_equal without the answer, n_candidates)]} of a record evaluated in
+    this process (its ``ranks``), each side in evaluation order."""
+    ranks = record.ranks
+    return {side: [(g, e - 1, c) for g, e, c in ranks.filter(ranks["side"] == side)
+                   .select("n_greater", "n_equal", "n_candidates").iter_rows()]
+            for side in ("head", "tail") if side in set(ranks["side"].to_list())}
+
+
+def exact_stats(record):
+    """The exact-ranks statistics of a record (``timing.exact_ranks``): rescored, float64,
+    identical, decimal, unresolved, ..."""
+    values = record.to_dict() if hasattr(record, "to_dict") else record
+    return values["timing"]["exact_ranks"]

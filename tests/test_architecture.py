@@ -8,18 +8,25 @@ from typing import Dict, List, Set
 from tests.helpers import PROJECT_ROOT
 
 PACKAGES = ("openbench", "graphgen", "splits")
-# lowest first; a module belongs to the layer of its longest matching prefix
+# DESIGN's layers, lowest first: base, the engine in its stated order from the bottom (graphgen,
+# text, datasets, splits, models, evaluation and the code that uses it: the Python API, compat,
+# training; text reads HPO with graphgen's parsers, so it sits above graphgen, where DESIGN lists it
+# below), the service, the entry points. A module belongs to the layer of its longest matching prefix.
 LAYERS = [
-    ("base", ("openbench", "openbench._io", "openbench.errors", "openbench._native", "openbench.layouts",
-              "openbench.vocabulary", "openbench.record", "openbench.progress")),
-    ("graph", ("graphgen",)),
-    ("data", ("splits", "openbench.registry", "openbench.text", "openbench.datasets")),
-    ("models", ("openbench.models",)),
-    ("evaluation", ("openbench.evaluation",)),
-    ("engine users", ("openbench.training", "openbench.compat", "openbench.api")),
+    ("base", ("openbench", "openbench._io", "openbench._lazy", "openbench.errors", "openbench._native",
+              "openbench.layouts", "openbench.vocabulary", "openbench.record", "openbench.progress")),
+    ("engine: graphgen", ("graphgen",)),
+    ("engine: text", ("openbench.text",)),
+    ("engine: datasets", ("openbench.datasets",)),
+    ("engine: splits", ("splits",)),
+    ("engine: models", ("openbench.models",)),
+    ("engine: evaluation", ("openbench.evaluation", "openbench.training", "openbench.compat", "openbench.api")),
     ("service", ("openbench.leaderboard", "openbench.demo")),
     ("entry", ("openbench.cli", "openbench.entry", "openbench.__main__")),
 ]
+# evaluation/ by stage: the door, the candidates, the tasks beside them; everything else in a stage package
+EVALUATION_TOP = {"__init__", "evaluate", "candidates", "classification", "sweep"}
+EVALUATION_STAGES = {"producers", "counting", "statistics"}
 
 
 def _modules() -> Dict[str, pathlib.Path]:
@@ -121,8 +128,8 @@ def test_the_graph_is_read_as_expected():
     graph = import_graph()
     assert "openbench.errors" in graph["openbench._io.inputs"]
     assert "graphgen.graph_files" in graph["graphgen.export"]
-    assert "openbench.evaluation._triton" in graph["openbench.evaluation.kernels"]
-    assert layer_of("openbench.models.scorers") == 3 and layer_of("openbench._io.outputs") == 0
+    assert "openbench.evaluation.counting._triton" in graph["openbench.evaluation.counting.kernels"]
+    assert LAYERS[layer_of("openbench.models.scorers")][0] == "engine: models" and layer_of("openbench._io.outputs") == 0
 
 
 def test_tests_share_code_through_bases_not_through_each_other():
@@ -159,8 +166,10 @@ def test_every_override_in_evaluation_says_what_it_returns():
     import inspect
 
     undocumented = []
-    for name in ("models.scorers", "models.base", "models.pykeen", "models.dglke", "models.libkge", "evaluation.evaluator",
-                 "evaluation.producers", "evaluation.chain", "evaluation.distributed", "evaluation.typed"):
+    for name in ("models.scorers", "models.base", "models.pykeen", "models.dglke", "models.libkge", "compat",
+                 "evaluation.producers.base", "evaluation.producers.full", "evaluation.producers.sampled",
+                 "evaluation.producers.topk", "evaluation.producers.sharded", "evaluation.counting.chain",
+                 "evaluation.candidates"):
         module = importlib.import_module(f"openbench.{name}")
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if cls.__module__ != module.__name__:
@@ -171,3 +180,28 @@ def test_every_override_in_evaluation_says_what_it_returns():
                 if any(method in vars(base) for base in cls.__mro__[1:]) and not (function.__doc__ or "").strip():
                     undocumented.append(f"{cls.__name__}.{method}")
     assert not undocumented, undocumented
+
+
+def test_evaluation_is_grouped_by_stage():
+    """DESIGN's engine: ``evaluate.py`` (the door), ``candidates.py``, the tasks (classification,
+    sweep) and the stage packages producers/, counting/, statistics/; nothing else at the top."""
+    folder = PROJECT_ROOT / "openbench" / "evaluation"
+    modules = {path.stem for path in folder.glob("*.py")}
+    packages = {path.name for path in folder.iterdir() if path.is_dir() and (path / "__init__.py").exists()}
+    assert modules == EVALUATION_TOP, sorted(modules ^ EVALUATION_TOP)
+    assert packages == EVALUATION_STAGES, sorted(packages ^ EVALUATION_STAGES)
+
+
+def test_one_door_into_the_engine():
+    """The CLI, the sweeps, the demo, compat, the server and the Python API reach the engine through
+    ``openbench.evaluation.evaluate.evaluate`` only: none of them imports a producer, the counting
+    or the candidates (the door's own steps)."""
+    graph = import_graph()
+    users = [name for name in graph if name.startswith(("openbench.cli", "openbench.demo", "openbench.compat",
+                                                          "openbench.api", "openbench.leaderboard",
+                                                          "openbench.evaluation.sweep", "openbench.training"))]
+    inner = ("openbench.evaluation.producers", "openbench.evaluation.counting", "openbench.evaluation.candidates")
+    shared = ("openbench.evaluation.counting.device",)  # the one device resolver, everyone's
+    reaching = sorted(f"{user} -> {target}" for user in users for target in graph[user]
+                      if target.startswith(inner) and target not in shared)
+    assert not reaching, reaching

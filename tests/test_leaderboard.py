@@ -15,13 +15,13 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardError, open_leaderboard, validate
 from openbench.leaderboard.store import MIGRATIONS
 from openbench.leaderboard.render import render
 from tests.bases import TableReader, chromium
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def records(tmp_path_factory):
             scorer = build_scorer(model, integer_embeddings(seed, dataset.num_entities, 3),
                                   integer_embeddings(seed + 9, dataset.num_relations, 3), dataset.num_entities,
                                   dataset.num_relations)
-            record = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, seed=seed).evaluate()
+            record = evaluated(dataset, scorer, seed=seed)
             record["model"]["source_sha256"] = "same-training-code"  # one model, trained with three seeds
             out[(model, seed)] = record
     return out
@@ -136,8 +136,7 @@ def test_scoped_records_are_never_ranked_with_full_ones(tmp_path, records):
     dataset = load_dataset(write_samples(tmp_path / "graph", splits))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
                           integer_embeddings(9, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
-    scoped = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, sides=["tail"],
-                                scope_relations=[dataset.relation_labels[0]]).evaluate()
+    scoped = evaluated(dataset, scorer, sides=["tail"], relations=[dataset.relation_labels[0]])
     scoped["model"]["source_sha256"] = "same-training-code"
     board = open_leaderboard(tmp_path / "lb.sqlite")
     board.submit(records[("DistMult", 0)], name="full")
@@ -366,7 +365,7 @@ def classification(records, tmp_path_factory):
     dataset = load_dataset(folder)
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
                           integer_embeddings(9, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
-    return classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    return classification_record(evaluated(dataset, scorer))
 
 
 def _page_board(db, records, classification):
@@ -475,7 +474,7 @@ def test_a_result_file_that_is_not_json_is_refused(tmp_path):
 def test_a_version_1_store_migrates_with_its_rows(tmp_path, records):
     """A store written before teams and tokens (schema 1) opens as the current version: its rows
     keep their data, and task, scope and dataset label are filled in from the stored records."""
-    from openbench.leaderboard.store import _canonical, _statements
+    from openbench.leaderboard.schema import canonical as _canonical, statements as _statements
 
     db = tmp_path / "old.sqlite"
     record = records[("DistMult", 0)]

@@ -241,7 +241,7 @@ def world(tmp_path_factory) -> Dict[str, Path]:
     run("text", "rank-diseases", "--test-set", str(root / "cases.json"), "--annotations", str(root / "phenotype.hpoa"),
         "--ontology", str(root / "hp.obo"), "--cache-root", str(root / "ranking"), "--method", "set_jaccard",
         "--no-progress")
-    from openbench.datasets.native import convert
+    from openbench.datasets.published.native import convert
     from tests.helpers import PROJECT_ROOT
 
     native = root / "kg_native"  # a published KG converted as `datasets get` converts it: DRKG's real rows

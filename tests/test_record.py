@@ -8,10 +8,10 @@ import random
 import pytest
 
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from openbench.record import RANK_TYPES, SIDES, RecordError, validate_record
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 K_SETS = [(1, 3, 10), (10, 1, 5), (2, 7)]
 ALL_RANK_TYPES = RANK_TYPES + ("expected",)
@@ -25,7 +25,7 @@ def records(tmp_path_factory):
     scorer = build_scorer("DistMult", integer_embeddings(3, dataset.num_entities, 4, low=-2, high=3),
                           integer_embeddings(4, dataset.num_relations, 4, low=-2, high=3), dataset.num_entities,
                           dataset.num_relations)
-    return {ks: EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, hits_at=ks).evaluate()
+    return {ks: evaluated(dataset, scorer, hits_at=ks)
             for ks in K_SETS}
 
 

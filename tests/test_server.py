@@ -21,13 +21,13 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.hosting import PARTS
 from openbench.leaderboard.server import load_benchmark, score_predictions
 from tests.bases import TableReader, chromium
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -102,7 +102,7 @@ def world(tmp_path_factory):
     dataset = load_dataset(write_samples(folder / "split", splits, negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
                           integer_embeddings(1, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
-    record = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
+    record = evaluated(dataset, scorer)
     db = folder / "board.sqlite"
     tokens = {}
     for team in ("red", "blue"):

@@ -12,7 +12,7 @@ import openbench
 from openbench._io.outputs import finite, strict_json
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.ranks import write_ranks
+from openbench.evaluation.statistics.ranks_table import write_ranks
 from tests.bases import lifted_scorer
 from tests.helpers import random_labelled_graph, write_samples
 

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.compare import sign_flip_p_value
-from openbench.evaluation.confidence import confidence_block
-from openbench.evaluation.ranks import write_ranks
+from openbench.evaluation.statistics.compare import sign_flip_p_value
+from openbench.evaluation.statistics.intervals import confidence_block
+from openbench.evaluation.statistics.ranks_table import write_ranks
 from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.uncertainty import ALPHA, PERMUTATIONS, holm
 from tests.bases import lifted_scorer

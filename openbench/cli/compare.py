@@ -26,7 +26,7 @@ __all__ = ["compare"]
 def compare(ranks_a, ranks_b, metric, side, fmt, seed, resamples, permutations):
     """Paired comparison of two ranks files (evaluate --ranks-output) of the same queries: A - B, its
     95 % paired-bootstrap interval, a sign-flip permutation p-value and Wilcoxon's."""
-    from openbench.evaluation.compare import compare_ranks, format_comparison
+    from openbench.evaluation.statistics.compare import compare_ranks, format_comparison
 
     result = compare_ranks(ranks_a, ranks_b, metric=metric, side=side, seed=seed, resamples=resamples,
                            permutations=permutations, names=(ranks_a, ranks_b))

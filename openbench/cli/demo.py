@@ -29,7 +29,7 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
     from openbench.demo import (compare_models, popularity_baseline, results_table, run_demo, run_pipeline_demo,
                                 submit_to_leaderboard)
-    from openbench.evaluation.report import format_table
+    from openbench.evaluation.statistics.report import format_table
 
     quiet_pykeen()
     out = Path(out_dir)

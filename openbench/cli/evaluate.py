@@ -1,6 +1,7 @@
 """``openbench evaluate``: one model, or several on one loaded dataset (``--model-dir`` repeated, ``--sweep``)."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,9 +9,19 @@ import click
 
 from openbench.cli.common import Names, dataset_inputs, handle_errors, int_list, quiet_pykeen, split_list, write_json
 from openbench import vocabulary
-from openbench.layouts import SPLITS
 
 __all__ = ["evaluate"]
+
+
+def _entity_list(path) -> list:
+    """The entity labels of an ``--entities`` file: one per line (blank lines and a BOM ignored)."""
+    from openbench._io import read_text
+    from openbench.errors import InputError
+
+    labels = [line.strip() for line in read_text(path).splitlines() if line.strip()]
+    if not labels:
+        raise InputError("the entity list is empty; expected one entity label per line", path)
+    return labels
 
 
 def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
@@ -21,7 +32,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.sweep import evaluate_sweep, sweep_models, sweep_table, write_records
 
-    if task != "ranking" or options.distributed:
+    if task != "ranking" or options.get("shard") is not None:
         raise click.UsageError("several models in one run: ranking on one process (no --task classification, "
                                "no --distributed)")
     models = sweep_models(model_dirs, sweep_path, trust_pickle)
@@ -145,23 +156,22 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         raise click.UsageError("--filter and --no-filter exclude each other")
     if task == "classification" and distributed:
         raise click.UsageError("--task classification runs on one process: --distributed is for ranking")
-    hits = int_list("--hits-at", hits_at)
-    filter_sets = [] if no_filter else split_list(filter_text or ",".join(SPLITS))
     from openbench._io import check_output_file, is_openbench_json
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.report import format_table
-    from openbench.evaluation.sources import EvaluationOptions, evaluate_model_record, read_entity_list
+    from openbench.evaluation.evaluate import evaluate as evaluate_model
+    from openbench.evaluation.statistics.report import format_table
     from openbench.models.sources import ModelSpec, select_source
 
-    options = EvaluationOptions(filter_sets=filter_sets, hits_at=hits, lower_is_better=lower_is_better,
-                                exclude_query_entity=exclude_query_entity, candidates=candidates, device=device,
-                                batch_size=batch_size, seed=seed, progress=progress, distributed=distributed,
-                                shard=shard, filter_given=bool(filter_text or no_filter),
-                                sides=["head", "tail"] if sides == "both" else [sides],
-                                relations=[part.strip() for part in relations_text.split(",") if part.strip()]
-                                if relations_text is not None else None,
-                                entities=read_entity_list(entities_path) if entities_path else None,
-                                ranks="fast" if fast else "exact", protocol=protocol, bootstrap=bootstrap)
+    protocol_options = dict(
+        filter_sets=[] if no_filter else (split_list(filter_text) if filter_text else None),
+        hits_at=int_list("--hits-at", hits_at), lower_is_better=lower_is_better,
+        exclude_query_entity=exclude_query_entity or None, candidates=candidates, device=device,
+        batch_size=batch_size, seed=seed, progress=progress, shard=shard if distributed else None,
+        sides=["head", "tail"] if sides == "both" else [sides],
+        relations=[part.strip() for part in relations_text.split(",") if part.strip()]
+        if relations_text is not None else None,
+        entities=_entity_list(entities_path) if entities_path else None,
+        ranks="fast" if fast else "exact", protocol=protocol, bootstrap=bootstrap)
     dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
     if bootstrap and task == "classification":
         raise click.UsageError("--bootstrap gives intervals of ranking metrics: not with --task classification")
@@ -173,7 +183,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
             raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
                                    "prediction files listed in the sweep file")
         _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
-                          trust_pickle, options, output, task, dataset_options)
+                          trust_pickle, protocol_options, output, task, dataset_options)
         return
     spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
                      model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
@@ -182,7 +192,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     if output:
         check_output_file(output, inputs, recognise=is_openbench_json)  # before any work
     if ranks_output:
-        from openbench.evaluation.ranks import is_openbench_ranks
+        from openbench.evaluation.statistics.ranks_table import is_openbench_ranks
 
         if output and Path(ranks_output).resolve() == Path(output).resolve():
             raise click.UsageError("--ranks-output and --output name the same file")
@@ -193,19 +203,20 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
                            drop_unknown=drop_unknown, **dataset_options)
     if task == "classification":
         from openbench.evaluation.classification import summary_lines
-        from openbench.evaluation.sources import classify_model
 
-        result = classify_model(dataset, spec, options, threshold_metric, fold)
+        result = evaluate_model(dataset, spec, task="classification", threshold_metric=threshold_metric, fold=fold,
+                                device=device, batch_size=batch_size, seed=seed,
+                                lower_is_better=lower_is_better, progress=progress).to_dict()
         click.echo("\n".join(summary_lines(result)), err=not output)
         write_json(result, output, inputs)
         return
-    evaluated = evaluate_model_record(dataset, spec, options)
-    if evaluated is None:  # a distributed rank other than 0
+    evaluated = evaluate_model(dataset, spec, **protocol_options)
+    if distributed and os.environ.get("RANK", "0") != "0":  # every rank has the record; rank 0 writes it
         return
     record = evaluated.to_dict()
     click.echo(format_table(record), err=not output)  # stdout holds the record itself when there is no --output
     if ranks_output and evaluated.ranks is not None:  # every ranking run has them
-        from openbench.evaluation.ranks import write_ranks
+        from openbench.evaluation.statistics.ranks_table import write_ranks
 
         write_ranks(ranks_output, evaluated.ranks, record, inputs + ([output] if output else []))
     write_json(record, output, inputs)

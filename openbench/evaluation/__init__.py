@@ -1,5 +1,7 @@
-"""Evaluation: the engine (:mod:`.evaluate`: its setup, producers and count chain), rank
-counts, the exact-ranks machinery and kernels, metrics and the evaluator classes.
+"""Evaluation: the engine. :mod:`.evaluate` is its one door (:func:`evaluate`); beneath it the
+candidates a query ranks against (:mod:`.candidates`), the producers that turn a model into rank
+counts (:mod:`.producers`), the counting itself (:mod:`.counting`), what follows from the counts
+(:mod:`.statistics`), triple classification (:mod:`.classification`) and sweeps (:mod:`.sweep`).
 
 The public names below load on first use (PEP 562), so that importing a light submodule does not
 import torch and polars.
@@ -7,10 +9,9 @@ import torch and polars.
 from openbench._lazy import lazy_exports
 
 _PUBLIC = {
-    "resolve_device": "openbench.evaluation.device",
-    "Evaluator": "openbench.evaluation.evaluator", "EmbeddingEvaluator": "openbench.evaluation.evaluator",
-    "RankCounts": "openbench.evaluation.ranking", "rank_counts": "openbench.evaluation.ranking",
-    "EvaluationOptions": "openbench.evaluation.sources", "evaluate_model": "openbench.evaluation.sources",
+    "evaluate": "openbench.evaluation.evaluate", "PROTOCOLS": "openbench.evaluation.evaluate",
+    "resolve_device": "openbench.evaluation.counting.device",
+    "RankCounts": "openbench.evaluation.counting.counts", "rank_counts": "openbench.evaluation.counting.counts",
     "load_dataset": "openbench.datasets.loader", "SampledNegatives": "openbench.datasets.negatives",
     "ModelSpec": "openbench.models.sources", "SOURCES": "openbench.models.sources",
 }

@@ -201,7 +201,7 @@ def _per_relation(scores, labels, relations, names, thresholds_of) -> Dict[str, 
 def classification_record(evaluator, threshold_metric: str = "accuracy", batch_size: Optional[int] = None,
                           fold: Optional[int] = None) -> dict:
     """Score the validation and test positives and negatives with ``evaluator`` (its
-    :meth:`~openbench.evaluation.evaluator.Evaluator.score_triples`) and build the classification
+    :meth:`openbench.compat.Evaluator.score_triples`) and build the classification
     result record (see the module docstring and README)."""
     if threshold_metric not in THRESHOLD_METRICS:
         raise UsageError(f"{option('threshold_metric', threshold_metric)}: expected one of "

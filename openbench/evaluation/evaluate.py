@@ -1,45 +1,59 @@
-"""One way through the engine: a dataset, a model, a protocol -> a :class:`~openbench.record.ResultRecord`.
+"""The one door into the engine: a dataset, a model, a protocol -> a :class:`~openbench.record.ResultRecord`.
 
-:func:`evaluate` resolves the protocol (full filtered ranking, or OGB's sampled one), chooses the
-producer for the model (:mod:`openbench.evaluation.producers`: a scorer's rows or embedding chunks,
-its sampled candidates, ranked lists), runs it under one
-:class:`~openbench.evaluation.setup.RankingSetup` and builds the record with the one reduction
-(:func:`~openbench.evaluation.metrics.summarize`). Triple classification is the second task on
-the same scorers (:mod:`openbench.evaluation.classification`) and returns the same record type.
+:func:`evaluate` is how the command line, the sweeps, the demo, :mod:`openbench.compat` and the
+tests reach the engine. It
+
+1. reads the dataset (a loaded :class:`~openbench.datasets.loader.Dataset`, a folder or a
+   registry name) and the model: a scorer (:mod:`openbench.models.base`), ranked lists
+   (:mod:`openbench.models.lists`), a producer, or a :class:`~openbench.models.sources.ModelSpec`
+   (files the user named; loaded here, the load timed);
+2. resolves the protocol (:data:`PROTOCOLS`: full filtered ranking, or OGB's sampled one) and
+   picks the producer (:mod:`openbench.evaluation.producers`), which declares the options it
+   takes by default, those it requires and those it refuses;
+3. on several processes (``shard``), joins the process group torchrun describes and wraps the
+   producer in the sharded one;
+4. runs it under one :class:`~openbench.evaluation.candidates.RankingSetup` and builds the record
+   with the one reduction (:func:`~openbench.evaluation.statistics.metrics.summarize`), or, for
+   ``task="classification"``, hands the scorer to :mod:`openbench.evaluation.classification`.
 """
 from __future__ import annotations
 
+import os
 import time
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import torch
 
 from openbench import __version__
 from openbench.datasets.loader import Dataset
 from openbench.datasets.negatives import SampledNegatives
-from openbench.errors import UsageError
-from openbench.evaluation.evidence import queries_digest
-from openbench.evaluation.metrics import summarize
-from openbench.evaluation.producers import FullRanking, Producer, SampledRanking
-from openbench.evaluation.ranking import RankCounts
-from openbench.evaluation.ranks import ranks_table
-from openbench.evaluation.strata import stratified
-from openbench.evaluation.setup import DEFAULT_HITS_AT, RankingSetup
-from openbench.evaluation.topk import LISTS_SCORE_NOTHING, OBL2021Listing, TopKListing
+from openbench.errors import UsageError, option
+from openbench.evaluation.candidates import DEFAULT_HITS_AT, RankingSetup
+from openbench.evaluation.counting.counts import RankCounts
+from openbench.evaluation.producers.base import Producer
+from openbench.evaluation.producers.full import FullRanking
+from openbench.evaluation.producers.sampled import SampledRanking
+from openbench.evaluation.producers.topk import LISTS_SCORE_NOTHING, OBL2021Listing, ServedListing, TopKListing
+from openbench.evaluation.statistics.evidence import queries_digest
+from openbench.evaluation.statistics.metrics import summarize
+from openbench.evaluation.statistics.ranks_table import ranks_table
+from openbench.evaluation.statistics.strata import stratified
 from openbench.models.base import Scorer
-from openbench.models.lists import OBL2021Submission, TopKLists
+from openbench.models.lists import OBL2021Submission, ServedLists, TopKLists
+from openbench.models.sources import ModelSpec, select_source
 from openbench.record import ResultRecord
 from openbench.vocabulary import QUERY_SIDES, SPLITS
 
-__all__ = ["PROTOCOLS", "evaluate", "classify", "for_dataset", "producer_for", "setup_for", "run", "build_record"]
+__all__ = ["PROTOCOLS", "TASKS", "evaluate", "run", "build_record"]
 
 PROTOCOLS = ("full", "sampled")
+TASKS = ("ranking", "classification")
 
 
 def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, RankCounts],
                  triples: Dict[str, torch.Tensor], seconds: float) -> ResultRecord:
     """The one reduction (metrics per side, relation and macro) and the one record, with its
-    per-query ranks (:mod:`openbench.evaluation.ranks`).
+    per-query ranks (:mod:`openbench.evaluation.statistics.ranks_table`).
 
     :param counts: {"head", "tail"} counts, each (T_side,); ``triples`` {side: (T_side, 3)} the
         triples of those counts (the producer's ``side_triples``).
@@ -61,11 +75,11 @@ def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, Rank
                         diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0,
                                      "queries_sha256": queries_digest(ranks)},
                         seed=setup.seed, device=str(setup.device), version=__version__, seconds=seconds,
-                        warnings=list(setup.warnings), timing={**producer.timing(), "stages": stages(setup, seconds)},
+                        warnings=list(setup.warnings), timing={**producer.timing(), "stages": _stages(setup, seconds)},
                         ranks=ranks)
 
 
-def stages(setup: RankingSetup, seconds: float) -> Dict[str, float]:
+def _stages(setup: RankingSetup, seconds: float) -> Dict[str, float]:
     """Wall seconds of the stages a run went through (``load_dataset`` where the dataset came
     from :func:`~openbench.datasets.loader.load_dataset`, the filter index, the evaluation)."""
     timed = {} if setup.dataset.load_seconds is None else {"load_dataset": round(setup.dataset.load_seconds, 6)}
@@ -84,7 +98,7 @@ def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = Non
     record = build_record(setup, producer, counts, producer.side_triples(setup, triples),
                           time.perf_counter() - started)
     if bootstrap is not None and record.ranks is not None:
-        from openbench.evaluation.confidence import confidence_block
+        from openbench.evaluation.statistics.intervals import confidence_block
 
         resampled = time.perf_counter()
         record.confidence = confidence_block(record.ranks, setup.hits_at, bootstrap, setup.seed)
@@ -93,62 +107,106 @@ def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = Non
     return record
 
 
-def producer_for(model, *, protocol: str = "full", negatives: Optional[SampledNegatives] = None,
-                 ranks: str = "exact", entity_chunk: Optional[int] = None) -> Producer:
+# -- the door's steps ----------------------------------------------------------------------------
+
+def _load(dataset: Dataset, model, shard: Optional[str]):
+    """(the model over ``dataset``'s ids, seconds its files took to load or None)."""
+    if isinstance(model, ModelSpec):
+        source = select_source(model)
+        if shard is not None and not source.distributable:
+            raise UsageError(f"{option('shard')} evaluates embedding scorers (embeddings, DGL-KE and LibKGE "
+                             f"checkpoints), not a {source.name} model")
+        started = time.perf_counter()
+        loaded = source.load(dataset, model)
+        return loaded, time.perf_counter() - started
+    return (model.for_dataset(dataset) if hasattr(model, "for_dataset") else model), None
+
+
+def _protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[SampledNegatives],
+              filter_sets: Optional[Sequence[str]], shard: Optional[str]):
+    """(protocol, negatives, filter sets): sampled for OGB folders unless told, then the split's
+    test negatives and no filter sets (OGB's definition); full otherwise, filtered by every split
+    unless ``filter_sets`` says otherwise."""
+    protocol = protocol or ("sampled" if dataset.layout == "ogb" else "full")
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
+    if protocol == "full":
+        return protocol, None, list(SPLITS if filter_sets is None else filter_sets)
+    if filter_sets:
+        raise UsageError("the sampled protocol ranks against the given negatives without filtering (OGB's "
+                         f"definition): {option('filter_sets')} does not apply (use {option('protocol', 'full')})")
+    if shard is not None:
+        raise UsageError("the sampled protocol runs on one process (its candidates are few per query)")
+    if negatives is None:
+        if "test" not in dataset.sampled:
+            raise UsageError(f"{option('protocol', 'sampled')} needs negatives per test triple: an OGB dataset "
+                             "folder, a split written with openbench split --eval-negatives (test_negatives.npz), "
+                             "or negatives=SampledNegatives(...)")
+        negatives = dataset.sampled["test"]
+    return protocol, negatives, []
+
+
+def _producer(model, protocol: str, negatives: Optional[SampledNegatives], ranks: str,
+              entity_chunk: Optional[int]) -> Producer:
     """The producer that ranks ``model``: a producer itself, ranked lists (top-k files, OBL2021
     submissions), or a scorer under the full or the sampled protocol."""
     if isinstance(model, Producer):
         return model
     if isinstance(model, TopKLists):
         return TopKListing(model)
+    if isinstance(model, ServedLists):
+        return ServedListing(model.answers, model.tail_side, model.lists, model.extra, model.source_sha256,
+                             model.anchors)
     if isinstance(model, OBL2021Submission):
         if protocol == "sampled":
             raise UsageError("the sampled protocol scores each query's own negatives: an OBL2021 submission has no "
-                             "scores for them (use the full protocol)")
+                             f"scores for them (use {option('protocol', 'full')})")
         return OBL2021Listing(model)
     if not isinstance(model, Scorer):
         missing = [name for name in ("num_entities", "description", "score_rows", "score_candidates", "score_triples")
                    if not hasattr(model, name)]
         raise UsageError(f"cannot evaluate a {type(model).__name__}: a model is a scorer (openbench.embedding_model, "
                          f"from_pykeen, score_function, load_model, or an object with the Scorer methods; this one "
-                         f"lacks {', '.join(missing)}), ranked lists or a producer")
+                         f"lacks {', '.join(missing)}), ranked lists, a producer or a ModelSpec")
     if protocol == "sampled":
-        if negatives is None:
-            raise UsageError("the sampled protocol needs negatives per evaluation triple")
-        return SampledRanking(model, negatives)
+        return SampledRanking(model, negatives)  # type: ignore[arg-type]
     return FullRanking(model, ranks=ranks, entity_chunk=entity_chunk)
 
 
-def setup_for(dataset: Dataset, producer: Producer, **options) -> RankingSetup:
-    """The :class:`RankingSetup` of ``options`` for ``producer``: its defaults where an option was
-    not given (None), then what it requires (ranked lists are counted on the CPU, an OBL2021
-    submission without re-filtering, a hosted benchmark on its served sides)."""
+def _setup(dataset: Dataset, producer: Producer, given: Dict[str, Any]) -> RankingSetup:
+    """The :class:`RankingSetup` of the ``given`` options (None: not given) for ``producer``: what
+    it refuses first, then its defaults where an option was not given, then what it requires."""
+    producer.refuse(given)
+    options = dict(given)
     for key, value in producer.setup_defaults().items():
         if options.get(key) is None:
             options[key] = value
     options.update(producer.setup_options())
-    options = {key: value for key, value in options.items() if value is not None}
-    return RankingSetup(dataset, **options)
+    return RankingSetup(dataset, **{key: value for key, value in options.items() if value is not None})
 
 
-def _resolve_protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[SampledNegatives],
-                      filter_sets: Optional[Sequence[str]]):
-    """(protocol, negatives, filter sets): sampled for OGB folders unless told, then the split's
-    test negatives and no filter sets (OGB's definition)."""
-    protocol = protocol or ("sampled" if dataset.layout == "ogb" else "full")
-    if protocol not in PROTOCOLS:
-        raise UsageError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
-    if protocol == "full":
-        return protocol, None, SPLITS if filter_sets is None else filter_sets
-    if filter_sets:
-        raise UsageError("the sampled protocol ranks against the given negatives without filtering (OGB's "
-                         "definition): give no filter_sets (or protocol='full')")
-    if negatives is None:
-        if "test" not in dataset.sampled:
-            raise UsageError("protocol='sampled' needs negatives per test triple: an OGB dataset folder, a split "
-                             "written with --eval-negatives (test_negatives.npz), or negatives=SampledNegatives(...)")
-        negatives = dataset.sampled["test"]
-    return protocol, negatives, []
+def _join_process_group(device: str) -> tuple:
+    """(whether this call joined the group torchrun describes, this rank's device)."""
+    import torch.distributed as dist
+
+    from openbench.evaluation.counting.device import resolve_device
+    from openbench.evaluation.producers.sharded import init_from_environment
+
+    joined = not dist.is_initialized()
+    init_from_environment()
+    local_rank = os.environ.get("LOCAL_RANK")
+    return joined, resolve_device(device, local_rank=int(local_rank) if local_rank is not None else None)
+
+
+def _with_model_load(record: ResultRecord, seconds: Optional[float]) -> ResultRecord:
+    """``record`` with the model's load time among its stages, after the dataset's."""
+    if seconds is None:
+        return record
+    stages = record.timing.get("stages", {})
+    first = {key: stages[key] for key in ("load_dataset",) if key in stages}
+    record.timing["stages"] = {**first, "load_model": round(seconds, 6),
+                               **{key: value for key, value in stages.items() if key not in first}}
+    return record
 
 
 def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] = None,
@@ -158,7 +216,7 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
              entities: Optional[Sequence[str]] = None, ranks: str = "exact", batch_size: Optional[int] = None,
              device="auto", seed: Optional[int] = 0, lower_is_better: bool = False,
              exclude_query_entity: Optional[bool] = None, evaluation_split: str = "test", progress: bool = False,
-             entity_chunk: Optional[int] = None, threshold_metric: str = "accuracy",
+             entity_chunk: Optional[int] = None, threshold_metric: str = "accuracy", fold: Optional[int] = None,
              shard: Optional[str] = None, bootstrap: Optional[int] = None) -> ResultRecord:
     """Evaluate ``model`` on ``dataset``; returns the typed result record (its per-query ranks in
     ``record.ranks``).
@@ -167,8 +225,10 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
     :param model: a scorer (:func:`openbench.embedding_model`, :func:`openbench.from_pykeen`,
         :func:`openbench.score_function`, any object with the
         :class:`~openbench.models.base.Scorer` methods), ranked lists
-        (:class:`~openbench.models.lists.TopKLists`, :class:`~openbench.models.lists.OBL2021Submission`)
-        or a producer.
+        (:class:`~openbench.models.lists.TopKLists`, :class:`~openbench.models.lists.OBL2021Submission`,
+        a hosted benchmark's :class:`~openbench.models.lists.ServedLists`),
+        a producer, or a :class:`~openbench.models.sources.ModelSpec` naming the model's files
+        (what ``openbench evaluate`` reads; the load is timed as the record's ``load_model`` stage).
     :param task: ``"ranking"`` or ``"classification"`` (the split's positives against its
         negatives, thresholds per relation chosen on validation by ``threshold_metric``).
     :param protocol: ``"full"`` (every entity, the known answers of ``filter_sets`` filtered;
@@ -183,31 +243,45 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
     :param seed: recorded in the record (the run's seed, as ``--seed``; the ranking itself is
         deterministic and draws nothing; it seeds ``bootstrap``).
     :param bootstrap: resamples of the test triples for the record's ``confidence`` block (95 %
-        percentile intervals of MRR and hits@k; :mod:`openbench.evaluation.confidence`).
-    :param shard: ``"queries"`` or ``"entities"``: evaluate on every rank of the initialised
-        torch.distributed process group (:class:`~openbench.evaluation.distributed.ShardedProducer`).
+        percentile intervals of MRR and hits@k; :mod:`openbench.evaluation.statistics.intervals`).
+    :param shard: ``"queries"`` or ``"entities"``: evaluate on every rank of the torch.distributed
+        process group (joined from torchrun's environment where it is not yet initialised, and
+        left again afterwards), each rank's device its own GPU under ``device="auto"``
+        (:class:`~openbench.evaluation.producers.sharded.ShardedProducer`). Every rank returns
+        the same record.
     """
+    if task not in TASKS:
+        raise UsageError(f"task {task!r}: expected ranking or classification")
     if not isinstance(dataset, Dataset):
         from openbench.datasets.loader import load_dataset
 
         dataset = load_dataset(dataset)
-    model = for_dataset(model, dataset)
+    if task == "classification" and shard is not None:
+        raise UsageError("triple classification runs on one process: sharding is for ranking")
+    loaded, load_seconds = _load(dataset, model, shard)
     if task == "classification":
-        return classify(dataset, model, threshold_metric=threshold_metric, batch_size=batch_size, device=device,
-                        seed=seed, lower_is_better=lower_is_better, progress=progress)
-    if task != "ranking":
-        raise UsageError(f"task {task!r}: expected ranking or classification")
-    protocol, negatives, filters = _resolve_protocol(dataset, protocol, negatives, filter_sets)
-    producer = producer_for(model, protocol=protocol, negatives=negatives, ranks=ranks, entity_chunk=entity_chunk)
-    if shard is not None:
-        from openbench.evaluation.distributed import ShardedProducer
+        return _classify(dataset, loaded, threshold_metric=threshold_metric, batch_size=batch_size, device=device,
+                         seed=seed, lower_is_better=lower_is_better, progress=progress, fold=fold)
+    protocol, negatives, filters = _protocol(dataset, protocol, negatives, filter_sets, shard)
+    producer = _producer(loaded, protocol, negatives, ranks, entity_chunk)
+    given = dict(filter_sets=filters if filter_sets is not None or protocol == "sampled" else None,
+                 hits_at=hits_at, lower_is_better=lower_is_better, device=device,
+                 exclude_query_entity=exclude_query_entity, evaluation_split=evaluation_split, seed=seed,
+                 progress=progress, candidates=candidates, sides=sides, scope_relations=relations,
+                 scope_entities=entities, sampled_negatives=negatives)
+    if shard is None:
+        return _with_model_load(run(_setup(dataset, producer, given), producer, batch_size, bootstrap), load_seconds)
+    import torch.distributed as dist
 
-        producer = ShardedProducer(producer, shard)
-    setup = setup_for(dataset, producer, filter_sets=filters, hits_at=hits_at, lower_is_better=lower_is_better,
-                      device=device, exclude_query_entity=exclude_query_entity, evaluation_split=evaluation_split,
-                      seed=seed, progress=progress, candidates=candidates, sides=sides, scope_relations=relations,
-                      scope_entities=entities, sampled_negatives=negatives)
-    return run(setup, producer, batch_size, bootstrap)
+    from openbench.evaluation.producers.sharded import ShardedProducer
+
+    joined, given["device"] = _join_process_group(device if isinstance(device, str) else str(device))
+    try:
+        sharded = ShardedProducer(producer, shard)
+        return _with_model_load(run(_setup(dataset, sharded, given), sharded, batch_size, bootstrap), load_seconds)
+    finally:
+        if joined:
+            dist.destroy_process_group()
 
 
 class _Classifying:
@@ -232,23 +306,15 @@ class _Classifying:
         return self.scorer.description()
 
 
-def for_dataset(model, dataset: Dataset):
-    """``model`` over ``dataset``'s ids: a model that has to match its own label maps to the
-    dataset's first (a PyKEEN model with its TriplesFactory) does it here."""
-    return model.for_dataset(dataset) if hasattr(model, "for_dataset") else model
-
-
-def classify(dataset: Dataset, model, *, threshold_metric: str = "accuracy", batch_size: Optional[int] = None,
-             device="auto", seed: Optional[int] = 0, lower_is_better: bool = False, progress: bool = False,
-             fold: Optional[int] = None) -> ResultRecord:
+def _classify(dataset: Dataset, model, *, threshold_metric: str, batch_size: Optional[int], device,
+              seed: Optional[int], lower_is_better: bool, progress: bool, fold: Optional[int]) -> ResultRecord:
     """Triple classification of the validation and test positives and negatives by a scorer."""
     from openbench.evaluation.classification import classification_record
 
-    if isinstance(model, (TopKLists, OBL2021Submission, TopKListing, OBL2021Listing)):
+    if isinstance(model, (TopKLists, OBL2021Submission, ServedLists, TopKListing, OBL2021Listing, ServedListing)):
         raise UsageError(LISTS_SCORE_NOTHING)
     setup = RankingSetup(dataset, device=device, seed=seed, lower_is_better=lower_is_better, progress=progress)
-    scorer = for_dataset(model, dataset)
-    scorer = scorer.to(setup.device) if hasattr(scorer, "to") else scorer
+    scorer = model.to(setup.device) if hasattr(model, "to") else model
     setup.warnings.extend(message for message in getattr(scorer, "warnings", []) if message not in setup.warnings)
     return ResultRecord.from_dict(classification_record(_Classifying(setup, scorer), threshold_metric, batch_size,
                                                         fold))

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from openbench.errors import InputError, UsageError
 from openbench.datasets.loader import Dataset
-from openbench.evaluation.sources import EvaluationOptions, evaluate_model
 from openbench.models.sources import ModelSpec
 
 __all__ = ["SWEEP_KEYS", "read_sweep", "sweep_models", "evaluate_sweep", "record_file_name", "write_records",
@@ -24,10 +23,11 @@ SWEEP_KEYS: Dict[str, str] = {"name": "name", "entity_embeddings": "entity_embed
               "predictions": "predictions"}
 
 
-def read_sweep(path) -> List[Tuple[str, ModelSpec]]:
+def read_sweep(path, trust_pickle: bool = False) -> List[Tuple[str, ModelSpec]]:
     """A sweep file: a JSON list of objects, each a model (``name`` plus ``model_dir``, or
     ``entity_embeddings``, ``relation_embeddings`` and ``model``, …); relative paths are taken
-    from the file's folder. Returns (name, spec) pairs."""
+    from the file's folder; ``trust_pickle`` (the command's ``--trust-pickle``) lets each entry's
+    PyKEEN folder load. Returns (name, spec) pairs."""
     from openbench._io import read_json
 
     entries = read_json(path, "sweep file")
@@ -51,7 +51,7 @@ def read_sweep(path) -> List[Tuple[str, ModelSpec]]:
                        "predictions") and isinstance(value, str):
                 value = str(base / value)
             fields[SWEEP_KEYS[key]] = value
-        models.append((entry["name"].strip(), ModelSpec(**fields)))  # type: ignore[arg-type]
+        models.append((entry["name"].strip(), ModelSpec(trust_pickle=trust_pickle, **fields)))  # type: ignore[arg-type]
     return models
 
 
@@ -60,7 +60,7 @@ def sweep_models(model_dirs: Sequence[str], sweep_path=None, trust_pickle: bool 
     sweep file's entries; a name given twice is a usage error."""
     models = [(Path(path).name, ModelSpec(model_dir=path, trust_pickle=trust_pickle)) for path in model_dirs]
     if sweep_path:
-        models += read_sweep(sweep_path)
+        models += read_sweep(sweep_path, trust_pickle)
     names = [name for name, _ in models]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -68,23 +68,22 @@ def sweep_models(model_dirs: Sequence[str], sweep_path=None, trust_pickle: bool 
     return models
 
 
-def evaluate_sweep(dataset: Dataset, models: List[Tuple[str, ModelSpec]], options: EvaluationOptions,
+def evaluate_sweep(dataset: Dataset, models: List[Tuple[str, ModelSpec]], options: Dict[str, Any],
                    ) -> Tuple[Dict[str, dict], Dict[str, str]]:
-    """Evaluate several models on one loaded dataset (its filter indexes built once and shared):
+    """Evaluate several models on one loaded dataset (its filter indexes built once and shared),
+    each through :func:`openbench.evaluation.evaluate.evaluate` with ``options`` (its keywords):
     ({name: record} of those that worked, {name: error message} of those that failed)."""
     from openbench.errors import OpenbenchError
+    from openbench.evaluation.evaluate import evaluate
 
     results, failures = {}, {}
     for name, spec in models:
         logger.info("model %s", name)
         try:
-            record = evaluate_model(dataset, spec, options)
+            results[name] = evaluate(dataset, spec, **options).to_dict()
         except OpenbenchError as error:
             failures[name] = str(error)
             logger.error("%s: %s", name, error)
-            continue
-        if record is not None:
-            results[name] = record
     return results, failures
 
 

@@ -140,8 +140,8 @@ def score_predictions(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_B
 def scored_parts(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES * INFLATE_FACTOR) -> Dict[str, tuple]:
     """{part: (the record, its per-query ranks)} of an upload, scored against the hidden answers
     of each part; the ranks stay in the store (they name the hidden test triples)."""
-    from openbench.evaluation.evaluate import run, setup_for
-    from openbench.evaluation.topk import ServedListing
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.lists import ServedLists
 
     served = hosted.served
     predictions = read_predictions(raw, len(served), max_bytes)
@@ -162,9 +162,9 @@ def scored_parts(hosted: Benchmark, raw: bytes, max_bytes: int = MAX_BODY_BYTES 
                  "served_queries": {SIDE_NAMES[s]: int((served.side == s).sum()) for s in (0, 1)},
                  "served_triples": int(chosen.sum()), "left_out_triples": int(sum(served.left_out.values())),
                  "anchors_filtered": True}
-        producer = ServedListing(test[torch.from_numpy(triple[chosen])], served.side[rows] == 1, predictions[rows],
-                                 extra, digest, anchors)
-        scored = run(setup_for(hosted.dataset, producer, progress=False), producer)
+        upload = ServedLists(test[torch.from_numpy(triple[chosen])], served.side[rows] == 1, predictions[rows],
+                             extra, digest, anchors)
+        scored = evaluate(hosted.dataset, upload, progress=False)
         record = scored.to_dict()
         record["dataset"]["path"] = hosted.name  # the server's folder is none of the submitter's business
         records[part] = (record, scored.ranks)

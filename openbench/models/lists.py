@@ -1,11 +1,11 @@
-"""Ranked lists a model hands over instead of scores: AnyBURL/SAFRAN top-k prediction files and
-OBL2021 submissions, read into the dataset's ids (the producers that rank them are in
-:mod:`openbench.evaluation.topk`)."""
+"""Ranked lists a model hands over instead of scores: AnyBURL/SAFRAN top-k prediction files,
+OBL2021 submissions and a hosted benchmark's uploads, in the dataset's ids (the producers that
+rank them are in :mod:`openbench.evaluation.producers.topk`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -14,7 +14,10 @@ from openbench.datasets.loader import Dataset
 from openbench.errors import InputError
 from openbench.models.scorers import file_sha256
 
-__all__ = ["Listing", "TopKLists", "OBL2021Submission", "read_safran_predictions", "read_obl2021_submission",
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["Listing", "TopKLists", "OBL2021Submission", "ServedLists", "read_safran_predictions", "read_obl2021_submission",
            "topk_lists", "obl2021_submission"]
 
 Listing = Tuple[np.ndarray, np.ndarray]  # (candidate ids (k,) int64, confidences (k,) float64), best first
@@ -30,6 +33,22 @@ class TopKLists:
 
     def source_sha256(self) -> Optional[str]:
         return file_sha256(self.source) if self.source else None
+
+
+@dataclass
+class ServedLists:
+    """A hosted benchmark's upload, as the server hands it to the door: each answered test triple
+    (``answers`` (A, 3) torch int64) with the side its query was served on (``tail_side`` (A,) bool,
+    True for a tail query), the submitted list of that query (``lists`` (A, k) int64), what the
+    record's protocol adds (``extra``), the upload's sha256 and the anchors every list of their
+    relation is filtered of (``anchors``: (relation ids (N,), entity ids (N,)))."""
+
+    answers: "torch.Tensor"
+    tail_side: np.ndarray
+    lists: np.ndarray
+    extra: dict
+    source_sha256: Optional[str] = None
+    anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None
 
 
 @dataclass

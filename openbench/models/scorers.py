@@ -307,7 +307,7 @@ class EmbeddingScorer:
         """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""
         return self.score_chunk(self.query_vectors(batch, side), side, 0, self.num_entities)
 
-    # -- exact ranks (openbench.evaluation.exact) ------------------------------------------
+    # -- exact ranks (openbench.evaluation.counting.exact) ------------------------------------------
     # The query of each model again, as a formula over real arrays of any element type (float64
     # numpy arrays, or object arrays of exact Decimals), complex numbers as [Re | Im] halves.
     # ``sub`` is the formula's subtraction: np.subtract for the value, np.add on absolute values

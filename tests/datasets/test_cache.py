@@ -10,9 +10,9 @@ import torch
 
 from openbench.datasets import loader as dataset_module
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import build_scorer
 from tests.helpers import PROJECT_ROOT, integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 
 @pytest.fixture()
@@ -88,7 +88,7 @@ def test_cached_and_fresh_evaluations_give_the_same_record(cache, folder, monkey
         scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                               integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities,
                               dataset.num_relations)
-        record = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
+        record = evaluated(dataset, scorer)
         record.pop("timing")
         return record
 

@@ -8,8 +8,8 @@ import polars as pl
 import pytest
 import torch
 
-from openbench.datasets.native import READERS, check_counts, CountMismatch
-from openbench.datasets.native.graph import NativeGraph, finish_edges, write_graph
+from openbench.datasets.published.native import READERS, check_counts, CountMismatch
+from openbench.datasets.published.native.graph import NativeGraph, finish_edges, write_graph
 from openbench.errors import InputError
 from graphgen.graph_files import read_nodes
 

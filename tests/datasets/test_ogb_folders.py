@@ -197,8 +197,9 @@ def test_sampled_scoring_never_builds_full_rows(tmp_path, monkeypatch):
 
 def test_offset_and_protocol_mistakes_are_refused(tmp_path):
     from openbench.errors import UsageError
-    from openbench.evaluation.sources import EvaluationOptions, with_protocol
-    from openbench.models.sources import SOURCES
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.lists import TopKLists
+    from openbench.models.popularity import popularity_model
 
     folder = tmp_path / "wiki"
     _write_wikikg2(folder, 6)
@@ -212,11 +213,13 @@ def test_offset_and_protocol_mistakes_are_refused(tmp_path):
     with pytest.raises(InputError, match=r'expected a JSON object \{"node type": offset\}'):
         load_dataset(biokg, entity_offsets=offsets)
     dataset = load_dataset(folder)
-    with pytest.raises(UsageError, match="a anyburl input has no scores for them"):
-        with_protocol(dataset, SOURCES["anyburl"], EvaluationOptions())
+    lists = TopKLists({})
+    with pytest.raises(UsageError, match="top-k prediction files rank what they list: the sampled protocol"):
+        evaluate(dataset, lists, device="cpu")  # an OGB folder: sampled unless told
     with pytest.raises(UsageError, match="runs on one process"):
-        with_protocol(dataset, SOURCES["embeddings"], EvaluationOptions(distributed=True))
-    assert with_protocol(dataset, SOURCES["anyburl"], EvaluationOptions(protocol="full")).sampled_negatives is None
+        evaluate(dataset, popularity_model(dataset), device="cpu", shard="queries")
+    full = evaluate(dataset, lists, device="cpu", protocol="full")  # told: every answer unlisted, ranked as such
+    assert full.to_dict()["protocol"]["candidates"] == "listed (top-k)" and full.metric("both.realistic.mrr") == 0
 
 
 def test_a_repeated_test_triple_counts_once_under_the_full_protocol(tmp_path):

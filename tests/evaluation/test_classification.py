@@ -15,9 +15,9 @@ from openbench.cli import main
 from openbench.evaluation.classification import (auroc, average_precision, choose_threshold, classification_record,
                                                  threshold_metrics)
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import SCORERS
 from openbench.record import RecordError, validate_record
+from tests.bases import evaluated
 
 scores_and_labels = st.integers(2, 60).flatmap(lambda n: st.tuples(
     st.lists(st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.0]) | st.floats(-5, 5), min_size=n, max_size=n),
@@ -158,7 +158,7 @@ def test_constant_scores_classify_at_one_half(tmp_path):
     split = _sample_split(tmp_path)
     dataset = load_dataset(split)
     scorer = SCORERS["DistMult"](torch.zeros(dataset.num_entities, 4), torch.zeros(dataset.num_relations, 4))
-    record = classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    record = evaluated(dataset, scorer, task="classification")
     assert record["classification"]["test"]["overall"]["auroc"] == 0.5
     for block in record["classification"]["test"]["per_relation"].values():
         assert block["auroc"] in (0.5, None)
@@ -189,15 +189,15 @@ def test_error_paths_name_what_is_wrong(tmp_path):
     negatives.write_text("\n".join(lines) + "\n")
     nan = SCORERS["DistMult"](torch.full((dataset.num_entities, 2), float("nan")), torch.ones(dataset.num_relations, 2))
     with pytest.raises(InputError, match="non-finite scores"):
-        classification_record(EmbeddingEvaluator(dataset, nan, device="cpu", progress=False))
+        evaluated(dataset, nan, task="classification")
     for name in ("val_sample.csv", "negative_val_sample.csv"):
         (split / name).unlink()
     scorer = SCORERS["DistMult"](torch.ones(dataset.num_entities, 2), torch.ones(dataset.num_relations, 2))
     with pytest.raises(InputError, match="no valid file: val_sample.csv"):
-        classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+        evaluated(dataset, scorer, task="classification")
     (split / "val_sample.csv").write_text("")
     with pytest.raises(InputError, match="thresholds on validation: the split has no validation rows"):
-        classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+        evaluated(dataset, scorer, task="classification")
     ids = tmp_path / "ids"
     assert CliRunner().invoke(main, ["export-kgid", "--dataset", str(split), "--output", str(ids)]).exit_code == 0
     with pytest.raises(UsageError, match="the integer-id layout has none"):
@@ -320,7 +320,7 @@ def test_auroc_and_auprc_equal_scikit_learn_on_float64_scores_computed_directly(
     entities = rng.normal(size=(dataset.num_entities, 12)).astype(np.float32)
     relations = rng.normal(size=(dataset.num_relations, 12)).astype(np.float32)
     scorer = SCORERS["TransE-L2"](torch.from_numpy(entities), torch.from_numpy(relations))
-    record = classification_record(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False))
+    record = evaluated(dataset, scorer, task="classification")
     for name in ("valid", "test"):
         part = read_labelled_split(dataset, name, None)
         h, r, t = (part.triples[:, i].numpy() for i in range(3))

@@ -14,8 +14,8 @@ import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError, UsageError
-from openbench.evaluation.compare import EXACT_SIGN_FLIPS, compare_ranks, sign_flip_p_value
-from openbench.evaluation.ranks import RANKS_SCHEMA
+from openbench.evaluation.statistics.compare import EXACT_SIGN_FLIPS, compare_ranks, sign_flip_p_value
+from openbench.evaluation.statistics.ranks_table import RANKS_SCHEMA
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
 KEYS = ["metric", "side", "queries", "a", "b", "difference", "ci", "p_value", "wilcoxon_p", "seed"]
@@ -189,7 +189,7 @@ def test_the_command_refuses_ranks_of_another_dataset_protocol_or_a_broken_file(
 def test_the_library_refuses_what_the_command_line_cannot_pass():
     """Error paths the command's own option types stop first: a side, resample and permutation
     counts below 1, and a query held a different number of times."""
-    from openbench.evaluation.confidence import confidence_block
+    from openbench.evaluation.statistics.intervals import confidence_block
 
     a, b = _pair(7)
     with pytest.raises(UsageError, match="side='left'.*expected both, head or tail"):

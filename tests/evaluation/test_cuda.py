@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
 from openbench.models.scorers import SCORERS, build_scorer
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 
@@ -57,8 +57,8 @@ def _same_numbers(gpu, cpu):
 @pytest.mark.parametrize("name", list(SCORERS))
 def test_every_scorer_ranks_the_same_on_cuda(dataset, name):
     scorer = _continuous_scorer(dataset, name)
-    cpu = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate(batch_size=64)
-    gpu = EmbeddingEvaluator(dataset, scorer, device="cuda", progress=False).evaluate(batch_size=64)
+    cpu = evaluated(dataset, scorer, batch_size=64)
+    gpu = evaluated(dataset, scorer, device="cuda", batch_size=64)
     _same_numbers(gpu, cpu)
     assert gpu["device"].startswith("cuda")
 
@@ -66,10 +66,9 @@ def test_every_scorer_ranks_the_same_on_cuda(dataset, name):
 @pytest.mark.parametrize("name", ["DistMult", "TransE-L1", "RESCAL"])
 def test_ties_count_the_same_on_cuda(dataset, name):
     scorer = _tied_scorer(dataset, name)
-    cpu = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
-    gpu = EmbeddingEvaluator(dataset, scorer, device="cuda", progress=False).evaluate()
-    chunked = EmbeddingEvaluator(dataset, scorer, device="cuda", progress=False, entity_chunk=37).evaluate(
-        batch_size=13)
+    cpu = evaluated(dataset, scorer)
+    gpu = evaluated(dataset, scorer, device="cuda")
+    chunked = evaluated(dataset, scorer, device="cuda", entity_chunk=37, batch_size=13)
     _same_numbers(gpu, cpu)
     _same_numbers(chunked, cpu)
     assert gpu["diagnostics"]["tied_query_fraction"] > 0  # the test exercises ties
@@ -78,8 +77,8 @@ def test_ties_count_the_same_on_cuda(dataset, name):
 def test_options_on_cuda(dataset):
     scorer = _tied_scorer(dataset, "DistMult")
     options = dict(lower_is_better=True, exclude_query_entity=True, filter_sets=("train",), progress=False)
-    cpu = EmbeddingEvaluator(dataset, scorer, device="cpu", **options).evaluate(batch_size=32)
-    gpu = EmbeddingEvaluator(dataset, scorer, device="cuda", **options).evaluate(batch_size=32)
+    cpu = evaluated(dataset, scorer, **options, batch_size=32)
+    gpu = evaluated(dataset, scorer, device="cuda", **options, batch_size=32)
     _same_numbers(gpu, cpu)
 
 
@@ -90,10 +89,8 @@ def test_typed_candidates_on_cuda(tmp_path):
     scorer = build_scorer("DistMult", integer_embeddings(1, typed.num_entities, 4),
                           integer_embeddings(11, typed.num_relations, 4), typed.num_entities, typed.num_relations)
     for chunk in (None, 3):
-        cpu = EmbeddingEvaluator(typed, scorer, candidates="typed", device="cpu", progress=False,
-                                 entity_chunk=chunk).evaluate(batch_size=4)
-        gpu = EmbeddingEvaluator(typed, scorer, candidates="typed", device="cuda", progress=False,
-                                 entity_chunk=chunk).evaluate(batch_size=4)
+        cpu = evaluated(typed, scorer, candidates="typed", entity_chunk=chunk, batch_size=4)
+        gpu = evaluated(typed, scorer, candidates="typed", device="cuda", entity_chunk=chunk, batch_size=4)
         _same_numbers(gpu, cpu)
         assert gpu["protocol"]["candidates"] == "typed"
 
@@ -123,7 +120,7 @@ def test_nccl_ranks_give_the_single_process_numbers(tmp_path, shard):
 
     folder = tmp_path / "data"
     local = small_dataset(folder, 40)
-    reference = EmbeddingEvaluator(local, tie_heavy_scorer(local, "DistMult"), device="cpu", progress=False).evaluate()
+    reference = evaluated(local, tie_heavy_scorer(local, "DistMult"))
     world = torch.cuda.device_count()  # NCCL allows one rank per GPU
     out = tmp_path / "result.json"
     mp.spawn(distributed_worker, args=(world, str(folder), str(tmp_path / "rendezvous"), shard, "DistMult", str(out), -1,

@@ -6,10 +6,10 @@ import pytest
 import torch.multiprocessing as mp
 
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.distributed import ShardedProducer, entity_range
-from openbench.evaluation.producers import FullRanking
-from openbench.evaluation.evaluator import EmbeddingEvaluator
+from openbench.evaluation.producers.sharded import ShardedProducer, entity_range
+from openbench.evaluation.producers.full import FullRanking
 from tests.bases import distributed_worker, scorer_for, small_dataset, tie_heavy_scorer
+from tests.bases import evaluated
 
 pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
 
@@ -20,8 +20,7 @@ MODELS = ("DistMult", "TransE-L1", "RESCAL", "near:DistMult", "near:TransE-L2", 
 def _run(tmp_path, world, shard, model, test_size, fail_rank=-1):
     folder = tmp_path / "data"
     dataset = small_dataset(folder, test_size)
-    reference = EmbeddingEvaluator(dataset, scorer_for(dataset, model), progress=False, device="cpu").evaluate(
-        batch_size=5)
+    reference = evaluated(dataset, scorer_for(dataset, model), batch_size=5)
     out = tmp_path / f"result-{world}-{shard}-{model}.json"
     mp.spawn(distributed_worker, args=(world, str(folder), str(tmp_path / f"rendezvous-{world}-{shard}-{model}"), shard, model,
                             str(out), fail_rank), nprocs=world, join=True)
@@ -98,7 +97,7 @@ def test_torchrun_cli_gives_the_single_process_numbers(tmp_path):
 
 def test_clear_errors_outside_a_process_group(tmp_path, monkeypatch):
     from openbench.errors import InputError
-    from openbench.evaluation.distributed import init_from_environment
+    from openbench.evaluation.producers.sharded import init_from_environment
 
     monkeypatch.delenv("RANK", raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)

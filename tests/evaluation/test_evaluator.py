@@ -7,9 +7,10 @@ import torch
 
 from openbench.errors import InputError, ScoreError
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
+from openbench.compat import Evaluator
 from openbench.models.scorers import build_scorer
 from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, slow_counts, write_samples
+from tests.bases import evaluated
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +77,14 @@ def _assert_metrics_equal(result, reference):
 @pytest.mark.parametrize("filter_sets", [("train", "valid", "test"), (), ("train",)])
 def test_embedding_evaluator_matches_slow_reference(dataset, name, filter_sets):
     scorer = _scorer(dataset, name)
-    result = EmbeddingEvaluator(dataset, scorer, filter_sets=filter_sets, device="cpu", progress=False).evaluate()
+    result = evaluated(dataset, scorer, filter_sets=filter_sets)
     _assert_metrics_equal(result, _slow_metrics(dataset, scorer, filter_sets))
     assert result["protocol"]["filter_sets"] == list(filter_sets)
 
 
 def test_lower_is_better_and_excluded_query_entity(dataset):
     scorer = _scorer(dataset, "DistMult", seed=4)
-    result = EmbeddingEvaluator(dataset, scorer, lower_is_better=True, exclude_query_entity=True, device="cpu",
-                                progress=False).evaluate(batch_size=4)
+    result = evaluated(dataset, scorer, lower_is_better=True, exclude_query_entity=True, batch_size=4)
     reference = _slow_metrics(dataset, scorer, ("train", "valid", "test"), lower_is_better=True,
                               exclude_query_entity=True)
     _assert_metrics_equal(result, reference)
@@ -93,8 +93,8 @@ def test_lower_is_better_and_excluded_query_entity(dataset):
 
 def test_entity_chunks_give_the_same_result_as_full_rows(dataset):
     scorer = _scorer(dataset, "TransE-L2", seed=5)
-    full = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate(batch_size=7)
-    chunked = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, entity_chunk=4).evaluate(batch_size=3)
+    full = evaluated(dataset, scorer, batch_size=7)
+    chunked = evaluated(dataset, scorer, entity_chunk=4, batch_size=3)
     assert chunked["metrics"] == full["metrics"] and chunked["per_relation"] == full["per_relation"]
     assert not chunked["warnings"]
 
@@ -113,7 +113,7 @@ class RowEvaluator(Evaluator):
 def test_score_batch_contract_matches_embedding_evaluator(dataset):
     scorer = _scorer(dataset, "DistMult", seed=2)
     rows = RowEvaluator(dataset, scorer, device="cpu", progress=False).evaluate(batch_size=5)
-    builtin = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
+    builtin = evaluated(dataset, scorer)
     assert rows["metrics"] == builtin["metrics"] and rows["macro_relation"] == builtin["macro_relation"]
     assert rows["model"]["kind"] == "score_batch"
 
@@ -216,18 +216,17 @@ def test_out_of_memory_halves_the_batch_and_records_it(dataset):
 
 def test_constructor_errors(dataset):
     with pytest.raises(InputError, match="unknown filter set"):
-        Evaluator(dataset, filter_sets=("train", "test2"), device="cpu")
+        evaluated(dataset, _scorer(dataset), filter_sets=("train", "test2"))
     with pytest.raises(InputError, match="hits@k needs positive integers"):
-        Evaluator(dataset, hits_at=(0,), device="cpu")
+        evaluated(dataset, _scorer(dataset), hits_at=(0,))
     with pytest.raises(InputError, match="unknown evaluation split"):
-        Evaluator(dataset, evaluation_split="dev", device="cpu")
+        evaluated(dataset, _scorer(dataset), evaluation_split="dev")
     with pytest.raises(InputError, match="batch size must be positive"):
-        EmbeddingEvaluator(dataset, _scorer(dataset), device="cpu", progress=False).evaluate(batch_size=-1)
+        evaluated(dataset, _scorer(dataset), batch_size=-1)
 
 
 def test_result_record_shape(dataset):
-    result = EmbeddingEvaluator(dataset, _scorer(dataset), device="cpu", progress=False, seed=3,
-                                hits_at=(1, 5)).evaluate()
+    result = evaluated(dataset, _scorer(dataset), seed=3, hits_at=(1, 5))
     json.dumps(result, allow_nan=False)
     assert list(result) == ["written_by", "schema_version", "task", "metrics", "per_relation", "macro_relation",
                             "by_degree", "by_node_type", "protocol", "dataset", "model", "diagnostics", "seed", "device", "version", "timing",
@@ -259,12 +258,12 @@ def test_result_record_shape(dataset):
 def test_model_and_dataset_sizes_must_agree(dataset):
     other = build_scorer("DistMult", np.zeros((5, 3)), np.zeros((dataset.num_relations, 3)), 5,
                          dataset.num_relations)
-    with pytest.raises(InputError, match="the model has 5 entities, the dataset 30"):
-        EmbeddingEvaluator(dataset, other, device="cpu")
+    with pytest.raises(InputError, match="expected 30 rows, one per entity of the dataset's entity map, found 5"):
+        evaluated(dataset, other)
 
 
 def test_device_names(dataset):
-    from openbench.evaluation.device import resolve_device
+    from openbench.evaluation.counting.device import resolve_device
 
     assert resolve_device("cpu").type == "cpu" and resolve_device("auto").type in ("cpu", "cuda")
     if not torch.cuda.is_available():
@@ -284,10 +283,10 @@ def test_scoped_evaluation_matches_a_hand_filtered_reference(dataset, sides, sco
     relation_ids = [0, 2] if scope in ("relations", "both") else None
     entity_ids = list(range(0, dataset.num_entities, 3)) + list(range(1, 12)) if scope in ("entities", "both") \
         else None
-    options = dict(scope_relations=[dataset.relation_labels[i] for i in relation_ids] if relation_ids else None,
-                   scope_entities=[dataset.entity_labels[i] for i in entity_ids] if entity_ids else None,
+    options = dict(relations=[dataset.relation_labels[i] for i in relation_ids] if relation_ids else None,
+                   entities=[dataset.entity_labels[i] for i in entity_ids] if entity_ids else None,
                    sides=sides)
-    result = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, **options).evaluate(batch_size=5)
+    result = evaluated(dataset, scorer, **options, batch_size=5)
     reference = _slow_metrics(dataset, scorer, ("train", "valid", "test"), relations=relation_ids,
                               entities=entity_ids, sides=sides)
     _assert_metrics_equal(result, reference)
@@ -315,13 +314,13 @@ def test_bad_scopes_are_one_line_errors(dataset):
 
     scorer = _scorer(dataset)
     with pytest.raises(InputError, match=r"unknown relation\(s\) NOPE; the dataset has REL_A"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_relations=["REL_A", "NOPE"])
+        evaluated(dataset, scorer, relations=["REL_A", "NOPE"])
     with pytest.raises(InputError, match=r"1 entity label\(s\) not in the dataset \(first: X:1\)"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_entities=["X:1"])
+        evaluated(dataset, scorer, entities=["X:1"])
     with pytest.raises(InputError, match="sides"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", sides=["middle"])
+        evaluated(dataset, scorer, sides=["middle"])
     with pytest.raises(InputError, match="the entity list is empty"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", scope_entities=[])
+        evaluated(dataset, scorer, entities=[])
     far = [dataset.entity_labels[0]]  # one entity: no test triple has both answers among it
     with pytest.raises(InputError, match="no evaluation triple lies in the chosen scope"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, scope_entities=far).evaluate()
+        evaluated(dataset, scorer, entities=far)

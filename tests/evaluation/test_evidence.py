@@ -16,14 +16,14 @@ from openbench._io.parquet import read_footer
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
-from openbench.evaluation import evidence
-from openbench.evaluation.evidence import (EvidenceError, check_against_record, check_rows, queries_digest,
+from openbench.evaluation.statistics import evidence
+from openbench.evaluation.statistics.evidence import (EvidenceError, check_against_record, check_rows, queries_digest,
                                            read_ranks)
-from openbench.evaluation.ranks import RANKS_METADATA_KEY, ranks_provenance, write_ranks
+from openbench.evaluation.statistics.ranks_table import RANKS_METADATA_KEY, ranks_provenance, write_ranks
 from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.uncertainty import ALPHA, PERMUTATIONS, holm
-from openbench.evaluation.compare import sign_flip_p_value, paired_queries
-from openbench.evaluation.ranks import query_values
+from openbench.evaluation.statistics.compare import sign_flip_p_value, paired_queries
+from openbench.evaluation.statistics.ranks_table import query_values
 from tests.bases import lifted_scorer
 from tests.helpers import random_labelled_graph, snapshot, write_samples
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from openbench.evaluation import kernels
+from openbench.evaluation.counting import kernels
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.exact import fraction_bits, norm_bounds, pair_keys, query_rows, real_rows
+from openbench.evaluation.counting.exact import fraction_bits, norm_bounds, pair_keys, query_rows, real_rows
 from openbench.models.scorers import DistMult, build_scorer
 from tests.helpers import missing_implementation, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 CODED_MODELS = ("TransE-L1", "TransE-L2", "DistMult", "ComplEx", "RotatE")
 COMPLEX = ("ComplEx", "RotatE")
@@ -147,9 +147,8 @@ def test_exact_ranks_of_rotate_heads_rescore_few_candidates(tmp_path):
     splits = random_labelled_graph(3, 300, 3, {"train": 900, "valid": 10, "test": 60})
     dataset = load_dataset(write_samples(tmp_path, splits))
     scorer = _scorer("RotatE", entities=dataset.num_entities, relations=dataset.num_relations, dim=16, seed=3)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, sides=("head",))
-    evaluator.evaluate()
-    assert evaluator.exact.stats.rescored < 0.05 * 60 * dataset.num_entities
+    record = evaluated(dataset, scorer, sides=("head",))
+    assert record["timing"]["exact_ranks"]["rescored"] < 0.05 * 60 * dataset.num_entities
 
 
 def _reference_fraction_bits(values) -> int:

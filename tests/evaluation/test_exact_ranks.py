@@ -9,13 +9,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openbench.evaluation import kernels
+from openbench.evaluation.counting import kernels
 from openbench.datasets.loader import Dataset, load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.exact import fraction_bits
+from openbench.evaluation.candidates import RankingSetup
+from openbench.evaluation.evaluate import evaluate
+from openbench.evaluation.producers.full import FullRanking
+from openbench.evaluation.counting.exact import fraction_bits
 from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
-from tests.bases import exact_score_key, fractions as _fractions, stored_rows as _stored
+from tests.bases import exact_score_key, exact_stats, fractions as _fractions, record_counts, stored_rows as _stored
 from tests.helpers import known_answers, random_labelled_graph, write_samples
 
 MODELS = ("DistMult", "ComplEx", "RESCAL", "SimplE", "TransE-L1", "TransE-L2", "RotatE", "RotatE-DGLKE")
@@ -45,11 +47,13 @@ def reference_counts(dataset, scorer, model, filter_sets=("train", "valid", "tes
     return counts
 
 
-def _counts(evaluator):
-    produced = evaluator.produce(evaluator.evaluation_triples())
-    return {side: list(zip(*(getattr(produced[side], name).tolist() for name in ("n_greater", "n_equal",
-                                                                                     "n_candidates"))))
-            for side in ("head", "tail")}
+def _run(dataset, scorer, **options):
+    """The record of ``scorer`` on ``dataset`` through the one door, on the CPU."""
+    return evaluate(dataset, scorer, device="cpu", **options)
+
+
+def _counts(record):
+    return record_counts(record)
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +66,10 @@ def dataset(tmp_path_factory):
 @pytest.mark.parametrize("seed, dim", [(0, 4), (1, 16)])
 def test_exact_counts_equal_the_rational_reference(dataset, model, seed, dim):
     scorer = near_tie_scorer(dataset, model, seed=seed, dim=dim)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    evaluator = _run(dataset, scorer)
     assert _counts(evaluator) == reference_counts(dataset, scorer, model)
-    assert evaluator.exact.stats.rescored > 0  # near-ties reached the re-scoring
-    assert evaluator.exact.stats.unresolved == 0
+    assert exact_stats(evaluator)["rescored"] > 0  # near-ties reached the re-scoring
+    assert exact_stats(evaluator)["unresolved"] == 0
 
 
 def test_fast_ranks_differ_where_exact_ranks_do_not(dataset):
@@ -74,7 +78,7 @@ def test_fast_ranks_differ_where_exact_ranks_do_not(dataset):
     for model in ("DistMult", "TransE-L1", "ComplEx"):
         for seed in range(3):
             scorer = near_tie_scorer(dataset, model, seed=seed)
-            fast = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast")
+            fast = _run(dataset, scorer, ranks="fast")
             wrong += _counts(fast) != reference_counts(dataset, scorer, model)
     assert wrong > 0
 
@@ -86,7 +90,7 @@ def _metrics(result):
 def _triton_on_cpu(monkeypatch):
     """Route CPU blocks through the Triton kernel (its interpreter, set by tests/conftest.py)."""
     pytest.importorskip("triton")
-    from openbench.evaluation import _triton
+    from openbench.evaluation.counting import _triton
     monkeypatch.setattr(kernels, "_triton", _triton)
     monkeypatch.setattr(kernels, "kernel_name", lambda scores: "triton")
 
@@ -97,8 +101,7 @@ def test_the_same_metrics_from_every_kernel_batch_size_chunking_and_dtype(datase
     results = {}
 
     def run(label, evaluator_scorer=scorer, batch_size=None, **options):
-        evaluator = EmbeddingEvaluator(dataset, evaluator_scorer, device="cpu", progress=False, **options)
-        results[label] = _metrics(evaluator.evaluate(batch_size=batch_size))
+        results[label] = _metrics(_run(dataset, evaluator_scorer, batch_size=batch_size, **options).to_dict())
 
     for batch_size in (None, 1, 7):
         run(f"batch {batch_size}", batch_size=batch_size)
@@ -119,8 +122,8 @@ def test_the_same_metrics_from_every_kernel_batch_size_chunking_and_dtype(datase
 
 def test_the_protocol_says_how_ranks_were_counted(dataset):
     scorer = near_tie_scorer(dataset, "DistMult")
-    exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate()
-    fast = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast").evaluate()
+    exact = _run(dataset, scorer).to_dict()
+    fast = _run(dataset, scorer, ranks="fast").to_dict()
     assert exact["protocol"]["ranks"] == "exact" and fast["protocol"]["ranks"] == "float32"
     assert exact["protocol"]["embedding_precision"] == "float32"
     stats = exact["timing"]["exact_ranks"]
@@ -136,15 +139,15 @@ def test_ties_stay_ties(dataset):
     relations = rng.integers(-2, 3, (dataset.num_relations, 3)).astype(np.float32)
     for model in ("DistMult", "TransE-L2", "TransE-L1"):
         scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-        exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+        exact = _run(dataset, scorer)
         counts = _counts(exact)
-        assert counts == _counts(EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, ranks="fast"))
+        assert counts == _counts(_run(dataset, scorer, ranks="fast"))
         assert counts == reference_counts(dataset, scorer, model)
-        assert exact.exact.stats.decimal == 0  # integers: float64 decides ties exactly (the grid)
+        assert exact_stats(exact)["decimal"] == 0  # integers: float64 decides ties exactly (the grid)
     constant = build_scorer("DistMult", np.ones((dataset.num_entities, 3), np.float32),
                             np.zeros((dataset.num_relations, 3), np.float32), dataset.num_entities,
                             dataset.num_relations)
-    counts = _counts(EmbeddingEvaluator(dataset, constant, device="cpu", progress=False))
+    counts = _counts(_run(dataset, constant))
     assert all(g == 0 and e == c - 1 for side in counts.values() for g, e, c in side)
 
 
@@ -166,6 +169,19 @@ def _tiny_dataset(entities, test):
 
 
 finite32 = st.floats(-4, 4, width=32, allow_subnormal=False)
+
+
+@pytest.mark.parametrize("model", ["TransE-L2", "DistMult", "TransE-L1"])
+def test_a_subnormal_difference_is_not_a_tie(model):
+    """Found by the property below: entries 0 and the smallest float32 subnormal lie on a common
+    binary grid, but the squared distance between them (2^-298) underflows in float32, so the grid
+    criterion must not declare the fast keys exact below float32's subnormal spacing."""
+    tiny = np.nextafter(np.float32(0), np.float32(np.inf))
+    entities = np.array([[0.0], [tiny], [0.0], [1.0 if model == "DistMult" else 0.0]], dtype=np.float32)
+    relations = np.array([[0.0], [tiny]] if model != "DistMult" else [[tiny], [1.0]], dtype=np.float32)
+    dataset = _tiny_dataset(4, [[3, 0, 0], [0, 1, 3]])
+    scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
+    assert _counts(_run(dataset, scorer, filter_sets=())) == reference_counts(dataset, scorer, model, filter_sets=())
 
 
 @settings(max_examples=60, deadline=None)
@@ -195,7 +211,7 @@ def test_candidates_one_ulp_from_the_true_score(data):
     anchor_id = len(rows)
     dataset = _tiny_dataset(len(entities), [[anchor_id, 0, 0], [0, 1, anchor_id]])  # tail and head queries on row 0
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    evaluator = _run(dataset, scorer, filter_sets=())
     assert _counts(evaluator) == reference_counts(dataset, scorer, model, filter_sets=())
 
 
@@ -212,9 +228,9 @@ def test_float64_near_ties_are_settled_in_exact_decimal_arithmetic(dataset, mode
         entities[row, column] = np.nextafter(entities[row, column], np.inf)
     relations = _stored(scorer.relations)
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    evaluator = _run(dataset, scorer)
     assert _counts(evaluator) == reference_counts(dataset, scorer, model)
-    assert evaluator.exact.stats.decimal > 0 and evaluator.exact.stats.unresolved == 0
+    assert exact_stats(evaluator)["decimal"] > 0 and exact_stats(evaluator)["unresolved"] == 0
 
 
 @pytest.mark.parametrize("model", ["DistMult", "TransE-L1", "TransE-L2"])
@@ -232,7 +248,7 @@ def test_scores_that_cancel_are_ranked_by_their_exact_values(dataset, model):
         entities = (np.float32(5e3) + rng.uniform(-1e-2, 1e-2, (dataset.num_entities, 3))).astype(np.float32)
         relations = rng.uniform(-1e-3, 1e-3, (dataset.num_relations, 3)).astype(np.float32)
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    evaluator = _run(dataset, scorer)
     assert _counts(evaluator) == reference_counts(dataset, scorer, model)
 
 
@@ -276,10 +292,8 @@ def test_the_cases_that_differed_before_agree_with_a_float64_reference(tmp_path,
     scorer = build_scorer(model, values, relations, dataset.num_entities, dataset.num_relations)
     expected = _float64_reference(dataset, values, relations, model)
     for batch_size in (None, 1, 7):
-        evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
-        produced = evaluator.produce(evaluator.evaluation_triples(), batch_size)
-        counts = {side: list(zip(produced[side].n_greater.tolist(), produced[side].n_equal.tolist()))
-                  for side in ("head", "tail")}
+        produced = _counts(_run(dataset, scorer, batch_size=batch_size))
+        counts = {side: [(g, e) for g, e, _ in produced[side]] for side in ("head", "tail")}
         assert counts == expected, batch_size
 
 
@@ -293,11 +307,11 @@ def test_windows_that_reach_infinity_still_drop_the_true_and_known_answers(datas
     scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
     wide = build_scorer("DistMult", entities.astype(np.float64), relations.astype(np.float64), dataset.num_entities,
                         dataset.num_relations)
-    exact = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
+    exact = _run(dataset, scorer)
     block = scorer.score_all(dataset.triples["test"], "tail")
     assert bool(torch.isneginf(block).all())  # the fast pass decides nothing here
-    assert _counts(exact) == _counts(EmbeddingEvaluator(dataset, wide, device="cpu", progress=False, ranks="fast"))
-    assert exact.exact.stats.float64 > 0
+    assert _counts(exact) == _counts(_run(dataset, wide, ranks="fast"))
+    assert exact_stats(exact)["float64"] > 0
 
 
 # -- issue 43: the window is at least the stated bound ------------------------------------------
@@ -386,8 +400,9 @@ def test_the_window_is_at_least_the_stated_bound(dataset, model, scale):
     factor too narrow (float32's actual errors stay far below the worst case), so the bound itself
     is checked against its statement."""
     scorer = _bound_test_scorer(dataset, model, scale, np.random.default_rng(21))
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False)
-    exact, batch = evaluator.exact, dataset.triples["test"]
+    producer = FullRanking(scorer)  # the exact-ranks machinery itself, bound as the door binds it
+    producer.bind(RankingSetup(dataset, device="cpu", progress=False))
+    exact, batch = producer.exact, dataset.triples["test"]
     entities, relations = _stored(scorer.entities), _stored(scorer.relations)
     for side in ("tail", "head"):
         true_ids = batch[:, 2] if side == "tail" else batch[:, 0]
@@ -453,7 +468,7 @@ def test_candidates_built_within_a_few_bounds_of_the_true_key_are_ranked_exactly
     exact keys lie k·δ/4 from the true key (k = -12..12, δ the stated bound): half inside the
     window, half just outside. Exact counts equal the rational reference for every scorer."""
     dataset, scorer = _near_bound_scorer(model, seed)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    evaluator = _run(dataset, scorer, filter_sets=())
     assert _counts(evaluator) == reference_counts(dataset, scorer, model, filter_sets=())
     # the construction did what it says: keys within a few bounds, on both sides of the window's edge
     entities, relations = _stored(scorer.entities), _stored(scorer.relations)
@@ -468,7 +483,7 @@ def test_candidates_built_within_a_few_bounds_of_the_true_key_are_ranked_exactly
             exact_score_key(model, _fractions(entities[1]), r, a)
         offsets = np.array([abs(float(k - true_key)) / delta for k in keys])
         assert offsets.max() <= 5 and (offsets <= 1).sum() >= 5 and (offsets > 1).sum() >= 5, (side, offsets)
-    assert evaluator.exact.stats.rescored > 0 and evaluator.exact.stats.unresolved == 0
+    assert exact_stats(evaluator)["rescored"] > 0 and exact_stats(evaluator)["unresolved"] == 0
 
 
 @pytest.mark.parametrize("model", ["RotatE", "RotatE-DGLKE"])
@@ -481,7 +496,7 @@ def test_rotate_heads_on_a_grid_are_ranked_by_the_definition_not_the_rewrite(mod
     relations = np.array([[1, unit], [1, 0]], dtype=np.float64)  # |r|² = 1 + 2^-16
     dataset = _tiny_dataset(3, [[1, 0, 0]])
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
-    evaluator = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False, filter_sets=())
+    evaluator = _run(dataset, scorer, filter_sets=())
     counts = _counts(evaluator)
     assert counts == reference_counts(dataset, scorer, model, filter_sets=())
     assert counts["head"] == [(2, 0, 3)]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openbench.errors import ScoreError
-from openbench.evaluation import kernels
+from openbench.evaluation.counting import kernels
 from tests.helpers import missing_implementation
 
 
@@ -27,7 +27,7 @@ def _triton_module():
         import triton  # noqa: F401
     except ImportError:
         return None, None
-    return importlib.import_module("openbench.evaluation._triton"), "cuda" if torch.cuda.is_available() else "cpu"
+    return importlib.import_module("openbench.evaluation.counting._triton"), "cuda" if torch.cuda.is_available() else "cpu"
 
 
 TRITON, TRITON_DEVICE = _triton_module()

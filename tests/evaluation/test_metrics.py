@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from openbench.evaluation.metrics import harmonic, summarize, task_values
-from openbench.evaluation.ranking import RankCounts
+from openbench.evaluation.statistics.metrics import harmonic, summarize, task_values
+from openbench.evaluation.counting.counts import RankCounts
 
 
 def _counts(greater, equal, candidates):

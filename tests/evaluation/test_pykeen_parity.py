@@ -13,9 +13,9 @@ from pykeen.models import RESCAL, ComplEx, DistMult, RotatE, TransE  # noqa: E40
 from pykeen.triples import TriplesFactory  # noqa: E402
 
 from openbench.datasets.loader import load_dataset  # noqa: E402
-from openbench.evaluation.evaluator import EmbeddingEvaluator  # noqa: E402
 from openbench.models.scorers import build_scorer  # noqa: E402
 from tests.helpers import random_labelled_graph, write_samples  # noqa: E402
+from tests.bases import evaluated
 
 DIM = 4
 METRICS = {"mrr": "inverse_harmonic_mean_rank", "mr": "arithmetic_mean_rank", "hits@1": "hits_at_1",
@@ -66,7 +66,7 @@ def test_all_models_match_pykeen(dataset):
         theirs = _pykeen_results(model, dataset, entities, relations)
         scorer = build_scorer(name, entities, relations, dataset.num_entities, dataset.num_relations,
                               complex_layout="interleaved")
-        ours = EmbeddingEvaluator(dataset, scorer, device="cpu", progress=False).evaluate(batch_size=7)
+        ours = evaluated(dataset, scorer, batch_size=7)
         tied = ours["diagnostics"]["tied_query_fraction"]
         assert tied > 0.2 or name == "RotatE", f"{name}: the test needs ties to mean something ({tied})"
         for side in ("both", "head", "tail"):

@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openbench.errors import ScoreError
-from openbench.evaluation.metrics import task_values
-from openbench.evaluation.ranking import count_block, rank_counts
+from openbench.evaluation.statistics.metrics import task_values
+from openbench.evaluation.counting.counts import count_block, rank_counts
 from tests.helpers import slow_counts
 
 
@@ -142,7 +142,7 @@ def test_windowed_counts_pass_over_the_excluded_entries_and_still_report_their_n
     """With a window (exact ranks), the true and the known answers' entries are overwritten by the
     worst value before counting: the counts equal the plain filtered counts, no recorded position
     points at them, and a NaN hidden there still stops the run with its row."""
-    from openbench.evaluation import kernels
+    from openbench.evaluation.counting import kernels
 
     if kernel == "torch":
         monkeypatch.setenv("OPENBENCH_KERNEL", "torch")

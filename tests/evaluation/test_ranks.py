@@ -13,8 +13,8 @@ import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
-from openbench.evaluation.evidence import read_ranks
-from openbench.evaluation.ranks import RANKS_SCHEMA
+from openbench.evaluation.statistics.evidence import read_ranks
+from openbench.evaluation.statistics.ranks_table import RANKS_SCHEMA
 from openbench.models.lists import TopKLists, read_safran_predictions
 from tests.helpers import integer_embeddings, random_labelled_graph, sampled_protocol, snapshot, write_samples
 
@@ -241,7 +241,7 @@ def test_a_damaged_ranks_file_is_refused_naming_it(folder, tmp_path, damage):
     elif damage == "not parquet":
         bad.write_text("split,side\ntest,head\n")
     else:
-        from openbench.evaluation.ranks import RANKS_METADATA_KEY
+        from openbench.evaluation.statistics.ranks_table import RANKS_METADATA_KEY
 
         ranks, _ = read_ranks(good)
         ranks.drop("rank").write_parquet(bad, metadata={RANKS_METADATA_KEY: json.dumps({"format": "openbench-ranks-v1"})})

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from openbench.errors import InputError
+from openbench.errors import InputError, UsageError
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator
-from openbench.evaluation.sampled import SampledNegatives
+from openbench.evaluation.producers.sampled import SampledNegatives
 from openbench.models.scorers import build_scorer
 from openbench.record import validate_record
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +48,7 @@ def test_equal_to_ogbs_evaluator(dataset, benchmark, name, integer):
     ogb = pytest.importorskip("ogb.linkproppred")
     scorer = _scorer(dataset, name, integer)
     negatives = _negatives(dataset, 25, seed=3)
-    result = EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", progress=False,
-                                sampled_negatives=negatives).evaluate(batch_size=7)
+    result = evaluated(dataset, scorer, protocol="sampled", negatives=negatives, batch_size=7)
     test = dataset.triples["test"]
     lists = {}
     for side, chosen, column in (("head", negatives.head, 0), ("tail", negatives.tail, 2)):
@@ -72,8 +71,7 @@ def test_equal_to_ogbs_evaluator(dataset, benchmark, name, integer):
 def test_ties_against_a_plain_loop(dataset):
     scorer = _scorer(dataset, "DistMult", integer=True)
     negatives = _negatives(dataset, 12, seed=8)
-    result = EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", progress=False,
-                                sampled_negatives=negatives).evaluate()
+    result = evaluated(dataset, scorer, protocol="sampled", negatives=negatives)
     entities = torch.from_numpy(integer_embeddings(1, dataset.num_entities, 3, low=-1, high=2)).double()
     relations = torch.from_numpy(integer_embeddings(2, dataset.num_relations, 3, low=-1, high=2)).double()
     ranks = {"optimistic": [], "pessimistic": [], "realistic": []}
@@ -101,9 +99,8 @@ def test_every_other_entity_as_negatives_is_the_raw_full_ranking(dataset):
     def others(column):
         return torch.stack([everything[everything != answer] for answer in test[:, column].tolist()])
 
-    sampled = EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", progress=False,
-                                 sampled_negatives=SampledNegatives(others(0), others(2))).evaluate()
-    full = EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", progress=False).evaluate()
+    sampled = evaluated(dataset, scorer, protocol="sampled", negatives=SampledNegatives(others(0), others(2)))
+    full = evaluated(dataset, scorer, filter_sets=[])
     for side in ("head", "tail", "both"):
         for rank_type in ("realistic", "optimistic", "pessimistic"):
             for metric, value in full["metrics"][side][rank_type].items():
@@ -113,14 +110,13 @@ def test_every_other_entity_as_negatives_is_the_raw_full_ranking(dataset):
 def test_refusals(dataset):
     scorer = _scorer(dataset, "DistMult", integer=False)
     negatives = _negatives(dataset, 5, seed=1)
-    with pytest.raises(InputError, match="without filtering"):
-        EmbeddingEvaluator(dataset, scorer, device="cpu", sampled_negatives=negatives)
+    with pytest.raises(UsageError, match="without filtering"):
+        evaluated(dataset, scorer, protocol="sampled", negatives=negatives, filter_sets=["train"])
     short = SampledNegatives(negatives.head[:3], negatives.tail)
     with pytest.raises(InputError, match=r"head negatives of shape \(3, 5\): expected \(40, K\)"):
-        EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", sampled_negatives=short)
+        evaluated(dataset, scorer, protocol="sampled", negatives=short)
     outside = SampledNegatives(negatives.head, negatives.tail + dataset.num_entities)
     with pytest.raises(InputError, match="outside"):
-        EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", sampled_negatives=outside)
+        evaluated(dataset, scorer, protocol="sampled", negatives=outside)
     with pytest.raises(InputError, match="relations= and entities= do not apply"):
-        EmbeddingEvaluator(dataset, scorer, filter_sets=[], device="cpu", sampled_negatives=negatives,
-                           scope_relations=[dataset.relation_labels[0]])
+        evaluated(dataset, scorer, protocol="sampled", negatives=negatives, relations=[dataset.relation_labels[0]])

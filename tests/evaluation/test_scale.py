@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import openbench
-from openbench.evaluation import producers
-from openbench.evaluation import setup as ranking_setup
-from openbench.evaluation.evaluate import producer_for, setup_for
-from openbench.evaluation.sources import EvaluationOptions, evaluate_model_record
+from openbench.evaluation.producers import full as producers
+from openbench.evaluation import candidates as ranking_setup
+from openbench.evaluation.candidates import RankingSetup
+from openbench.evaluation.producers.full import FullRanking
 from openbench.models.sources import ModelSpec
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
 
@@ -45,7 +45,7 @@ def test_memory_mapped_embeddings_give_the_in_memory_record(split, monkeypatch):
 
     monkeypatch.setattr(io_module, "load_npy", spy)
     spec = ModelSpec(entity_embeddings=str(entities), relation_embeddings=str(relations), model="DistMult")
-    mapped = evaluate_model_record(dataset, spec, EvaluationOptions(progress=False))
+    mapped = openbench.evaluate(dataset, spec)
     assert isinstance(loaded[0], np.memmap) and str(loaded[0].filename) == str(entities.resolve())
     in_memory = openbench.evaluate(dataset, openbench.embedding_model("DistMult", np.load(entities), np.load(relations)),
                                    progress=False)
@@ -80,8 +80,8 @@ def test_query_tiles_in_entity_chunks_give_the_full_rows_record(split, monkeypat
             patch.setattr(ranking_setup, "CPU_BLOCK_ELEMENTS", 64 * 50)
             patch.setattr(producers, "QUERY_TILE", 64)
             model = openbench.embedding_model(name, entity_rows, relation_rows)
-            producer = producer_for(model)
-            setup = setup_for(dataset, producer, progress=False)
+            producer = FullRanking(model)
+            setup = RankingSetup(dataset, progress=False)
             producer.bind(setup)
             assert producer.default_batch_size(setup) == 64 and producer.chunk_width(64) == 50  # tiles, 12 chunks
             tiled = openbench.evaluate(dataset, model, progress=False)
@@ -95,8 +95,8 @@ def test_full_rows_only_where_a_whole_tile_of_them_fits(split, monkeypatch):
     folder, entities, relations = split
     dataset = openbench.load_dataset(str(folder))
     model = openbench.embedding_model("DistMult", np.load(entities), np.load(relations))
-    producer = producer_for(model)
-    setup = setup_for(dataset, producer, progress=False)
+    producer = FullRanking(model)
+    setup = RankingSetup(dataset, progress=False)
     producer.bind(setup)
     tile = producers.QUERY_TILE
     for budget, batch, width in ((600 * tile, tile, 600), (600 * tile * 3, min(3 * tile, 4096), 600),
@@ -111,7 +111,7 @@ def test_a_record_says_how_long_each_stage_took(split):
     dataset = openbench.load_dataset(str(folder))
     assert dataset.load_seconds is not None and dataset.load_seconds >= 0
     spec = ModelSpec(entity_embeddings=str(entities), relation_embeddings=str(relations), model="DistMult")
-    record = evaluate_model_record(dataset, spec, EvaluationOptions(progress=False, bootstrap=20))
+    record = openbench.evaluate(dataset, spec, bootstrap=20)
     stages = record.timing["stages"]
     assert list(stages) == ["load_dataset", "load_model", "filter_index", "evaluation", "bootstrap"]
     assert all(seconds >= 0 for seconds in stages.values())

@@ -9,10 +9,11 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import ScoreError
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import EmbeddingEvaluator, Evaluator
+from openbench.compat import Evaluator
 from openbench.models.scorers import build_scorer
 from tests.bases import PREFIXES, typed_graph
 from tests.helpers import integer_embeddings, write_samples
+from tests.bases import evaluated
 
 ADMITTED = {"GENE_DIS": ({"GENE"}, {"DIS"}), "GENE_GENE": ({"GENE"}, {"GENE"}),
             "DIS_PHENOTYPE": ({"DIS"}, {"PHENOTYPE"}), "IS_A": ({"GO", "DIS", "PHENOTYPE", "ANATOMY"},) * 2}
@@ -54,16 +55,14 @@ def test_typed_embedding_evaluation_matches_the_reference(tmp_path, seed):
     relations = integer_embeddings(seed + 10, dataset.num_relations, 4)
     scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
     for entity_chunk in (None, 3):  # one block, and several entity chunks
-        evaluator = EmbeddingEvaluator(dataset, scorer, candidates="typed", progress=False, device="cpu",
-                                       entity_chunk=entity_chunk)
-        result = evaluator.evaluate(batch_size=4)
+        result = evaluated(dataset, scorer, candidates="typed", entity_chunk=entity_chunk, batch_size=4)
         assert result["protocol"]["candidates"] == "typed"
         assert any("CUSTOM_REL" in w for w in result["warnings"])
         for side in ("head", "tail"):
             rows = scorer.score_all(dataset.triples["test"], side).numpy()
             assert result["metrics"][side]["realistic"]["mrr"] == pytest.approx(_slow_typed_mrr(dataset, rows, side),
                                                                                 abs=1e-12)
-    untyped = EmbeddingEvaluator(dataset, scorer, progress=False, device="cpu").evaluate()
+    untyped = evaluated(dataset, scorer)
     assert untyped["metrics"]["both"]["realistic"]["mr"] >= result["metrics"]["both"]["realistic"]["mr"]
 
 
@@ -99,9 +98,9 @@ def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
     dataset = load_dataset(write_samples(tmp_path / "data", typed_graph(1), negatives=False))
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                           integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
-    from openbench.evaluation.chain import count_batch
-    from openbench.evaluation.producers import FullRanking
-    from openbench.evaluation.setup import RankingSetup
+    from openbench.evaluation.counting.chain import count_batch
+    from openbench.evaluation.producers.full import FullRanking
+    from openbench.evaluation.candidates import RankingSetup
 
     setup = RankingSetup(dataset, candidates="typed", progress=False, device="cpu")
     producer = FullRanking(scorer)
@@ -139,7 +138,7 @@ def test_typed_exact_ranks_refuse_scores_that_overflow(tmp_path):
     narrow = build_scorer("DistMult", entities.astype(np.float32), relations.astype(np.float32),
                           dataset.num_entities, dataset.num_relations)
     with pytest.raises(ScoreError, match="overflow the embeddings' precision"):
-        EmbeddingEvaluator(dataset, narrow, candidates="typed", progress=False, device="cpu").evaluate()
+        evaluated(dataset, narrow, candidates="typed")
     wide = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
-    result = EmbeddingEvaluator(dataset, wide, candidates="typed", progress=False, device="cpu").evaluate()
+    result = evaluated(dataset, wide, candidates="typed")
     assert result["protocol"]["ranks"] == "exact"

@@ -12,8 +12,9 @@ from openbench.errors import InputError
 from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluate import evaluate
 from openbench.models.dglke import dglke_transr, load_dglke
-from openbench.evaluation.evaluator import Evaluator
+from openbench.compat import Evaluator
 from tests.helpers import random_labelled_graph, write_samples
+from tests.bases import evaluated
 
 HIDDEN, GAMMA = 4, 12.0
 
@@ -242,20 +243,19 @@ def test_compat_scorers_under_exact_ranks(tmp_path, dataset):
     """Exact ranks re-score what the compat scorers score: RESCAL's transposed tails exactly (the
     same counts as fast ranks on the float64 values, which have no near-ties here), SimplE's
     clamped scores as computed (recorded as float32 ranks)."""
-    from openbench.evaluation.evaluator import EmbeddingEvaluator
-
+    
     folder, _, _ = _checkpoint(tmp_path, dataset, "RESCAL")
     compat, _ = load_dglke(folder, dataset, compat=True)
     wide = type(compat)(compat.entities.double(), compat.relations.double())
-    exact = EmbeddingEvaluator(dataset, compat, device="cpu", progress=False).evaluate()
-    reference = EmbeddingEvaluator(dataset, wide, device="cpu", progress=False, ranks="fast").evaluate()
+    exact = evaluated(dataset, compat)
+    reference = evaluated(dataset, wide, ranks="fast")
     assert exact["protocol"]["ranks"] == "exact"
     assert exact["metrics"] == reference["metrics"]
     (tmp_path / "s").mkdir()
     folder, _, _ = _checkpoint(tmp_path / "s", dataset, "SimplE", double_ent=True, double_rel=True)
     clamped, _ = load_dglke(folder, dataset, compat=True)
-    result = EmbeddingEvaluator(dataset, clamped, device="cpu", progress=False).evaluate()
-    fast = EmbeddingEvaluator(dataset, clamped, device="cpu", progress=False, ranks="fast").evaluate()
+    result = evaluated(dataset, clamped)
+    fast = evaluated(dataset, clamped, ranks="fast")
     assert result["protocol"]["ranks"] == "float32" and result["metrics"] == fast["metrics"]
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import InputError
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.evaluator import Evaluator
+from openbench.compat import Evaluator
 from openbench.models.libkge import load_libkge, read_checkpoint
 from tests.helpers import random_labelled_graph, write_samples
 

@@ -200,14 +200,15 @@ class _EmbeddingPass(SidePass):
         self.queries = scorer.query_vectors(batch, side)
         self.true_ids = true_ids_of(batch, side)
         self.keys = source.exact is not None  # exact ranks compare ranking keys (no square root for L2)
+        # where the scorer proves every score finite, the counting pass looks for no NaN (the C
+        # kernel then makes two comparisons per score instead of three, torch skips a pass); scores
+        # that can overflow float64 are refused here, before any window is computed from them
+        self.check_nan = not scorer.provably_finite(self.queries, side)
         if source.exact is not None:
             true_rows = scorer.entities.index_select(0, self.true_ids - source.entity_range[0])
             source.exact.prepare(scorer, batch, side, self.queries, true_rows)
         self.total = source.entity_range[1] - source.entity_range[0]
         self.width = min(source.width(batch.shape[0]), self.total)
-        # where the scorer proves every score finite, the counting pass looks for no NaN (the C
-        # kernel then makes two comparisons per score instead of three, torch skips a pass)
-        self.check_nan = not scorer.provably_finite(self.queries, side)
         self._full: Optional[torch.Tensor] = None
 
     def _block(self, start: int, stop: int) -> torch.Tensor:
