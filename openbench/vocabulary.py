@@ -39,9 +39,13 @@ MODEL_SOURCES: Dict[str, str] = {
                   "relation and side (--model popularity, no embeddings)",
     "rules": "the leakage baseline: answers implied by the training triples' symmetric, inverse and duplicate "
              "relations first, then popularity (--model rules, no embeddings)",
+    "neighbours": "the structure baseline: each candidate scored by how many of the query entity's training "
+                  "neighbours it answers under the query's relation, then popularity (--model neighbours, no "
+                  "embeddings)",
 }
 POPULARITY = "popularity"  # --model popularity: the baseline, not a score function of embeddings
 RULES = "rules"  # --model rules: what the audit's leakage patterns alone score
+NEIGHBOURS = "neighbours"  # --model neighbours: what the training graph's structure alone scores
 
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")

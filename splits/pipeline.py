@@ -1,6 +1,6 @@
 """The split commands as library calls: read and check the graph files, split, write.
 
-``openbench split rand|time`` and the demo call these, so every caller gets the same checks: the
+``openbench split rand|time|entity`` and the demo call these, so every caller gets the same checks: the
 nodes of every edge are listed, the output may not replace an input, repeats are removed and
 counted.
 """
@@ -11,10 +11,11 @@ from typing import Sequence
 
 from graphgen.graph_files import check_nodes_known, read_edges, read_graph_info, read_nodes
 from openbench._io import check_output_folder
+from splits.entity_split import Selection, entity_split
 from splits.random_split import random_split
 from splits.time_split import time_split
 
-__all__ = ["split_random", "split_time"]
+__all__ = ["split_random", "split_time", "split_entity", "read_entity_file"]
 
 
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
@@ -62,3 +63,25 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
     tmo_positives, tmo_true_negatives, tmo_nodes, _ = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
     return time_split(positives, true_negatives, nodes, tmo_positives, tmo_true_negatives, tmo_nodes, output,
                       inputs=inputs, **parameters)
+
+
+def read_entity_file(path) -> list:
+    """The entity ids of an ``--entities`` file: one per line (blank lines and a BOM ignored)."""
+    from openbench._io import read_text
+    from openbench.errors import InputError
+
+    labels = [line.strip() for line in read_text(path).splitlines() if line.strip()]
+    if not labels:
+        raise InputError("the entity list is empty; expected one entity id per line", path)
+    return labels
+
+
+def split_entity(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", selection: Selection,
+                 **parameters) -> dict:
+    """Entity-held-out split of a ``graph_files`` graph into ``output`` (see
+    :func:`splits.entity_split.entity_split`); returns the split info."""
+    inputs: Sequence[Path] = [Path(edges_path), Path(tn_path), Path(nodes_path)]
+    check_output_folder(output, inputs)
+    positives, true_negatives, nodes, info = _read_graph(edges_path, tn_path, nodes_path, sep)
+    return entity_split(positives, true_negatives, nodes, output, selection=selection, inputs=inputs,
+                        provenance=_provenance(info), **parameters)

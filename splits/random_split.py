@@ -28,7 +28,7 @@ from splits.eval_negatives import draw_eval_negatives
 from splits.negatives import sample_negatives
 
 __all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split",
-           "write_fold"]
+           "write_fold", "write_sets", "per_relation_counts"]
 
 logger = logging.getLogger(__name__)
 KEY = ["id1", "relation", "id2"]
@@ -203,19 +203,7 @@ def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFr
     counts["test_cleaning"] = {step: test.removed.get(step, 0) + removed for step, removed in
                                cleaned_test.removed.items()}
     groups = {"train": train, **{name: s.rows for name, s in sets.items()}}
-    for name, frame in groups.items():
-        with_negatives = neg_test if name == "test" else neg_train_val
-        _write_rows(folder / f"{name}_sample.csv", frame.filter(pl.col("value") == "1"))
-        if with_negatives:
-            _write_rows(folder / f"negative_{name}_sample.csv", frame.filter(pl.col("value") == "0"))
-        node_ids = pl.concat([frame["id1"], frame["id2"]]).cast(pl.String).implode()
-        node_table = nodes.filter(pl.col("id").cast(pl.String).is_in(node_ids))
-        # OpenBioLink names the training nodes train_val_nodes.csv when there is no validation set
-        node_file = "train_val_nodes.csv" if name == "train" and validation is None else f"{name}_nodes.csv"
-        node_table.sort(pl.col("id").cast(pl.String)).write_csv(folder / node_file, include_header=False,
-                                                                separator="\t")
-        counts[name] = {"positives": frame.filter(pl.col("value") == "1").height,
-                        "negatives": frame.filter(pl.col("value") == "0").height}
+    counts.update(write_sets(folder, groups, nodes, neg_train_val, neg_test, validation is not None))
     for name, cleaned in sets.items():
         (folder / f"removed_{name}_nodes.csv").write_text("\n".join(cleaned.removed_nodes.to_list()), encoding="utf-8")
     if eval_negatives:
@@ -228,12 +216,38 @@ def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFr
             write_negatives(folder / NEGATIVE_FILES[split], triples, head, tail)
             counts[f"{name}_negatives"] = {"per_side": eval_negatives, "typed": typed_negatives,
                                            "queries": int(triples.shape[0])}
+    counts["per_relation"] = per_relation_counts(groups)
+    return counts
+
+
+def write_sets(folder: Path, groups: Dict[str, pl.DataFrame], nodes: pl.DataFrame, neg_train_val: bool,
+               neg_test: bool, has_validation: bool) -> Dict[str, object]:
+    """Write ``groups`` {"train", "val"?, "test": rows of the split layout} into ``folder``: each
+    set's positives and (where asked) negatives, and the nodes each set touches (``train_val_nodes.csv``
+    for training when there is no validation set, as OpenBioLink names it); returns the counts."""
+    counts: Dict[str, object] = {}
+    for name, frame in groups.items():
+        with_negatives = neg_test if name == "test" else neg_train_val
+        _write_rows(folder / f"{name}_sample.csv", frame.filter(pl.col("value") == "1"))
+        if with_negatives:
+            _write_rows(folder / f"negative_{name}_sample.csv", frame.filter(pl.col("value") == "0"))
+        node_ids = pl.concat([frame["id1"], frame["id2"]]).cast(pl.String).implode()
+        node_table = nodes.filter(pl.col("id").cast(pl.String).is_in(node_ids))
+        node_file = "train_val_nodes.csv" if name == "train" and not has_validation else f"{name}_nodes.csv"
+        node_table.sort(pl.col("id").cast(pl.String)).write_csv(folder / node_file, include_header=False,
+                                                                separator="\t")
+        counts[name] = {"positives": frame.filter(pl.col("value") == "1").height,
+                        "negatives": frame.filter(pl.col("value") == "0").height}
+    return counts
+
+
+def per_relation_counts(groups: Dict[str, pl.DataFrame]) -> Dict[str, Dict[str, int]]:
+    """{relation: {set name: positives}} of ``groups``, relations sorted."""
     per_relation: Dict[str, Dict[str, int]] = {}
     for name, frame in groups.items():
         for relation, count in frame.filter(pl.col("value") == "1").group_by("relation").len().iter_rows():
             per_relation.setdefault(relation, {})[name] = count
-    counts["per_relation"] = dict(sorted(per_relation.items()))
-    return counts
+    return dict(sorted(per_relation.items()))
 
 
 def _write_rows(path: Path, frame: pl.DataFrame) -> None:

@@ -62,11 +62,13 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
               help="Cross-validation fold (train_test_data/fold_<I>/).")
 @click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
 @click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
-@click.option("--model", "model_name", type=Names([*vocabulary.SCORERS, vocabulary.POPULARITY, vocabulary.RULES]),
+@click.option("--model", "model_name", type=Names([*vocabulary.SCORERS, vocabulary.POPULARITY, vocabulary.RULES,
+                                                 vocabulary.NEIGHBOURS]),
               help="Score function of the embeddings; popularity (no embeddings): the baseline that scores each "
                    "candidate by its training degree within the query's relation and side; rules: the answers "
                    "the training triples' symmetric, inverse and duplicate relations imply first (what leakage "
-                   "alone scores; openbench audit), then popularity.")
+                   "alone scores; openbench audit), then popularity; neighbours: the structure baseline (how many "
+                   "of the query entity's training neighbours a candidate answers under the relation).")
 @click.option("--complex-layout", type=click.Choice(vocabulary.COMPLEX_LAYOUTS), default="halves", show_default=True,
               help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
 @click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "

@@ -1,4 +1,4 @@
-"""``openbench split rand|time``: leakage-free splits of a generated graph."""
+"""``openbench split rand|time|entity``: leakage-free splits of a generated graph or a published KG."""
 from __future__ import annotations
 
 import click
@@ -6,7 +6,7 @@ import click
 from openbench.cli.common import FiniteFloat, handle_errors
 from splits import SEEN_RULES
 
-__all__ = ["split", "split_rand", "split_time"]
+__all__ = ["split", "split_rand", "split_time", "split_entity"]
 
 
 @click.group()
@@ -135,3 +135,69 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
                           neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
                           **_negative_options(eval_negatives, typed_negatives))
     click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)")
+
+
+def _names(text):
+    return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+
+@split.command("entity")
+@click.option("--dataset", "dataset", default=None,
+              help="A published KG by registry name (primekg, hetionet, ...) or its graph folder, instead of "
+                   "--edges/--tn-edges/--nodes.")
+@_graph_options(required=False)
+@click.option("--node-type", default=None, help="Hold out a --fraction of this node type's entities (those with an "
+                                                 "edge of the held-out relations), chosen by --seed.")
+@click.option("--fraction", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=None,
+              help="With --node-type: the share of its entities held out for test.")
+@click.option("--entities", "entities_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Hold out these entities for test (one id per line).")
+@click.option("--subtree", "roots_text", default=None,
+              help="Hold out these roots and every entity below them in --hierarchy-relation (comma-separated ids).")
+@click.option("--hierarchy-relation", default=None,
+              help="With --subtree: the relation linking child and parent (OpenBioLink: IS_A; PrimeKG: "
+                   "disease_disease).")
+@click.option("--hierarchy-direction", type=click.Choice(["child-parent", "parent-child"]), default="child-parent",
+              show_default=True, help="How --hierarchy-relation's edges point (PrimeKG's disease_disease as openbench "
+                                      "converts it: parent-child).")
+@click.option("--val-fraction", type=FiniteFloat(0, 1, max_open=True), default=0.0, show_default=True,
+              help="Hold out this share of the remaining entities of the same node type(s) for validation.")
+@click.option("--val-entities", "val_entities_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="Hold out these entities for validation (one id per line).")
+@click.option("--relations", "relations_text", default=None,
+              help="The relations whose edges of a held-out entity go to validation/test (comma-separated, e.g. "
+                   "indication,contraindication,off-label use) [default: every relation: fully cold].")
+@click.option("--isolate", is_flag=True, help="Also drop the held-out entities' other edges from training.")
+@click.option("--neighbourhood", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Also drop training edges of the held-out relations within K hops of a held-out entity.")
+@click.option("--sep", default="\t", show_default="TAB", help="Separator of the input files.")
+@click.option("--output", "output_dir", default="train_test_data", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for the split files (replaced atomically).")
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of every random draw.")
+@click.option("--neg-ratio", type=FiniteFloat(0, min_open=True), default=1.0, show_default=True,
+              help="Negatives per positive.")
+@click.option("--no-neg-train-val", is_flag=True, help="No negatives for training and validation.")
+@click.option("--no-neg-test", is_flag=True, help="No negatives for the test set.")
+@handle_errors
+def split_entity(dataset, edges_path, tn_path, nodes_path, node_type, fraction, entities_path, roots_text,
+                 hierarchy_relation, hierarchy_direction, val_fraction, val_entities_path, relations_text, isolate,
+                 neighbourhood, sep, output_dir, seed, neg_ratio, no_neg_train_val, no_neg_test):
+    """Entity-held-out (zero-shot) split: the edges of held-out entities under the held-out relations
+    go to validation/test, leakage-free (new drugs, new diseases; TxGNN's and TDC's cold splits)."""
+    from splits.entity_split import Selection
+    from splits.pipeline import read_entity_file, split_entity as run_entity_split
+
+    edges_path, tn_path, nodes_path = _graph_paths(dataset, edges_path, tn_path, nodes_path)
+    selection = Selection(node_type=node_type, fraction=fraction,
+                          entities=read_entity_file(entities_path) if entities_path else None,
+                          roots=_names(roots_text), hierarchy_relation=hierarchy_relation,
+                          hierarchy_direction=hierarchy_direction)
+    info = run_entity_split(edges_path, tn_path, nodes_path, output_dir, sep=sep, selection=selection,
+                            relations=_names(relations_text), val_fraction=val_fraction,
+                            val_entities=read_entity_file(val_entities_path) if val_entities_path else None,
+                            isolate=isolate, neighbourhood=neighbourhood, seed=seed,
+                            neg_train_val=not no_neg_train_val, neg_test=not no_neg_test, neg_ratio=neg_ratio)
+    counts, heldout = info["split"], info["heldout"]
+    click.echo(f"split written to {output_dir}: {heldout['test']} test and {heldout['valid']} validation entities "
+               f"held out; positives train {counts['train']['positives']}, validation "
+               f"{counts.get('val', {}).get('positives', 0)}, test {counts['test']['positives']}")

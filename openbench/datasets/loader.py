@@ -71,6 +71,10 @@ class Dataset:
     # relations whose (h, r, t) and (t, r, h) are one fact, stored once (a split of a converted
     # published KG names them in its split_info.json): the filter holds both orientations
     undirected_relations: List[str] = field(default_factory=list)
+    # what the split asks (split_info.json's kind): None for a transductive split (rand, time, a
+    # published one); an entity-held-out split: {"kind": "entity", "heldout_entities": {"count",
+    # "sha256"}, "relations": [...] or None}
+    split: Optional[dict] = None
     cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
     load_seconds: Optional[float] = field(default=None, repr=False, compare=False)  # load_dataset's wall time
     # sampled evaluation negatives that come with the dataset: OGB's, or *_negatives.npz of a split
@@ -83,6 +87,17 @@ class Dataset:
     @property
     def num_relations(self) -> int:
         return len(self.relation_labels)
+
+    def unseen_entities(self, split: str = "test") -> int:
+        """How many entities of ``split``'s triples no training triple has (0 on a transductive
+        split; the held-out entities of a fully cold entity split)."""
+        evaluated = self.triples[split]
+        if evaluated.shape[0] == 0:
+            return 0
+        train = self.triples["train"]
+        seen = torch.unique(torch.cat([train[:, 0], train[:, 2]]))
+        ends = torch.unique(torch.cat([evaluated[:, 0], evaluated[:, 2]]))
+        return int((~torch.isin(ends, seen)).sum())
 
     def counts(self) -> Dict[str, int]:
         counts = {"entities": self.num_entities, "relations": self.num_relations}
@@ -289,17 +304,60 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
         raise InputError(f"{option('ogb_split')} and {option('entity_offsets')} apply to OGB dataset folders "
                          "(split/<type>/*.pt)", folder)
     layout, files_folder = resolve_layout(Path(folder), fold)
+    kind = split_kind_of(files_folder) if layout == "samples" else None
     options = {"fold": fold, "drop_unknown": drop_unknown, "evaluation_split": evaluation_split,
-               "maps": [str(m) for m in (entity_map, relation_map)]}
+               "maps": [str(m) for m in (entity_map, relation_map)],
+               **({"all_entities": True} if kind in HELD_OUT_KINDS else {})}
     files = dataset_files(files_folder, layout, [entity_map, relation_map])
     dataset = cached_dataset(files, options, lambda: read_dataset(folder, fold, entity_map, relation_map,
-                                                                  drop_unknown, evaluation_split), str(folder),
-                             Dataset)
+                                                                  drop_unknown, evaluation_split,
+                                                                  all_entities=kind in HELD_OUT_KINDS),
+                             str(folder), Dataset)
     dataset.registry = registry_of(folder)
     if layout == "samples":
         dataset.sampled = find_negatives(files_folder, dataset)
         dataset.undirected_relations = undirected_relations_of(files_folder, dataset.relation_labels)
+        dataset.split = split_description_of(files_folder)
     return dataset
+
+
+HELD_OUT_KINDS = ("entity",)  # splits whose evaluation entities need not occur in training
+
+
+def split_kind_of(folder: Path) -> Optional[str]:
+    """The kind ``split_info.json`` states (``"entity"``, ...), None where it states none (rand, time)."""
+    info = split_info_of(folder)
+    kind = info.get("kind") if info is not None else None
+    if kind is not None and kind not in HELD_OUT_KINDS:
+        raise InputError(f"split kind {str(kind)[:40]!r}: this openbench reads {', '.join(HELD_OUT_KINDS)} "
+                         "(or none, a random or time split)", Path(folder) / "split_info.json")
+    return kind
+
+
+def split_description_of(folder: Path) -> Optional[dict]:
+    """What a result records of the split's question (see :attr:`Dataset.split`): the kind, the
+    held-out entities' count and the sha256 of their file (checked against the file itself)."""
+    import hashlib as _hashlib
+
+    info = split_info_of(folder)
+    if info is None or info.get("kind") is None:
+        return None
+    base = Path(folder) if (Path(folder) / "split_info.json").is_file() else Path(folder).parent
+    heldout = info.get("heldout")
+    if not isinstance(heldout, dict) or not isinstance(heldout.get("file"), str):
+        raise InputError("an entity split's split_info.json names its held-out entities' file (heldout.file)",
+                         base / "split_info.json")
+    path = base / Path(heldout["file"]).name
+    if not path.is_file():
+        raise InputError(f"{path.name} is missing: the split names its held-out entities there", path)
+    digest = _hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != heldout.get("sha256"):
+        raise InputError(f"the held-out entities changed since the split was written (sha256 {digest[:12]}…, "
+                         f"split_info.json says {str(heldout.get('sha256'))[:12]}…)", path)
+    relations = heldout.get("relations")
+    return {"kind": info["kind"], "heldout_entities": {"count": int(heldout.get("test", 0)) + int(heldout.get("valid", 0)),
+                                                       "test": int(heldout.get("test", 0)), "sha256": digest},
+            "relations": relations if isinstance(relations, list) else None}
 
 
 def undirected_relations_of(folder: Path, relation_labels: Sequence[str]) -> List[str]:
@@ -316,12 +374,16 @@ def undirected_relations_of(folder: Path, relation_labels: Sequence[str]) -> Lis
 
 
 def read_dataset(path, fold: Optional[int] = None, entity_map=None, relation_map=None,
-                 drop_unknown: bool = False, evaluation_split: str = "test") -> Dataset:
-    """Read a dataset folder (no registry names: see :func:`load_dataset`) into a :class:`Dataset`."""
+                 drop_unknown: bool = False, evaluation_split: str = "test", all_entities: bool = False) -> Dataset:
+    """Read a dataset folder (no registry names: see :func:`load_dataset`) into a :class:`Dataset`.
+
+    :param all_entities: map every entity of every split (sorted), not only the training ones: a
+        split whose evaluation entities need not occur in training (an entity-held-out split)."""
     layout, folder = resolve_layout(Path(path), fold)
     if layout == "ids":
         return _load_id_layout(Path(path), folder, entity_map, relation_map)
-    return _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split)
+    return _load_sample_layout(Path(path), folder, entity_map, relation_map, drop_unknown, evaluation_split,
+                               all_entities)
 
 
 def _without_duplicates(frame: pl.DataFrame, split: str, path: Path, warnings: List[str],
@@ -337,7 +399,7 @@ def _without_duplicates(frame: pl.DataFrame, split: str, path: Path, warnings: L
 
 
 def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop_unknown: bool,
-                        evaluation_split: str) -> Dataset:
+                        evaluation_split: str, all_entities: bool = False) -> Dataset:
     labelled: Dict[str, pl.DataFrame] = {}
     warnings: List[str] = []
     size = sum((folder / name).stat().st_size for name in SAMPLE_FILES.values() if (folder / name).is_file())
@@ -354,7 +416,8 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
     if labelled["train"].height == 0:
         raise InputError("the training file holds no triples (no rows with value 1)", folder / SAMPLE_FILES["train"])
     train = labelled["train"]
-    entities = read_id_map(entity_map, "entity") if entity_map else _entity_labels(train)
+    every = pl.concat([labelled[split] for split in SPLITS]) if all_entities else train
+    entities = read_id_map(entity_map, "entity") if entity_map else _entity_labels(every)
     relations = read_id_map(relation_map, "relation") if relation_map else _sorted_labels(train.get_column("r"))
     entity_series = pl.Series(entities, dtype=pl.String)  # once for the three splits
     announce("mapping %d entities and %d relations to ids", len(entities), len(relations))

@@ -331,6 +331,8 @@ class RankingSetup:
             extra["negatives_per_query"] = self.sampled_negatives.description()
         if self.undirected:
             extra["undirected_relations"] = list(self.undirected)  # filtered in both orientations
+        if self.dataset.split is not None:  # the question the split asks (an entity-held-out split)
+            extra["split"] = dict(self.dataset.split)
         return Protocol(filter_sets=list(self.filter_sets), hits_at=list(self.hits_at), candidates=candidates,
                         sides=list(self.sides), exclude_query_entity=self.exclude_query_entity,
                         lower_is_better=self.lower_is_better,

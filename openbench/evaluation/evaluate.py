@@ -146,6 +146,22 @@ def _protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[Sam
     return protocol, negatives, []
 
 
+def _refuse_untrained_rows(dataset: Dataset, model, split: str) -> None:
+    """A transductive model (one row per entity, learnt from the training triples: embeddings, a
+    PyKEEN model) has no trained row for an evaluation entity no training triple has (a fully cold
+    entity-held-out split): it would rank it at random. Refused, with the count."""
+    if not getattr(model, "transductive", False) or split not in dataset.triples:
+        return
+    unseen = dataset.unseen_entities(split)
+    if unseen:
+        raise UsageError(f"{unseen} entities of the {split} triples occur in no training triple (a held-out split): "
+                         f"{getattr(model, 'name', type(model).__name__)} learns one row per entity from the training "
+                         "triples and has no trained row for them, so it would rank them at random. Evaluate a model "
+                         "that reads the graph around them (--model neighbours, popularity, rules, an inductive "
+                         "model or your own score_function), or split with --relations so that held-out entities "
+                         "keep their other edges in training")
+
+
 def _producer(model, protocol: str, negatives: Optional[SampledNegatives], ranks: str,
               entity_chunk: Optional[int]) -> Producer:
     """The producer that ranks ``model``: a producer itself, ranked lists (top-k files, OBL2021
@@ -262,6 +278,7 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
     if task == "classification":
         return _classify(dataset, loaded, threshold_metric=threshold_metric, batch_size=batch_size, device=device,
                          seed=seed, lower_is_better=lower_is_better, progress=progress, fold=fold)
+    _refuse_untrained_rows(dataset, loaded, evaluation_split)
     protocol, negatives, filters = _protocol(dataset, protocol, negatives, filter_sets, shard)
     producer = _producer(loaded, protocol, negatives, ranks, entity_chunk)
     given = dict(filter_sets=filters if filter_sets is not None or protocol == "sampled" else None,

@@ -99,6 +99,7 @@ class PyKEENScorer(RowScorer):
     """
 
     kind = "pykeen"
+    transductive = True  # a representation per entity of its training factory (inductive models: issue 52)
 
     def __init__(self, model, entity_ids: torch.Tensor, relation_ids: torch.Tensor, model_entities: int):
         super().__init__(entity_ids.shape[0])

@@ -64,6 +64,7 @@ class EmbeddingScorer:
     exact_keys = True
 
     model_kind = "embeddings"  # what the record calls this source
+    transductive = True  # one row per entity, learnt from the training triples
 
     def __init__(self, entities: torch.Tensor, relations: torch.Tensor):
         self.entities = entities

@@ -102,9 +102,14 @@ def _rules(spec: ModelSpec) -> bool:
     return (spec.model or "").lower() == vocabulary.RULES and not (spec.entity_embeddings or spec.relation_embeddings)
 
 
+def _neighbours(spec: ModelSpec) -> bool:
+    return (spec.model or "").lower() == vocabulary.NEIGHBOURS and not (spec.entity_embeddings or
+                                                                         spec.relation_embeddings)
+
+
 def _embedding_inputs(spec: ModelSpec) -> bool:
-    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not (_popularity(spec)
-                                                                                              or _rules(spec))
+    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not (
+        _popularity(spec) or _rules(spec) or _neighbours(spec))
 
 
 def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
@@ -178,6 +183,12 @@ def _load_rules(dataset: Dataset, spec: ModelSpec):
     return rules_model(dataset)
 
 
+def _load_neighbours(dataset: Dataset, spec: ModelSpec):
+    from openbench.models.structure import neighbour_model
+
+    return neighbour_model(dataset)
+
+
 def _load_obl2021(dataset: Dataset, spec: ModelSpec):
     from openbench.models.lists import obl2021_submission
 
@@ -193,6 +204,7 @@ SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("obl2021", lambda spec: bool(spec.submission), _load_obl2021, scores_every_entity=False),
     ModelSource("popularity", _popularity, _load_popularity),
     ModelSource("rules", _rules, _load_rules),
+    ModelSource("neighbours", _neighbours, _load_neighbours),
 )}
 vocabulary.check_names("model source", SOURCES, vocabulary.MODEL_SOURCES)
 
@@ -200,15 +212,17 @@ vocabulary.check_names("model source", SOURCES, vocabulary.MODEL_SOURCES)
 def select_source(spec: ModelSpec) -> ModelSource:
     """The one source the spec selects; none or several given is a usage error naming the choices."""
     kinds = {"embeddings": _embedding_inputs(spec), "--model popularity": _popularity(spec), "--model rules": _rules(spec),
+             "--model neighbours": _neighbours(spec),
              "--model-dir": bool(spec.model_dir),
              "--predictions": bool(spec.predictions), "--submission": bool(spec.submission)}
     if sum(kinds.values()) > 1:
         raise UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
-                         "--model popularity, --model rules, --model-dir, --predictions or --submission")
+                         "--model popularity, --model rules, --model neighbours, --model-dir, --predictions or "
+                         "--submission")
     if not any(kinds.values()):
         raise UsageError("a model is needed: give --entity-embeddings, --relation-embeddings and --model "
                          "(missing: --entity-embeddings, --relation-embeddings, --model), or --model popularity, "
-                         "--model rules, --model-dir, --predictions or --submission")
+                         "--model rules, --model neighbours, --model-dir, --predictions or --submission")
     for source in SOURCES.values():
         if source.selects(spec):
             return source

@@ -86,10 +86,36 @@ def _denser(rows, count, seed):
     return made
 
 
+def _hierarchy_rows(rows):
+    """PrimeKG's disease hierarchy as the build writes it: the one disease_disease row transcribed
+    from the build notebook (adrenal cortex disorder, parent, to adrenocortical insufficiency,
+    child: ``display_relation`` "parent-child"), in kg.csv's layout (x_index/y_index, which that
+    table lacks, assigned here), and, added by the test so that the two diseases have treatments to
+    hold out, four drug–disease rows from them to drugs of the excerpt (seeded; indication,
+    contraindication and off-label use, the three TxGNN holds out), in the layout of the excerpt's
+    own indication rows."""
+    with open(KGS / "primekg" / "kg_raw-format.rows.from-build_graph-notebook.csv", newline="",
+              encoding="utf-8") as handle:
+        raw = [row[2:] for row in list(csv.reader(handle))[1:] if row[2] == "disease_disease"]
+    relation, display, x_id, x_type, x_name, x_source, y_id, y_type, y_name, y_source = raw[0]
+    made = [[relation, display, "90000", x_id, x_type, x_name, x_source, "90001", y_id, y_type, y_name, y_source]]
+    drugs = sorted({tuple(row[7:12]) for row in rows if row[9] == "drug"} | {tuple(row[2:7]) for row in rows
+                                                                           if row[4] == "drug"})
+    rng = np.random.default_rng(51)
+    relations = [("indication", "indication"), ("contraindication", "contraindication"),
+                 ("off-label use", "off-label use")]
+    for number, disease in enumerate((made[0][2:7], made[0][7:12])):
+        for index in rng.choice(len(drugs), 2, replace=False).tolist():
+            made.append([*relations[(number + index) % 3], *disease, *drugs[index]])
+    return made
+
+
 def primekg():
     """kg.csv as PrimeKG's build writes it: every row, then its x/y-swapped copy, plus one exact
-    duplicate row (as the real file's 370). The rows: the excerpt's, and :func:`_denser`'s."""
+    duplicate row (as the real file's 370). The rows: the excerpt's, :func:`_hierarchy_rows`' and
+    :func:`_denser`'s."""
     header, rows = _primekg_rows()
+    rows = rows + _hierarchy_rows(rows)
     rows = rows + _denser(rows, 150, 2)
     x, y = slice(2, 7), slice(7, 12)
     unique = list(dict.fromkeys(tuple(row) for row in rows))
@@ -100,7 +126,9 @@ def primekg():
     writer.writerow(header)
     writer.writerows(written)
     ids = {(row[4], row[6], row[3]) for row in written} | {(row[9], row[11], row[8]) for row in written}
-    return {"kg.csv": buffer.getvalue().encode()}, {"rows": len(written), "nodes": len(ids)}, {"unique": unique}
+    keys = [(row[0], row[4], row[6], row[3], row[9], row[11], row[8]) for row in written]
+    return {"kg.csv": buffer.getvalue().encode()}, {"rows": len(written), "nodes": len(ids)}, \
+        {"unique": unique, "exact_duplicates": len(keys) - len(set(keys))}
 
 
 def drkg():
@@ -320,7 +348,7 @@ def test_primekg_collapses_the_swapped_copies_so_no_reverse_of_a_test_triple_is_
     graph, test, training = _check_common(folder, info, record, split, "primekg")
     unique = built["primekg"][2]["unique"]
     problems = info["dataset"]["problems"]
-    assert problems["exact_duplicates_dropped"] == 1
+    assert problems["exact_duplicates_dropped"] == built["primekg"][2]["exact_duplicates"] >= 1
     swapped_unique = {(r[4], r[6], r[3], r[0], r[9], r[11], r[8]) for r in unique}
     mirrored = {(r[9], r[11], r[8], r[0], r[4], r[6], r[3]) for r in unique}
     # a row whose swapped copy the excerpt itself already holds collapses with it as well
@@ -681,3 +709,46 @@ def test_a_damaged_split_info_is_an_error_naming_it(tmp_path):
     with pytest.raises(InputError, match="expected a JSON object") as info:
         openbench.evaluate(str(folder), model, progress=False)
     assert info.value.path.endswith("split_info.json")
+
+
+# -- issue 51: TxGNN's question on PrimeKG, by name ----------------------------------------------------
+
+DRUG_DISEASE = "indication,contraindication,off-label use"
+
+
+def _graph_positives(folder):
+    return sorted(_triples(folder / "graph" / "edges.csv"))
+
+
+@pytest.mark.parametrize("selection", [
+    ("--node-type", "disease", "--fraction", "0.5"),
+    ("--subtree", "disease::MONDO::2816", "--hierarchy-relation", "disease_disease", "--hierarchy-direction",
+     "parent-child")])
+def test_primekg_entity_split_by_name_holds_out_diseases_treatments(tmp_path, lab, selection):
+    """``split entity --dataset primekg --node-type disease --relations indication,contraindication,
+    off-label use`` (TxGNN's main split) and the same by a subtree of PrimeKG's own disease
+    hierarchy (its disease_disease edges point parent to child): the split's invariants hold, the
+    subtree holds the root and its child, and the baselines evaluate with the question recorded."""
+    from tests.splits.reference import check_entity_invariants, heldout_roles
+
+    _, _, _, run = lab
+    folder = Path(run("datasets", "get", "primekg-fixture", "--no-progress").strip())
+    split = tmp_path / "entity"
+    printed = run("split", "entity", "--dataset", "primekg-fixture", *selection, "--relations", DRUG_DISEASE,
+                  "--output", split, "--seed", 4)
+    assert "held out" in printed
+    roles, train, _, test = check_entity_invariants(split, _graph_positives(folder), DRUG_DISEASE.split(","))
+    assert test and all(r in DRUG_DISEASE.split(",") for _, r, _ in test)
+    if selection[0] == "--subtree":
+        assert roles["test"] == {"disease::MONDO::2816", "disease::MONDO::4"}
+    info = json.loads((split / "split_info.json").read_text())
+    assert info["dataset"]["name"] == "primekg-fixture" and info["kind"] == "entity"
+    for model in ("popularity", "neighbours"):
+        record_path = tmp_path / f"{model}.json"
+        run("evaluate", "--dataset", split, "--model", model, "--no-progress", "--output", record_path)
+        record = json.loads(record_path.read_text())
+        assert record["protocol"]["split"]["kind"] == "entity"
+        assert record["protocol"]["split"]["relations"] == sorted(DRUG_DISEASE.split(","))
+    report = json.loads(run("audit", split, "--format", "json"))
+    assert report["split"]["count"] == 0
+    del heldout_roles

@@ -131,3 +131,65 @@ def check_fold_against_reference(fold: dict, info_split: dict, seen_rule: str = 
     assert sorted(file_rows(folder, "test")) == sorted(kept)
     assert info_split["test_cleaning"] == add_counts(fold["test_removed"], removed)
     assert sorted(file_rows(folder, "train")) == sorted(fold["train"])
+
+
+# -- entity-held-out splits (issue 51)
+
+def _rows(folder, name):
+    path = folder / name
+    return [tuple(line.split("\t")[:3]) for line in path.read_text().splitlines()] if path.is_file() else []
+
+
+def heldout_roles(folder):
+    roles = defaultdict(set)
+    for line in (folder / "heldout_entities.tsv").read_text().splitlines():
+        entity, role = line.split("\t")
+        roles[role].add(entity)
+    return roles
+
+
+def check_entity_invariants(folder, graph_positives, relations):
+    """An entity-held-out split's properties from their definitions, with sets, from its files and
+    the graph's positives (id1, relation, id2): no held-out entity in a training edge (positive or
+    negative) of a held-out relation; test and validation exactly the held-out relations' edges of
+    their entities; no held-out pair restated in training (reverse, duplicate or inverse relation
+    of the whole graph's or training's patterns, parent or child relation). Returns (roles, train,
+    validation, test)."""
+    roles = heldout_roles(folder)
+    test_entities, valid_entities = roles["test"], roles["valid"]
+    held = set(relations) if relations is not None else None
+    train, val, test = (_rows(folder, f"{name}_sample.csv") for name in ("train", "val", "test"))
+
+    def held_relation(r):
+        return held is None or r in held
+
+    for a, r, b in train:  # no held-out entity in a training edge of a held-out relation
+        assert not (held_relation(r) and ({a, b} & (test_entities | valid_entities))), (a, r, b)
+    for a, r, b, *_ in (tuple(line.split("\t")) for line in
+                        (folder / "negative_train_sample.csv").read_text().splitlines()
+                        if (folder / "negative_train_sample.csv").is_file()):
+        assert not (held_relation(r) and ({a, b} & (test_entities | valid_entities))), ("negative", a, r, b)
+    expected_test = {(a, r, b) for a, r, b in graph_positives if held_relation(r) and {a, b} & test_entities}
+    expected_val = {(a, r, b) for a, r, b in graph_positives if held_relation(r) and {a, b} & valid_entities
+                    and not {a, b} & test_entities}
+    assert set(test) == expected_test and set(val) == expected_val
+    train_set = set(train)
+    train_pairs = defaultdict(set)
+    for a, r, b in train:
+        train_pairs[frozenset((a, b))].add(r)
+    duplicates, inverses = defaultdict(set), defaultdict(set)
+    for source in (graph_positives, train):  # the patterns of the whole graph and of training
+        found_dup, found_inv, _ = loop_patterns([(a, r, b, "1") for a, r, b in source])
+        for r, partners in found_dup.items():
+            duplicates[r] |= partners
+        for r, partners in found_inv.items():
+            inverses[r] |= partners
+    restated = 0
+    for a, r, b in test + val:
+        restated += (b, r, a) in train_set
+        restated += sum((a, other, b) in train_set for other in duplicates[r])
+        restated += sum((b, other, a) in train_set for other in inverses[r])
+        restated += sum(1 for other in train_pairs[frozenset((a, b))]
+                        if other != r and (other == PARENT.get(r) or PARENT.get(other) == r))
+    assert restated == 0
+    return roles, train, val, test
