@@ -20,7 +20,7 @@ from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
            "write_samples", "run_demo", "compare_models", "popularity_baseline", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
-           "results_table", "submit_to_leaderboard"]
+           "results_table", "submit_to_leaderboard", "entity_heldout", "ENTITY_SPLIT"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def planted_graph(seed: int, entities_per_type: int = 150, clusters_per_type: in
 
 
 PLANTED_ENTRIES = ("dataset", "model", "result.json")
-PIPELINE_ENTRIES = ("graph", "split", "models", "results", "leaderboard.sqlite", "leaderboard")
+PIPELINE_ENTRIES = ("graph", "split", "split_entity", "models", "results", "leaderboard.sqlite", "leaderboard")
 
 
 def claim_output(out: Path, entries) -> None:
@@ -196,6 +196,50 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
         write_json(out / "results" / f"{model}.sampled.json", sampled)
         results[model] = dict(results[model], classification_record=classification, sampled_record=sampled)
     return results
+
+
+# the demo's zero-shot question: diseases whose drugs and genes the model never saw in training
+# (TxGNN's kind of split), the diseases keeping their phenotypes and hierarchy
+ENTITY_SPLIT = {"node_type": "DIS", "fraction": 0.3, "relations": ["DIS_DRUG", "GENE_DIS"]}
+
+
+def entity_heldout(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, device: str = "auto",
+                   progress: bool = True) -> str:
+    """The demo's entity-held-out evaluation: split the demo's graph holding out diseases
+    (:data:`ENTITY_SPLIT`, ``out/split_entity``), train DistMult on its training set and evaluate it
+    with the three baselines every such table shows (popularity, rules, the structure baseline);
+    writes ``out/results/entity/<model>.json`` and returns the table."""
+    from openbench._io import write_json
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.popularity import popularity_model
+    from openbench.models.rules import rules_model
+    from openbench.models.structure import neighbour_model
+    from splits.entity_split import Selection
+    from splits.pipeline import split_entity
+
+    graph = Path(out) / "graph" / "graph_files"
+    stage("demo: holding out %.0f%% of the diseases (their %s edges) in %s", 100 * ENTITY_SPLIT["fraction"],
+          " and ".join(ENTITY_SPLIT["relations"]), Path(out) / "split_entity")
+    info = split_entity(graph / "edges.csv", graph / "TN_edges.csv", graph / "ALL_nodes.csv", Path(out) / "split_entity",
+                        selection=Selection(node_type=str(ENTITY_SPLIT["node_type"]),
+                                            fraction=float(ENTITY_SPLIT["fraction"])),  # type: ignore[arg-type]
+                        relations=list(ENTITY_SPLIT["relations"]), seed=seed)  # type: ignore[call-overload]
+    dataset = load_dataset(Path(out) / "split_entity")
+    models = {"DistMult": trained_scorer(dataset, "DistMult", Path(out) / "models" / "DistMult-entity", dim, epochs,
+                                         seed, progress),
+              "popularity": popularity_model(dataset), "rules": rules_model(dataset),
+              "neighbours": neighbour_model(dataset)}
+    rows = [f"held-out diseases: {info['heldout']['test']} of the graph's, none of their "
+            f"{' or '.join(ENTITY_SPLIT['relations'])} edges in training (openbench split entity):",
+            f"{'model':<12} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'AMRI':>7}"]
+    for name, model in models.items():
+        record = evaluate(dataset, model, device=device, seed=seed).to_dict()
+        write_json(Path(out) / "results" / "entity" / f"{name}.json", record)
+        block = record["metrics"]["both"]["realistic"]
+        rows.append(f"{name:<12} {block['mrr']:>7.4f} {block['hits@1']:>7.4f} {block['hits@10']:>8.4f} "
+                    f"{block['amri']:>7.4f}")
+    return "\n".join(rows)
 
 
 def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> str:

@@ -384,3 +384,23 @@ def test_an_upload_that_inflates_past_the_limit_is_refused_before_it_is_inflated
     assert len(buffer.getvalue()) < 1 << 20
     with pytest.raises(InputError, match="more than the 4096 bytes accepted"):
         score_predictions(hosted, buffer.getvalue(), max_bytes=4096)
+
+
+def test_a_hosted_benchmark_over_an_entity_split_serves_its_held_out_question(tmp_path):
+    """Issue 51: an entity-held-out split works under the served protocol: every served answer is a
+    test triple of a held-out entity, scored as any other, and both parts' records state the kind."""
+    from splits.entity_split import Selection, entity_split
+    from tests.bases import sample_graph
+
+    positives, true_negatives, nodes = sample_graph(tmp_path / "graph")
+    entity_split(positives, true_negatives, nodes, tmp_path / "entity", relations=["DIS_DRUG", "GENE_DIS"],
+                 selection=Selection(node_type="DIS", fraction=0.4), seed=2)
+    dataset = load_dataset(tmp_path / "entity")
+    hosted = _served(dataset)
+    held = {line.split("\t")[0] for line in (tmp_path / "entity" / "heldout_entities.tsv").read_text().splitlines()}
+    test = dataset.triples["test"].numpy()
+    query, triple = hosted.served.answers_of(np.arange(len(hosted.served)))
+    assert all({dataset.entity_labels[test[t, 0]], dataset.entity_labels[test[t, 2]]} & held for t in triple.tolist())
+    records = score_predictions(hosted, _npz(_frequency_lists(dataset, hosted.served, k=20)))
+    assert records and all(record["protocol"]["split"]["kind"] == "entity" for record in records.values())
+    assert sum(record["diagnostics"]["queries"] for record in records.values()) == len(query)

@@ -508,3 +508,27 @@ def test_a_hosted_part_serving_one_side_is_no_scope():
     assert scope_of({"sides": ["tail"]}) == "tail only"
     assert scope_of({"sides": ["tail"], "hosted_protocol": "served-v1", "served_sides": ["head", "tail"]}) is None
     assert scope_of({"sides": ["tail"], "hosted_protocol": "served-v1", "relations": ["R"]}) == "relations R"
+
+
+def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
+    """Issue 51: the rows of an entity-held-out split form their own table, titled with the kind."""
+    import openbench
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.leaderboard.store import read_rows
+    from splits.entity_split import Selection, entity_split
+    from tests.bases import sample_graph
+
+    positives, true_negatives, nodes = sample_graph(tmp_path / "graph")
+    entity_split(positives, true_negatives, nodes, tmp_path / "entity", relations=["DIS_DRUG", "GENE_DIS"],
+                 selection=Selection(node_type="DIS", fraction=0.3), seed=1)
+    dataset = load_dataset(tmp_path / "entity")
+    db = tmp_path / "board.sqlite"
+    board = open_leaderboard(db)
+    for name, model in (("popularity", openbench.popularity_model(dataset)),
+                        ("neighbours", openbench.neighbour_model(dataset))):
+        board.submit(evaluate(dataset, model, device="cpu").to_dict(), name=name)
+    board.close()
+    rows = [row for row in json.loads(render(read_rows(db), "json")) if not row["published"]]
+    assert {row["group"] for row in rows} == {rows[0]["group"]} and "entity split, " in rows[0]["group"]
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)]).output
+    assert "entity split, " in table and "entities held out" in table

@@ -27,8 +27,8 @@ __all__ = ["demo"]
 @handle_errors
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
-    from openbench.demo import (compare_models, popularity_baseline, results_table, run_demo, run_pipeline_demo,
-                                submit_to_leaderboard)
+    from openbench.demo import (compare_models, entity_heldout, popularity_baseline, results_table, run_demo,
+                                run_pipeline_demo, submit_to_leaderboard)
     from openbench.evaluation.statistics.report import format_table
 
     quiet_pykeen()
@@ -39,6 +39,7 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
         click.echo("\n" + popularity_baseline(out, seed, device))
         click.echo("\nthe two baselines compared query by query (openbench compare on their ranks files):\n"
                    + compare_models(out, seed))
+        click.echo("\n" + entity_heldout(out, seed=seed, epochs=epochs or 60, device=device, progress=progress))
         page = submit_to_leaderboard(results, out, seed)
         click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
                    f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "

@@ -262,10 +262,16 @@ def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optiona
 
 def _candidates_note(protocol: dict) -> str:
     """Ranks against listed candidates (top-k files, OBL2021) are not comparable with full
-    rankings: such rows get a table of their own."""
+    rankings, nor a split's question with another's (an entity-held-out split): such rows get a
+    table of their own, its title saying why."""
     candidates = protocol.get("candidates", "all") if isinstance(protocol, dict) else "all"
     part = protocol.get("benchmark_part") if isinstance(protocol, dict) else None
+    split = protocol.get("split") if isinstance(protocol, dict) else None
     note = "" if candidates in ("all", "typed") else f"; {candidates}"
+    if isinstance(split, dict):  # what the split asks: its rows are ranked apart from every other kind
+        held = (split.get("heldout_entities") or {}).get("test")
+        note += f"; {split.get('kind')} split, {held} entities held out" if held is not None else \
+            f"; {split.get('kind')} split"
     return note + (f"; {part}" if part else "")
 
 
