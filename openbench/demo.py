@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -200,7 +200,7 @@ def run_pipeline_demo(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32,
 
 # the demo's zero-shot question: diseases whose drugs and genes the model never saw in training
 # (TxGNN's kind of split), the diseases keeping their phenotypes and hierarchy
-ENTITY_SPLIT = {"node_type": "DIS", "fraction": 0.3, "relations": ["DIS_DRUG", "GENE_DIS"]}
+ENTITY_SPLIT: Dict[str, Any] = {"node_type": "DIS", "fraction": 0.3, "relations": ["DIS_DRUG", "GENE_DIS"]}
 
 
 def entity_heldout(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, device: str = "auto",
@@ -222,9 +222,8 @@ def entity_heldout(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, de
     stage("demo: holding out %.0f%% of the diseases (their %s edges) in %s", 100 * ENTITY_SPLIT["fraction"],
           " and ".join(ENTITY_SPLIT["relations"]), Path(out) / "split_entity")
     info = split_entity(graph / "edges.csv", graph / "TN_edges.csv", graph / "ALL_nodes.csv", Path(out) / "split_entity",
-                        selection=Selection(node_type=str(ENTITY_SPLIT["node_type"]),
-                                            fraction=float(ENTITY_SPLIT["fraction"])),  # type: ignore[arg-type]
-                        relations=list(ENTITY_SPLIT["relations"]), seed=seed)  # type: ignore[call-overload]
+                        selection=Selection(node_type=ENTITY_SPLIT["node_type"], fraction=ENTITY_SPLIT["fraction"]),
+                        relations=list(ENTITY_SPLIT["relations"]), seed=seed)
     dataset = load_dataset(Path(out) / "split_entity")
     models = {"DistMult": trained_scorer(dataset, "DistMult", Path(out) / "models" / "DistMult-entity", dim, epochs,
                                          seed, progress),

@@ -21,7 +21,12 @@
   question: an entity-held-out split's held-out entities in training triples of the held-out
   relations (``heldout_in_training``) and its held-out pairs restated in training
   (``heldout_pairs_in_training``, by rule: reverse, inverse or duplicate relation, super-property);
-  each 0 on openbench's own splits. None for any other input.
+  an inductive split's (ILPC's layout) entities shared by its training and inference graphs
+  (``shared_entities``), validation and test triples with an entity the inference graph lacks
+  (``evaluation_outside_inference``) and relations of the inference graph, validation or test
+  that training lacks (``relations_unseen_in_training``); each 0 on openbench's own splits. None
+  for any other input. For an inductive split ``trivially_inferable`` and ``unseen`` are taken
+  against the inference graph: the graph a model reads at test time.
 
 Everything is joins of integer-coded triples (polars), no loop over triples: OpenBioLink HQ's
 4.6 M triples take seconds (``benchmarks/bench_audit.py``). The report's schema is fixed
@@ -39,7 +44,8 @@ import polars as pl
 from openbench.errors import InputError
 
 __all__ = ["SCHEMA_VERSION", "REPORT_KEYS", "DEFAULT_THRESHOLD", "MIN_CARTESIAN_SIDE", "EXAMPLES", "AuditInput",
-           "read_audit_input", "audit", "audit_frames", "relation_patterns_of", "implied_triples", "format_report"]
+           "read_audit_input", "audit", "audit_frames", "relation_patterns_of", "relation_patterns_of_codes",
+           "implied_triples", "format_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +117,12 @@ def read_audit_input(path) -> AuditInput:
         frame = read_edges(edges, "1", relations=None if info is None else list(info["relations"])).select(pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"),
                                               pl.col("id2").cast(pl.String).alias("t"))
         return AuditInput(str(source), "graph", {"graph": frame})
-    return AuditInput(str(source), "split", _split_frames(source), *_split_kind(source))
+    frames = _split_frames(source)
+    if "inference" in frames:  # ILPC's layout: inductive, whether or not openbench wrote it
+        from openbench.datasets.published.names import split_info_of
+
+        return AuditInput(str(source), "split", frames, split_info_of(source) or {"kind": "inductive"}, None)
+    return AuditInput(str(source), "split", frames, *_split_kind(source))
 
 
 def _split_kind(folder: Path) -> tuple:
@@ -145,6 +156,10 @@ def _split_frames(folder: Path) -> Dict[str, pl.DataFrame]:
         return {split: _labelled(triples, dataset.entity_labels, dataset.relation_labels)
                 for split, triples in dataset.triples.items()}
     layout, files = resolve_layout(folder)
+    if layout == "inductive":
+        from openbench.layouts import INDUCTIVE_FILES
+
+        return {split: read_sample_triples(files / name) for split, name in INDUCTIVE_FILES.items()}
     if layout == "samples":
         return {split: read_sample_triples(files / name) for split, name in SAMPLE_FILES.items()
                 if (files / name).is_file()}
@@ -255,13 +270,20 @@ def _reverse_duplicates(distinct: pl.DataFrame, sizes: pl.DataFrame, codes: _Cod
             "examples": codes.triples(affected.filter(pl.col("h") < pl.col("t")))}
 
 
-def _shared_pairs(patterns: pl.DataFrame, inverse: bool) -> pl.DataFrame:
+def _shared_pairs(patterns: pl.DataFrame, inverse: bool, involving: Optional[List[int]] = None) -> pl.DataFrame:
     """(r, r2, shared) over r < r2: node pairs (h, t) of r whose (t, h) (``inverse``) or (h, t)
-    relation r2 also holds. Symmetric in r and r2 as a set, so each pair once."""
+    relation r2 also holds. Symmetric in r and r2 as a set, so each pair once. ``involving``
+    (relation codes): only the pairs (r, r2) with r or r2 among them, joining only their triples."""
     pairs = patterns.select("h", "r", "t")
     other = (_reversed(pairs) if inverse else pairs).rename({"r": "r2"})
-    joined = pairs.join(other, on=["h", "t"], how="inner").filter(pl.col("r") < pl.col("r2"))
-    return joined.group_by("r", "r2").len("shared")
+    if involving is None:
+        joined = pairs.join(other, on=["h", "t"], how="inner").filter(pl.col("r") < pl.col("r2"))
+        return joined.group_by("r", "r2").len("shared")
+    # each pair of relations once: from its smaller side when both are involved, else from the involved one
+    joined = (pairs.filter(pl.col("r").is_in(involving)).join(other, on=["h", "t"], how="inner")
+              .filter((pl.col("r") < pl.col("r2")) | ((pl.col("r") > pl.col("r2")) & ~pl.col("r2").is_in(involving))))
+    return (joined.select(pl.min_horizontal("r", "r2").alias("r"), pl.max_horizontal("r", "r2").alias("r2"))
+            .group_by("r", "r2").len("shared"))
 
 
 def _pair_patterns(shared: pl.DataFrame, sizes: pl.DataFrame, threshold: float, codes: _Codes,
@@ -276,8 +298,11 @@ def _pair_patterns(shared: pl.DataFrame, sizes: pl.DataFrame, threshold: float, 
     return found
 
 
-def _symmetric(patterns: pl.DataFrame, sizes: pl.DataFrame, threshold: float, codes: _Codes) -> List[dict]:
+def _symmetric(patterns: pl.DataFrame, sizes: pl.DataFrame, threshold: float, codes: _Codes,
+               involving: Optional[List[int]] = None) -> List[dict]:
     proper = patterns.filter(pl.col("h") != pl.col("t"))
+    if involving is not None:
+        proper = proper.filter(pl.col("r").is_in(involving))
     counts = proper.join(_reversed(proper), on=["h", "r", "t"], how="semi").group_by("r").len("count")
     found = []
     for r, count, size in counts.join(sizes, on="r").sort("r").select("r", "count", "size").rows():
@@ -338,8 +363,14 @@ def _inferable_rows(evaluation: pl.DataFrame, train: pl.DataFrame, inverse: pl.D
     return {rule: frame.get_column("row").unique() for rule, frame in rows.items()}
 
 
+def _test_time_graph(coded: Dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The triples a model reads when it answers evaluation queries: training's, or an inductive
+    split's inference graph."""
+    return coded["inference"] if "inference" in coded else coded["train"]
+
+
 def _trivially_inferable(coded: Dict[str, pl.DataFrame], patterns: dict, codes: _Codes) -> dict:
-    train = coded["train"].unique()
+    train = _test_time_graph(coded).unique()
     inverse = _partner_table(patterns["inverse_pairs"], "inverse", codes)
     duplicate = _partner_table(patterns["duplicate_relations"], "duplicate", codes)
     hierarchy = _hierarchy_table(codes)
@@ -368,7 +399,7 @@ def _trivially_inferable(coded: Dict[str, pl.DataFrame], patterns: dict, codes: 
 
 
 def _unseen(coded: Dict[str, pl.DataFrame], codes: _Codes) -> dict:
-    train = coded["train"]
+    train = _test_time_graph(coded)
     seen_nodes = pl.concat([train.get_column("h"), train.get_column("t")]).unique().implode()
     seen_relations = train.get_column("r").unique().implode()
     report = {}
@@ -426,6 +457,8 @@ def _kind_section(source: AuditInput, inferable: Optional[dict]) -> Optional[dic
     info, heldout = source.split_info, source.heldout or {}
     if info is None:
         return None
+    if "inference" in source.splits:
+        return _inductive_section(source.splits)
     relations = (info.get("heldout") or {}).get("relations")
     entities = sorted({entity for members in heldout.values() for entity in members})
     train = source.splits["train"]
@@ -439,6 +472,26 @@ def _kind_section(source: AuditInput, inferable: Optional[dict]) -> Optional[dic
             "count": in_training + sum(restated.values())}
 
 
+def _inductive_section(splits: Dict[str, pl.DataFrame]) -> dict:
+    """What breaks an inductive split: training and inference graphs sharing entities, evaluation
+    triples outside the inference graph's entities, relations training lacks."""
+    def entities(*names):
+        return pl.concat([splits[name].get_column(c) for name in names for c in ("h", "t")]).unique()
+
+    trained, inferred = entities("train"), entities("inference")
+    shared = int(trained.is_in(entities("inference", "valid", "test").implode()).sum())
+    known = inferred.implode()
+    outside = {name: splits[name].filter(~pl.col("h").is_in(known) | ~pl.col("t").is_in(known)).height
+               for name in ("valid", "test")}
+    relations = pl.concat([splits[name].get_column("r") for name in ("inference", "valid", "test")]).unique()
+    unseen_relations = sorted(relations.filter(~relations.is_in(splits["train"].get_column("r").unique().implode()))
+                              .to_list())
+    return {"kind": "inductive", "entities": {"train": trained.len(), "inference": inferred.len()},
+            "shared_entities": shared, "evaluation_outside_inference": outside,
+            "relations_unseen_in_training": unseen_relations,
+            "count": shared + sum(outside.values()) + len(unseen_relations)}
+
+
 def relation_patterns_of(triples: pl.DataFrame, threshold: float = DEFAULT_THRESHOLD) -> dict:
     """Only the pair and symmetric patterns (``inverse_pairs``, ``duplicate_relations``,
     ``symmetric_relations``, as :func:`audit_frames` reports them) of labelled triples (h, r, t):
@@ -447,13 +500,26 @@ def relation_patterns_of(triples: pl.DataFrame, threshold: float = DEFAULT_THRES
     return _patterns(codes.encode(triples).unique(), threshold, codes)
 
 
-def _patterns(distinct: pl.DataFrame, threshold: float, codes: _Codes) -> dict:
-    """The pair and symmetric patterns of distinct coded triples."""
+def relation_patterns_of_codes(triples: pl.DataFrame, relation_labels: Sequence[str],
+                               threshold: float = DEFAULT_THRESHOLD, involving: Optional[Sequence[str]] = None) -> dict:
+    """:func:`relation_patterns_of` of integer-coded triples (h, r, t): entity codes need only be
+    equal where the entities are, relation code i is ``relation_labels[i]`` (sorted, as the audit
+    codes them). ``involving`` (relation labels): only the inverse and duplicate pairs with one of
+    them and only their symmetry (a report of a superset of the triples still holds for the rest)."""
+    codes = _Codes.of_relations(relation_labels)
+    chosen = None if involving is None else sorted(codes.index[r] for r in involving if r in codes.index)
+    return _patterns(triples.select("h", "r", "t").unique(), threshold, codes, chosen)
+
+
+def _patterns(distinct: pl.DataFrame, threshold: float, codes: _Codes, involving: Optional[List[int]] = None) -> dict:
+    """The pair and symmetric patterns of distinct coded triples (``involving``: only those with
+    these relation codes)."""
     sizes = distinct.group_by("r").len("size")
-    return {"inverse_pairs": _pair_patterns(_shared_pairs(distinct, True), sizes, threshold, codes, "inverse"),
-            "duplicate_relations": _pair_patterns(_shared_pairs(distinct, False), sizes, threshold, codes,
+    return {"inverse_pairs": _pair_patterns(_shared_pairs(distinct, True, involving), sizes, threshold, codes,
+                                            "inverse"),
+            "duplicate_relations": _pair_patterns(_shared_pairs(distinct, False, involving), sizes, threshold, codes,
                                                   "duplicate"),
-            "symmetric_relations": _symmetric(distinct, sizes, threshold, codes)}
+            "symmetric_relations": _symmetric(distinct, sizes, threshold, codes, involving)}
 
 
 def audit(path, threshold: float = DEFAULT_THRESHOLD) -> dict:
@@ -514,11 +580,18 @@ def format_report(report: dict) -> str:
         rules = ", ".join(f"{rule} {count:,}" for rule, count in section["by_rule"].items() if count)
         lines.append(f"trivially inferable {split} triples: {section['count']:,} of {section['triples']:,} "
                      f"({section['fraction']:.2%}){': ' + rules if rules else ''}")
+    reference = "the inference graph" if (report.get("split") or {}).get("kind") == "inductive" else "training"
     for split, section in (report["unseen"] or {}).items():
-        lines.append(f"unseen in training ({split}): {section['entities']:,} entities, {section['relations']:,} "
+        lines.append(f"unseen in {reference} ({split}): {section['entities']:,} entities, {section['relations']:,} "
                      f"relations, {section['triples']:,} triples")
     kind = report.get("split")
-    if kind is not None:
+    if kind is not None and kind["kind"] == "inductive":
+        outside = ", ".join(f"{name} {count:,}" for name, count in kind["evaluation_outside_inference"].items())
+        lines.append(f"inductive split (training graph {kind['entities']['train']:,}, inference graph "
+                     f"{kind['entities']['inference']:,} entities): entities shared by the two graphs "
+                     f"{kind['shared_entities']:,}; evaluation triples with an entity outside the inference graph: "
+                     f"{outside}; relations training lacks: {len(kind['relations_unseen_in_training']):,}")
+    elif kind is not None:
         held = ", ".join(f"{role} {count:,}" for role, count in kind["heldout_entities"].items())
         relations = ", ".join(kind["relations"]) if kind["relations"] else "every relation (fully cold)"
         restated = ", ".join(f"{rule} {count:,}" for rule, count in kind["heldout_pairs_in_training"].items())

@@ -235,6 +235,13 @@ def _merged(first: dict, second: dict) -> dict:
     return merged
 
 
+def _thinned(positives: pl.DataFrame, training: pl.DataFrame) -> List[str]:
+    """The relations with fewer edges in ``training`` than in ``positives``, sorted."""
+    before = dict(positives.group_by("relation").len().iter_rows())
+    after = dict(training.group_by("relation").len().iter_rows())
+    return sorted(relation for relation, count in before.items() if after.get(relation, 0) != count)
+
+
 def _remove_copies(training: pl.DataFrame, held_out: pl.DataFrame, patterns: dict) -> Tuple[pl.DataFrame, Dict[str, int]]:
     """(training without any copy of a held-out edge, {kind: removed}) (see :func:`_copies`)."""
     copies = _copies(held_out, patterns)
@@ -311,8 +318,9 @@ def entity_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
         removed["neighbourhood_edges"] = training.filter(padded).height
         training = training.filter(~padded)
     # the relations' patterns in the whole graph and in training (what the audit finds there): a
-    # pattern that held-out edges dilute below the threshold in one still counts in the other
-    patterns = _merged(relation_patterns(positives), relation_patterns(training))
+    # pattern that held-out edges dilute below the threshold in one still counts in the other. In
+    # training only the pairs of a relation that lost edges can differ from the graph's
+    patterns = _merged(relation_patterns(positives), relation_patterns(training, involving=_thinned(positives, training)))
     held_out_edges = pl.concat([sets["test"], sets["val"]])
     training, copies = _remove_copies(training, held_out_edges, patterns)
     removed.update({f"{kind}_copies": count for kind, count in copies.items()})

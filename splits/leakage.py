@@ -18,7 +18,7 @@ and what it removed, so the caller can report counts per step.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Sequence, Tuple
 
 import polars as pl
 
@@ -108,16 +108,22 @@ def drop_hierarchy_leakage(evaluation: pl.DataFrame, training: pl.DataFrame) -> 
     return (flagged.filter(~pl.col("_leak")).select(columns), flagged.filter(pl.col("_leak")).select(columns))
 
 
-def relation_patterns(training: pl.DataFrame, threshold: float = 0.8) -> dict:
+def relation_patterns(training: pl.DataFrame, threshold: float = 0.8, involving: Optional[Sequence[str]] = None) -> dict:
     """The audit's relation patterns (:mod:`splits.audit`) in the training positives:
-    ``{"inverse_pairs", "duplicate_relations", "symmetric_relations"}`` as the audit reports them."""
-    from splits.audit import relation_patterns_of
+    ``{"inverse_pairs", "duplicate_relations", "symmetric_relations"}`` as the audit reports them
+    (``involving``: only those with one of these relations). Entities are compared by their
+    categorical codes, relations coded in label order, as the audit codes them."""
+    from splits.audit import relation_patterns_of_codes
 
-    positives = training.filter(pl.col("value") == "1").select(
-        pl.col("id1").cast(pl.String).alias("h"), pl.col("relation").alias("r"), pl.col("id2").cast(pl.String).alias("t"))
+    positives = training.filter(pl.col("value") == "1")
     if positives.height == 0:
         return {"inverse_pairs": [], "duplicate_relations": [], "symmetric_relations": []}
-    return relation_patterns_of(positives, threshold)
+    labels = positives.get_column("relation").cast(pl.String).unique().sort()
+    coded = positives.select(
+        pl.col("id1").cast(pl.Categorical).to_physical().cast(pl.Int64).alias("h"),
+        pl.col("relation").cast(pl.String).cast(pl.Enum(labels)).to_physical().cast(pl.Int64).alias("r"),
+        pl.col("id2").cast(pl.Categorical).to_physical().cast(pl.Int64).alias("t"))
+    return relation_patterns_of_codes(coded, labels.to_list(), threshold, involving)
 
 
 def _partners(pairs, partner: str) -> pl.DataFrame:

@@ -28,7 +28,7 @@ from splits.eval_negatives import draw_eval_negatives
 from splits.negatives import sample_negatives
 
 __all__ = ["KEY", "SplitSet", "remove_inconsistent", "clean_evaluation", "distinct_edges", "random_split",
-           "write_fold", "write_sets", "per_relation_counts"]
+           "write_fold", "write_sets", "per_relation_counts", "in_file_order"]
 
 logger = logging.getLogger(__name__)
 KEY = ["id1", "relation", "id2"]
@@ -43,9 +43,34 @@ class SplitSet:
     removed: Dict[str, int] = field(default_factory=dict)
 
 
-def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
-    # by the id text, not the categorical codes, whose order depends on what the process saw first
-    return frame.sort(["relation", pl.col("id1").cast(pl.String), pl.col("id2").cast(pl.String), "value"])
+SINGLE_KEY_LIMIT = 2 ** 62  # relations × entities² × values below it: the sort key fits one int64
+
+
+def _lexical_ranks(frame: pl.DataFrame, columns: Sequence[str]) -> Tuple[list, int]:
+    """([(N,) int64 per column], size): each value's rank among the columns' distinct values in
+    text order, one scale shared by ``columns``. Ranks the few distinct labels instead of comparing
+    text row by row (a categorical code's order depends on what the process saw first)."""
+    values = pl.concat([frame.get_column(c).cast(pl.Categorical) for c in columns]).unique()
+    table = pl.DataFrame({"code": values.to_physical(), "text": values.cast(pl.String)}).sort("text")
+    lookup = np.zeros(int(table.get_column("code").max()) + 1, dtype=np.int64)  # type: ignore[arg-type]
+    lookup[table.get_column("code").to_numpy()] = np.arange(table.height)
+    return [lookup[frame.get_column(c).cast(pl.Categorical).to_physical().to_numpy()] for c in columns], table.height
+
+
+def in_file_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` in the text order of (relation, id1, id2, value): the files' row order."""
+    if frame.height < 2:
+        return frame
+    (relation,), relations = _lexical_ranks(frame, ["relation"])
+    (head, tail), entities = _lexical_ranks(frame, ["id1", "id2"])
+    (value,), values = _lexical_ranks(frame, ["value"])
+    if relations * entities * entities * values < SINGLE_KEY_LIMIT:  # one int64 key, one sort
+        key = pl.Series(((relation * entities + head) * entities + tail) * values + value)
+        order = pl.DataFrame({"key": key}).with_row_index().sort("key").get_column("index")
+    else:
+        order = (pl.DataFrame({"r": relation, "h": head, "t": tail, "v": value}).with_row_index()
+                 .sort(["r", "h", "t", "v"]).get_column("index"))
+    return frame[order]
 
 
 def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
@@ -207,7 +232,7 @@ def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFr
     for name, cleaned in sets.items():
         (folder / f"removed_{name}_nodes.csv").write_text("\n".join(cleaned.removed_nodes.to_list()), encoding="utf-8")
     if eval_negatives:
-        positives = {name: _sorted(frame.filter(pl.col("value") == "1")) for name, frame in groups.items()}
+        positives = {name: in_file_order(frame.filter(pl.col("value") == "1")) for name, frame in groups.items()}
         known = pl.concat([frame.select("id1", "relation", "id2") for frame in positives.values()])
         for name in sets:
             split = "valid" if name == "val" else "test"
@@ -251,5 +276,5 @@ def per_relation_counts(groups: Dict[str, pl.DataFrame]) -> Dict[str, Dict[str, 
 
 
 def _write_rows(path: Path, frame: pl.DataFrame) -> None:
-    _sorted(frame).select(SPLIT_COLUMNS).write_csv(path, include_header=False, separator="\t", quote_style="never",
+    in_file_order(frame).select(SPLIT_COLUMNS).write_csv(path, include_header=False, separator="\t", quote_style="never",
                                                    null_value="")

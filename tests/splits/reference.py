@@ -165,9 +165,9 @@ def check_entity_invariants(folder, graph_positives, relations):
 
     for a, r, b in train:  # no held-out entity in a training edge of a held-out relation
         assert not (held_relation(r) and ({a, b} & (test_entities | valid_entities))), (a, r, b)
+    negatives = folder / "negative_train_sample.csv"
     for a, r, b, *_ in (tuple(line.split("\t")) for line in
-                        (folder / "negative_train_sample.csv").read_text().splitlines()
-                        if (folder / "negative_train_sample.csv").is_file()):
+                        (negatives.read_text().splitlines() if negatives.is_file() else [])):
         assert not (held_relation(r) and ({a, b} & (test_entities | valid_entities))), ("negative", a, r, b)
     expected_test = {(a, r, b) for a, r, b in graph_positives if held_relation(r) and {a, b} & test_entities}
     expected_val = {(a, r, b) for a, r, b in graph_positives if held_relation(r) and {a, b} & valid_entities

@@ -202,6 +202,28 @@ def test_a_large_graph_split_holds_every_invariant_and_removes_the_planted_copie
     assert report["split"]["kind"] == "entity" and report["split"]["count"] == 0
 
 
+def test_a_pattern_only_training_shows_still_removes_its_copies(tmp_path):
+    """CURES restates 70 of TREATS' 100 pairs (70 % either way: no pattern in the graph). Holding out
+    25 diseases takes 25 TREATS edges, 10 of them restated, leaving 60 of 75 in training: 80 %, a
+    duplicate pattern there. Its 10 CURES copies of held-out pairs must leave training."""
+    rows = {(f"C:{i}", "TREATS", f"D:{i}") for i in range(100)}
+    rows |= {(f"C:{i}", "CURES", f"D:{i}") for i in range(15, 85)}
+    rows |= {(f"C:{i}", "CURES", f"D:{(i + 50) % 100}") for i in range(30)}
+    ordered = sorted(rows)
+    positives = pl.DataFrame({"id1": [a for a, _, _ in ordered], "relation": [r for _, r, _ in ordered],
+                              "id2": [b for _, _, b in ordered], "qscore": [""] * len(ordered),
+                              "value": ["1"] * len(ordered), "source": ["hand"] * len(ordered)})
+    ids = [f"C:{i}" for i in range(100)] + [f"D:{i}" for i in range(100)]
+    nodes = pl.DataFrame({"id": ids, "node_type": ["DRUG"] * 100 + ["DIS"] * 100})
+    held = [f"D:{i}" for i in range(25)]
+    info = entity_split(positives, positives.head(0), nodes, tmp_path / "split", relations=["TREATS"],
+                        selection=Selection(entities=held), seed=3, neg_train_val=False, neg_test=False)
+    assert info["removed"]["duplicate_relation_copies"] == 10
+    roles, train, _, test = check_entity_invariants(tmp_path / "split", ordered, ["TREATS"])
+    assert roles["test"] == set(held) and len(test) == 25
+    assert not {(a, b) for a, r, b in train if r == "CURES"} & {(a, b) for a, _, b in test}
+
+
 # -- loading, evaluating, auditing -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -72,3 +72,55 @@ def test_against_loop_references(train_rows, eval_rows):
         relations = {r for _, r, _, v in train_rows if rule == "any" or v == "1"}
         assert kept.select("id1", "relation", "id2", "value").rows() == [row for row in eval_rows if row[1] in relations]
         assert dropped == sum(1 for row in eval_rows if row[1] not in relations)
+
+
+def _reference_patterns(rows, threshold=0.8, involving=None):
+    """The audit's pair and symmetric patterns by plain set arithmetic over distinct positive triples:
+    for relations r < r2 (label order), the node pairs of r that r2 holds again reversed (inverse) or
+    as they are (duplicate), listed when either relation's share reaches the threshold."""
+    triples = {(a, r, b) for a, r, b, v in rows if v == "1"}
+    by_relation = {}
+    for a, r, b in triples:
+        by_relation.setdefault(r, set()).add((a, b))
+    names = sorted(by_relation)
+    keep = (lambda *rs: True) if involving is None else (lambda *rs: any(r in involving for r in rs))
+    found = {"inverse_pairs": [], "duplicate_relations": [], "symmetric_relations": []}
+    for key, partner, turn in (("inverse_pairs", "inverse", True), ("duplicate_relations", "duplicate", False)):
+        for i, r in enumerate(names):
+            for r2 in names[i + 1:]:
+                other = {(b, a) for a, b in by_relation[r2]} if turn else by_relation[r2]
+                shared = len(by_relation[r] & other)
+                coverage, converse = shared / len(by_relation[r]), shared / len(by_relation[r2])
+                if shared and max(coverage, converse) >= threshold and keep(r, r2):
+                    found[key].append({"relation": r, partner: r2, "shared": shared, "coverage": coverage,
+                                       "converse_coverage": converse})
+        found[key].sort(key=lambda item: (-item["shared"], item["relation"], item[partner]))
+    for r in names:
+        pairs = by_relation[r]
+        count = sum(1 for a, b in pairs if a != b and (b, a) in pairs)
+        if count / len(pairs) >= threshold and keep(r):
+            found["symmetric_relations"].append({"relation": r, "coverage": count / len(pairs), "triples": len(pairs)})
+    return found
+
+
+_PATTERN_ROWS = st.lists(st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["R1", "R2", "R3", "S"]),
+                                   st.sampled_from(["a", "b", "c", "d"]), st.sampled_from(["1", "1", "0"])),
+                         min_size=1, max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=_PATTERN_ROWS, involving=st.one_of(st.none(), st.sets(st.sampled_from(["R1", "R2", "R3", "S", "X"]))),
+       threshold=st.sampled_from([0.5, 0.8, 1.0]))
+def test_relation_patterns_match_the_set_reference(rows, involving, threshold):
+    """The split's relation patterns (entities compared by categorical code, optionally only the
+    pairs and symmetry of ``involving`` relations, as the entity split asks of its training set)
+    equal the plain-set reference, and the string-keyed audit's on the same triples."""
+    from splits.audit import relation_patterns_of
+    from splits.leakage import categorical_ids, relation_patterns
+
+    table = categorical_ids(frame(rows))
+    got = relation_patterns(table, threshold, involving=sorted(involving) if involving is not None else None)
+    assert got == _reference_patterns(rows, threshold, involving)
+    positives = [(a, r, b) for a, r, b, v in rows if v == "1"]
+    if positives and involving is None:
+        assert got == relation_patterns_of(pl.DataFrame(positives, schema=["h", "r", "t"], orient="row"), threshold)

@@ -217,3 +217,26 @@ def test_an_empty_graph_is_refused_naming_the_edge_file(tmp_path):
     with pytest.raises(InputError, match=r"edges\.csv: the graph has no positive edges: nothing to split"):
         split_random(graph / "edges.csv", graph / "TN_edges.csv", graph / "nodes.csv", tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+_ROW_IDS = st.sampled_from(["GENE:1", "GENE:10", "GENE:2", "A", "a", "Z", "é", "DOID:9", "DOID:10"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(st.tuples(_ROW_IDS, st.sampled_from(["R_B", "R_A", "Q", "r"]), _ROW_IDS,
+                               st.sampled_from(["0", "1"])), max_size=40, unique=True),
+       categorical=st.booleans(), one_key=st.booleans())
+def test_file_order_is_the_text_order_of_relation_ids_value(rows, categorical, one_key):
+    """The split files' row order (``_sorted``) is the plain text order of (relation, id1, id2,
+    value), whatever the categorical codes, whether the key fits one int64 or not: the reference
+    sorts the text rows in Python."""
+    frame = pl.DataFrame(rows, schema=["id1", "relation", "id2", "value"], orient="row")
+    if categorical:  # codes in a scrambled order: the first ids the process sees are the last in text order
+        pl.Series(sorted({r[0] for r in rows} | {r[2] for r in rows}, reverse=True)).cast(pl.Categorical)
+        frame = frame.with_columns(pl.col("id1").cast(pl.Categorical), pl.col("id2").cast(pl.Categorical))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(splits.random_split, "SINGLE_KEY_LIMIT", 2 ** 62 if one_key else 0)
+        ordered = splits.random_split.in_file_order(frame)
+    got = list(ordered.select(pl.col("relation"), pl.col("id1").cast(pl.String), pl.col("id2").cast(pl.String),
+                              "value").iter_rows())
+    assert got == sorted((r, a, b, v) for a, r, b, v in rows)
