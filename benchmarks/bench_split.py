@@ -1,13 +1,17 @@
-"""Benchmark: ``openbench split rand`` at OpenBioLink HQ scale, and against ``openbiolink split rand``.
+"""Benchmark: ``openbench split rand``, ``split entity`` and ``split inductive`` at OpenBioLink HQ scale, and
+against ``openbiolink split rand``.
 
 A seeded synthetic graph in OpenBioLink's graph_files layout: 184,667 nodes with HQ_DIR's node-type
 counts, about 4.8 million positive edges and 620,000 true negatives spread over the relations in
 the proportions below (approximate; the published HQ_DIR statistics give the totals, not every
-relation's share). Prints wall time and peak memory (max RSS of the child) of the split with
-negatives; then, on a 1-million-edge subset, times openbench and OpenBioLink 0.1.4 in the same
+relation's share). Prints wall time and peak memory (max RSS of the child) of the random split with
+negatives and, on the same graph in the same run, of the entity-held-out split TxGNN asks (10% of the
+diseases, their drug and gene edges to validation/test, 5% more diseases for validation, with
+leakage removal and negatives) and of the inductive split (ILPC's layout: 20% of the entities grown
+as connected regions into the inference graph, 10% of its edges each for validation and test); then, on a 1-million-edge subset, times openbench and OpenBioLink 0.1.4 in the same
 run (OpenBioLink needs pandas < 2 and numpy < 2: pass its virtual environment's python with
 ``--openbiolink-python``) and prints the ratio. Targets on the 2-core machine: HQ scale in under
-60 s and 4 GB; at least 10x faster than OpenBioLink on 1 million edges.
+60 s and 4 GB (split rand), 60 s and 6 GB (split entity, split inductive); at least 10x faster than OpenBioLink on 1 million edges.
 
     python benchmarks/bench_split.py [--workdir DIR] [--openbiolink-python PATH] [--scale 1.0]
 """
@@ -85,6 +89,18 @@ def openbench_split(folder: Path) -> tuple:
                   "--output", folder / "openbench_split"])
 
 
+def openbench_entity_split(folder: Path) -> tuple:
+    return timed([sys.executable, "-m", "openbench", "split", "entity", "--edges", folder / "edges.csv",
+                  "--tn-edges", folder / "TN_edges.csv", "--nodes", folder / "nodes.csv", "--node-type", "DIS",
+                  "--fraction", "0.1", "--val-fraction", "0.05", "--relations", "DIS_DRUG,GENE_DIS",
+                  "--output", folder / "openbench_entity_split"])
+
+
+def openbench_inductive_split(folder: Path) -> tuple:
+    return timed([sys.executable, "-m", "openbench", "split", "inductive", "--edges", folder / "edges.csv",
+                  "--output", folder / "openbench_inductive_split"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=None)
@@ -99,6 +115,14 @@ def main() -> None:
     seconds, peak = openbench_split(hq)
     print(f"HQ scale x{args.scale} ({edges:,} positive edges): openbench split rand {seconds:.1f} s, "
           f"peak memory {peak:.2f} GB (targets: < 60 s, < 4 GB)")
+    entity_seconds, entity_peak = openbench_entity_split(hq)
+    print(f"HQ scale x{args.scale} ({edges:,} positive edges): openbench split entity (10% of DIS held out under "
+          f"DIS_DRUG, GENE_DIS) {entity_seconds:.1f} s, peak memory {entity_peak:.2f} GB "
+          f"(targets: < 60 s, < 6 GB); {entity_seconds / seconds:.2f}x split rand's time")
+    inductive_seconds, inductive_peak = openbench_inductive_split(hq)
+    print(f"HQ scale x{args.scale} ({edges:,} positive edges): openbench split inductive (20% of the entities) "
+          f"{inductive_seconds:.1f} s, peak memory {inductive_peak:.2f} GB (targets: < 60 s, < 6 GB); "
+          f"{inductive_seconds / seconds:.2f}x split rand's time")
     million = workdir / "million"
     make_graph(million, 1_000_000, 130_000, args.seed)
     ours, ours_peak = openbench_split(million)
