@@ -7,20 +7,22 @@
     record.metric("both.realistic.mrr"); record.to_dict()          # the CLI's JSON record
 
 A model is a scorer (:class:`openbench.models.base.Scorer`): embedding arrays in memory
-(:func:`embedding_model`), a PyKEEN model with its TriplesFactory (:func:`from_pykeen`), a
+(:func:`embedding_model`), a PyKEEN model with its TriplesFactory (:func:`from_pykeen`; an
+inductive one with its inference graph's factory too), a
 user's scoring function (:func:`score_function`), or a model folder / checkpoint
 (:func:`load_model`, what ``openbench evaluate --model-dir`` reads).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 from openbench.datasets.loader import Dataset, load_dataset
 from openbench.evaluation.evaluate import evaluate
 from openbench.models.base import score_function
-from openbench.models.pykeen import from_pykeen
+from openbench.models.pykeen import PyKEENModel, from_pykeen as _from_pykeen
+from openbench.models.pykeen_inductive import PyKEENInductiveModel, from_pykeen_inductive
 from openbench.models.scorers import EmbeddingScorer, array_sha256, build_scorer
 from openbench.models.sources import ModelSpec, load_model as _load_model
 from openbench.record import ResultRecord
@@ -39,6 +41,16 @@ def _as_array(values, name: str) -> np.ndarray:
     if values is None:
         raise TypeError(f"{name} is required")
     return np.asarray(values)
+
+
+def from_pykeen(model, triples_factory, inference_factory=None) -> Union[PyKEENModel, PyKEENInductiveModel]:
+    """A PyKEEN ``Model`` in memory with the ``TriplesFactory`` it was trained on (its label maps
+    are matched to the dataset's when it is evaluated). An inductive model (``InductiveNodePiece``)
+    also takes the ``inference_factory`` of the graph it reads at test time, and evaluates on an
+    inductive split (:mod:`openbench.models.pykeen_inductive`)."""
+    if inference_factory is not None:
+        return from_pykeen_inductive(model, triples_factory, inference_factory)
+    return _from_pykeen(model, triples_factory)
 
 
 def embedding_model(model: str, entity_embeddings, relation_embeddings, complex_layout: str = "halves"

@@ -7,6 +7,10 @@
   ``test_negatives.npz`` (:func:`write_negatives`; read by :mod:`openbench.datasets.negatives`).
 * ``ids``: the integer-id layout (OBL2021's KGID): ``entities.tsv``, ``relations.tsv``
   (``id<TAB>label``) and ``train.tsv``, ``valid.tsv``, ``test.tsv`` (id triples).
+* ``inductive``: ILPC 2022's (``openbench split inductive`` writes it; PyKEEN's inductive datasets
+  read it): ``train.txt`` (the training graph), ``inference.txt`` (the graph of new entities a
+  model reads at test time), ``inference_validation.txt`` and ``inference_test.txt``, each
+  ``head<TAB>relation<TAB>tail`` without a header.
 
 Shared by the loader (:mod:`openbench.datasets.loader`), the writers (splits, KGID export) and
 the registry, which checks that an archive unpacks into the layout it promises.
@@ -23,18 +27,31 @@ import numpy as np
 from openbench.errors import InputError
 from openbench.vocabulary import SPLITS
 
-__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "NEGATIVE_FILES", "resolve_layout", "write_negatives"]
+__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "INDUCTIVE_FILES", "NEGATIVE_FILES", "resolve_layout",
+           "write_negatives"]
 
 SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
 ID_FILES = {"train": "train.tsv", "valid": "valid.tsv", "test": "test.tsv"}
 LABEL_FILES = {"entity": "entities.tsv", "relation": "relations.tsv"}
+# ILPC 2022's names; "inference" is the graph a model may read at test time
+INDUCTIVE_FILES = {"train": "train.txt", "inference": "inference.txt", "valid": "inference_validation.txt",
+                   "test": "inference_test.txt"}
 
 
 def resolve_layout(path: Path, fold: Optional[int] = None) -> Tuple[str, Path]:
-    """Return (layout, folder holding the files) for a dataset folder; layout is ``"samples"`` or ``"ids"``."""
+    """Return (layout, folder holding the files) for a dataset folder; layout is ``"samples"``,
+    ``"ids"`` or ``"inductive"``."""
     path = Path(path)
     if not path.is_dir():
         raise InputError("dataset path is not a directory", path)
+    present = [name for name in INDUCTIVE_FILES.values() if (path / name).is_file()]
+    if len(present) == len(INDUCTIVE_FILES):
+        if fold is not None:
+            raise InputError("--fold applies to OpenBioLink sample folders, not to an inductive split", path)
+        return "inductive", path
+    if present and (path / INDUCTIVE_FILES["inference"]).is_file():
+        missing = [name for name in INDUCTIVE_FILES.values() if name not in present]
+        raise InputError(f"an inductive split (ILPC's layout) lacks {', '.join(missing)}", path)
     if all((path / name).is_file() for name in (*LABEL_FILES.values(), *ID_FILES.values())):
         if fold is not None:
             raise InputError("--fold applies to OpenBioLink sample folders, not to the integer-id layout", path)
@@ -53,7 +70,8 @@ def resolve_layout(path: Path, fold: Optional[int] = None) -> Tuple[str, Path]:
             return "samples", folder
     raise InputError(
         "no dataset found: expected train_sample.csv and test_sample.csv (optionally val_sample.csv), "
-        "a train_test_data/ folder holding them, or entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv",
+        "a train_test_data/ folder holding them, entities.tsv, relations.tsv, train.tsv, valid.tsv and test.tsv, "
+        "or ILPC's train.txt, inference.txt, inference_validation.txt and inference_test.txt",
         path)
 
 

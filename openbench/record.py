@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from openbench.vocabulary import RANK_TYPES, SIDES, SPLITS, TASKS
+from openbench.vocabulary import FILTER_SETS, RANK_TYPES, SIDES, TASKS
 
 __all__ = ["CLASSIFICATION_METRICS", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
            "validate_record", "TIMING_KEY"]
@@ -310,8 +310,8 @@ def _check_protocol(protocol) -> Protocol:
     if absent:
         raise RecordError(f"protocol field(s) missing: {', '.join(absent)}")
     filters = protocol["filter_sets"]
-    if not isinstance(filters, list) or any(name not in SPLITS for name in filters):
-        raise RecordError(f"protocol.filter_sets = {filters!r}: expected a list of {', '.join(SPLITS)}")
+    if not isinstance(filters, list) or any(name not in FILTER_SETS for name in filters):
+        raise RecordError(f"protocol.filter_sets = {filters!r}: expected a list of {', '.join(FILTER_SETS)}")
     hits_at = protocol["hits_at"]
     if (not isinstance(hits_at, list) or not hits_at
             or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in hits_at)):

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Dict, Iterable
 
-__all__ = ["SPLITS", "QUERY_SIDES", "SIDES", "RANK_TYPES", "SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS",
+__all__ = ["SPLITS", "FILTER_SETS", "QUERY_SIDES", "SIDES", "RANK_TYPES", "SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS",
            "COMPLEX_LAYOUTS", "TASKS", "check_names"]
 
 SPLITS = ("train", "valid", "test")
+# what a filter may hold: the splits, and an inductive split's inference graph
+FILTER_SETS = SPLITS + ("inference",)
 QUERY_SIDES = ("head", "tail")  # head queries (?, r, t) and tail queries (h, r, ?)
 SIDES = ("both",) + QUERY_SIDES  # what metrics are reported for: both sides together, or one
 RANK_TYPES = ("realistic", "optimistic", "pessimistic")

@@ -1,6 +1,6 @@
 """The split commands as library calls: read and check the graph files, split, write.
 
-``openbench split rand|time|entity`` and the demo call these, so every caller gets the same checks: the
+``openbench split rand|time|entity|inductive`` and the demo call these, so every caller gets the same checks: the
 nodes of every edge are listed, the output may not replace an input, repeats are removed and
 counted.
 """
@@ -12,10 +12,11 @@ from typing import Sequence
 from graphgen.graph_files import check_nodes_known, read_edges, read_graph_info, read_nodes
 from openbench._io import check_output_folder
 from splits.entity_split import Selection, entity_split
+from splits.inductive_split import inductive_split
 from splits.random_split import random_split
 from splits.time_split import time_split
 
-__all__ = ["split_random", "split_time", "split_entity", "read_entity_file"]
+__all__ = ["split_random", "split_time", "split_entity", "split_inductive", "read_entity_file"]
 
 
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
@@ -85,3 +86,15 @@ def split_entity(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", se
     positives, true_negatives, nodes, info = _read_graph(edges_path, tn_path, nodes_path, sep)
     return entity_split(positives, true_negatives, nodes, output, selection=selection, inputs=inputs,
                         provenance=_provenance(info), **parameters)
+
+
+def split_inductive(edges_path, output, *, sep: str = "\t", **parameters) -> dict:
+    """Inductive split (ILPC's layout) of a graph's positive edges into ``output`` (see
+    :func:`splits.inductive_split.inductive_split`); returns the split info. True negatives and
+    nodes play no part: ILPC's files hold positive triples only."""
+    inputs: Sequence[Path] = [Path(edges_path)]
+    check_output_folder(output, inputs)
+    info = read_graph_info(Path(edges_path).parent)
+    relations = None if info is None else list(info["relations"])
+    positives = read_edges(edges_path, "1", sep, relations)
+    return inductive_split(positives, output, inputs=inputs, provenance=_provenance(info), **parameters)

@@ -532,3 +532,27 @@ def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
     assert {row["group"] for row in rows} == {rows[0]["group"]} and "entity split, " in rows[0]["group"]
     table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)]).output
     assert "entity split, " in table and "entities held out" in table
+
+
+def test_an_inductive_split_is_ranked_apart_and_says_its_kind(tmp_path):
+    """Issue 52: the rows of an inductive split form their own table, titled with the kind and the
+    inference graph's entity count."""
+    import openbench
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.leaderboard.store import read_rows
+    from splits.inductive_split import inductive_split
+    from tests.bases import sample_graph
+
+    positives, _, _ = sample_graph(tmp_path / "graph")
+    inductive_split(positives, tmp_path / "inductive", inference_fraction=0.4, test_fraction=0.2, seed=3)
+    dataset = load_dataset(tmp_path / "inductive")
+    db = tmp_path / "board.sqlite"
+    board = open_leaderboard(db)
+    for name, model in (("popularity", openbench.popularity_model(dataset)),
+                        ("neighbours", openbench.neighbour_model(dataset))):
+        board.submit(evaluate(dataset, model, device="cpu").to_dict(), name=name)
+    board.close()
+    rows = [row for row in json.loads(render(read_rows(db), "json")) if not row["published"]]
+    entities = int(dataset.inference_entities().shape[0])
+    assert {row["group"] for row in rows} == {rows[0]["group"]}
+    assert f"inductive split, {entities} inference-graph entities ranked" in rows[0]["group"]

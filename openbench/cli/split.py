@@ -1,4 +1,4 @@
-"""``openbench split rand|time|entity``: leakage-free splits of a generated graph or a published KG."""
+"""``openbench split rand|time|entity|inductive``: leakage-free splits of a generated graph or a published KG."""
 from __future__ import annotations
 
 import click
@@ -6,7 +6,7 @@ import click
 from openbench.cli.common import FiniteFloat, handle_errors
 from splits import SEEN_RULES
 
-__all__ = ["split", "split_rand", "split_time", "split_entity"]
+__all__ = ["split", "split_rand", "split_time", "split_entity", "split_inductive"]
 
 
 @click.group()
@@ -201,3 +201,40 @@ def split_entity(dataset, edges_path, tn_path, nodes_path, node_type, fraction, 
     click.echo(f"split written to {output_dir}: {heldout['test']} test and {heldout['valid']} validation entities "
                f"held out; positives train {counts['train']['positives']}, validation "
                f"{counts.get('val', {}).get('positives', 0)}, test {counts['test']['positives']}")
+
+
+@split.command("inductive")
+@click.option("--dataset", "dataset", default=None,
+              help="A published KG by registry name (primekg, hetionet, ...) or its graph folder, instead of --edges.")
+@click.option("--edges", "edges_path", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="Positive edges (graph_files/edges.csv).")
+@click.option("--inference-fraction", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.2,
+              show_default=True, help="Share of the entities that form the inference graph (grown as connected "
+                                      "regions).")
+@click.option("--val-fraction", type=FiniteFloat(0, 1, max_open=True), default=0.1, show_default=True,
+              help="Share of the inference graph's edges drawn for validation.")
+@click.option("--test-fraction", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.1,
+              show_default=True, help="Share of the inference graph's edges drawn for test.")
+@click.option("--undirected", is_flag=True, help="Relations are symmetric: a reverse edge is no leak.")
+@click.option("--sep", default="\t", show_default="TAB", help="Separator of the input file.")
+@click.option("--output", "output_dir", default="inductive_split", show_default=True,
+              type=click.Path(file_okay=False), help="Folder for the split files (replaced atomically).")
+@click.option("--seed", type=int, default=42, show_default=True, help="Seed of every random draw.")
+@handle_errors
+def split_inductive(dataset, edges_path, inference_fraction, val_fraction, test_fraction, undirected, sep,
+                    output_dir, seed):
+    """Inductive split in ILPC 2022's layout: a training graph, a disjoint inference graph of new
+    entities, validation and test triples drawn from it (PyKEEN's inductive datasets read the folder)."""
+    from splits.pipeline import split_inductive as run_inductive_split
+
+    if (dataset is None) == (edges_path is None):
+        raise click.UsageError("name the graph with --dataset or --edges (one of them)")
+    if dataset is not None:
+        edges_path, _, _ = _graph_paths(dataset, None, None, None)
+    info = run_inductive_split(edges_path, output_dir, sep=sep, inference_fraction=inference_fraction,
+                               val_fraction=val_fraction, test_fraction=test_fraction, seed=seed,
+                               directed=not undirected)
+    entities, triples = info["entities"], info["triples"]
+    click.echo(f"split written to {output_dir}: training graph {entities['train']} entities, {triples['train']} "
+               f"triples; inference graph {entities['inference']} entities, {triples['inference']} triples; "
+               f"validation {triples['valid']}, test {triples['test']}")

@@ -240,9 +240,10 @@ def cached_filter_index(dataset, filter_sets: Sequence[str], side: str,
 
 def dataset_files(folder: Path, layout: str, maps: Sequence[Optional[str]]) -> List[Path]:
     """The files a dataset of ``layout`` in ``folder`` is read from, map files included."""
-    from openbench.layouts import ID_FILES, LABEL_FILES, SAMPLE_FILES
+    from openbench.layouts import ID_FILES, INDUCTIVE_FILES, LABEL_FILES, SAMPLE_FILES
 
-    names = list(SAMPLE_FILES.values()) if layout == "samples" else [*LABEL_FILES.values(), *ID_FILES.values()]
+    names = (list(SAMPLE_FILES.values()) if layout == "samples" else list(INDUCTIVE_FILES.values())
+             if layout == "inductive" else [*LABEL_FILES.values(), *ID_FILES.values()])
     files = [folder / name for name in names if (folder / name).is_file()]
     return files + [Path(m) for m in maps if m]
 

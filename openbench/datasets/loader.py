@@ -9,6 +9,11 @@ Two on-disk layouts are understood:
   sub-folders for cross-validation).
 * Integer ids: ``entities.tsv`` and ``relations.tsv`` (``id<TAB>label``) plus ``train.tsv``,
   ``valid.tsv`` and ``test.tsv`` holding ``head<TAB>relation<TAB>tail`` ids.
+* An inductive split in ILPC 2022's layout: ``train.txt`` (the training graph), ``inference.txt``
+  (the graph of new entities a model reads at test time), ``inference_validation.txt`` and
+  ``inference_test.txt``. Entities are those of both graphs (sorted), relations the training
+  graph's; the inference graph is ``triples["inference"]``, and the evaluation ranks against its
+  entities, filtered by the inference, validation and test triples (ILPC's protocol).
 """
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from openbench.datasets.cache import cached_dataset, dataset_files
 from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
 from openbench.datasets.id_maps import labels_by_id
-from openbench.layouts import ID_FILES, SAMPLE_FILES, SPLITS, resolve_layout
+from openbench.layouts import ID_FILES, INDUCTIVE_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.datasets.published.names import registry_of, resolve, split_info_of
 
 if TYPE_CHECKING:
@@ -46,6 +51,7 @@ __all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_rows", "read_sample_triples
 logger = logging.getLogger(__name__)
 
 TRIPLE_COLUMNS = ("h", "r", "t")
+INFERENCE = "inference"  # an inductive split's inference graph, in Dataset.triples
 LARGE_INPUT_BYTES = 100_000_000  # split files this large get their loading steps announced on stderr
 _SHOWN_UNKNOWN = 10
 
@@ -102,7 +108,33 @@ class Dataset:
     def counts(self) -> Dict[str, int]:
         counts = {"entities": self.num_entities, "relations": self.num_relations}
         counts.update({split: int(self.triples[split].shape[0]) for split in SPLITS})
+        if INFERENCE in self.triples:
+            counts[INFERENCE] = int(self.triples[INFERENCE].shape[0])
         return counts
+
+    @property
+    def inductive(self) -> bool:
+        """An inductive split: the evaluation's entities are those of a separate inference graph."""
+        return INFERENCE in self.triples
+
+    def test_graph(self) -> torch.Tensor:
+        """(G, 3) the triples a model may read when it answers the evaluation queries: the
+        training triples, or an inductive split's inference graph."""
+        return self.triples[INFERENCE] if self.inductive else self.triples["train"]
+
+    def inference_entities(self) -> torch.Tensor:
+        """(N,) sorted ids of the inference graph's entities (an inductive split's candidates)."""
+        graph = self.triples.get(INFERENCE, torch.empty((0, 3), dtype=torch.long))
+        return torch.unique(torch.cat([graph[:, 0], graph[:, 2]]))
+
+    def known_sets(self) -> Tuple[str, ...]:
+        """The names of the triple sets a filter may hold: train, valid, test (and inference)."""
+        return SPLITS + ((INFERENCE,) if self.inductive else ())
+
+    def default_filter_sets(self) -> Tuple[str, ...]:
+        """The filter of the full protocol: every split; an inductive split's inference graph,
+        validation and test triples (ILPC's: the training graph shares no entity with them)."""
+        return (INFERENCE, "valid", "test") if self.inductive else SPLITS
 
     def triples_factory(self, split: str = "train"):
         """A PyKEEN ``TriplesFactory`` of ``split`` with this dataset's ids and label maps (a model
@@ -304,6 +336,8 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
         raise InputError(f"{option('ogb_split')} and {option('entity_offsets')} apply to OGB dataset folders "
                          "(split/<type>/*.pt)", folder)
     layout, files_folder = resolve_layout(Path(folder), fold)
+    if layout == "inductive":
+        return _load_inductive(folder, files_folder, entity_map, relation_map, drop_unknown, evaluation_split)
     kind = split_kind_of(files_folder) if layout == "samples" else None
     options = {"fold": fold, "drop_unknown": drop_unknown, "evaluation_split": evaluation_split,
                "maps": [str(m) for m in (entity_map, relation_map)],
@@ -322,6 +356,71 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
 
 
 HELD_OUT_KINDS = ("entity",)  # splits whose evaluation entities need not occur in training
+
+
+def _load_inductive(folder, files_folder: Path, entity_map, relation_map, drop_unknown: bool,
+                    evaluation_split: str) -> Dataset:
+    if entity_map or relation_map:
+        raise InputError(f"{option('entity_map')} and {option('relation_map')} do not apply to an inductive split: "
+                         "its entities are those of its two graphs", files_folder)
+    options = {"drop_unknown": drop_unknown, "evaluation_split": evaluation_split}
+    files = dataset_files(files_folder, "inductive", [])
+    dataset = cached_dataset(files, options, lambda: _read_inductive(Path(folder), files_folder, drop_unknown,
+                                                                     evaluation_split), str(folder), Dataset)
+    dataset.registry = registry_of(folder)
+    info = split_info_of(files_folder) or {}
+    dataset.split = {"kind": "inductive",
+                     "inference_graph": {"entities": int(dataset.inference_entities().shape[0]),
+                                         "triples": int(dataset.triples[INFERENCE].shape[0])},
+                     **({"seed": info["parameters"].get("seed")} if isinstance(info.get("parameters"), dict) else {})}
+    return dataset
+
+
+def _read_inductive(path: Path, folder: Path, drop_unknown: bool, evaluation_split: str) -> Dataset:
+    """An ILPC-layout folder as a Dataset (see the module docstring): validation and test triples
+    whose entity the inference graph lacks, or whose relation the training graph lacks, cannot be
+    ranked (PyKEEN drops them silently): an error for the evaluated split unless ``drop_unknown``,
+    a recorded warning for the other; inference triples of a relation training lacks are dropped
+    with a warning."""
+    labelled: Dict[str, pl.DataFrame] = {}
+    warnings: List[str] = []
+    for split, name in INDUCTIVE_FILES.items():
+        file = folder / name
+        labelled[split] = _without_duplicates(read_sample_triples(file), split, file, warnings,
+                                              split == evaluation_split)
+    for split in ("train", INFERENCE):
+        if labelled[split].height == 0:
+            raise InputError(f"the {split} graph holds no triples", folder / INDUCTIVE_FILES[split])
+    entities = _entity_labels(pl.concat([labelled["train"], labelled[INFERENCE]]))
+    relations = _sorted_labels(labelled["train"].get_column("r"))
+    inference_labels = _entity_labels(labelled[INFERENCE])
+    triples, dropped = {}, {}
+    for split in ("train", INFERENCE, "valid", "test"):
+        frame = labelled[split]
+        ids, unknown = map_labels(frame, pl.Series(entities if split in ("train", INFERENCE) else inference_labels,
+                                                   dtype=pl.String), relations)
+        n_unknown = int(unknown.sum()) if len(unknown) else 0
+        where = folder / INDUCTIVE_FILES[split]
+        if n_unknown and split == evaluation_split and not drop_unknown:
+            raise InputError(f"{n_unknown} {split} triple(s) have an entity the inference graph lacks or a relation the "
+                             f"training graph lacks; first ones: {_describe_unknown(frame, unknown)}. Pass "
+                             "--drop-unknown to drop them", where)
+        if n_unknown:
+            ids = ids[torch.from_numpy(~unknown.to_numpy())]
+            dropped[split] = n_unknown
+            warnings.append(f"dropped {n_unknown} {split} triple(s) outside the graphs' entities and relations "
+                            f"(first: {_describe_unknown(frame, unknown)})")
+            logger.warning(warnings[-1])
+        if split in ("valid", "test"):  # ids among the inference graph's labels: to the dataset's
+            positions = torch.tensor(pl.Series(inference_labels, dtype=pl.String)
+                                     .cast(pl.Enum(entities)).to_physical().to_numpy().astype(np.int64))
+            ids = torch.stack([positions[ids[:, 0]], ids[:, 1], positions[ids[:, 2]]], dim=1) if ids.shape[0] else ids
+        triples[split] = ids
+    if triples[evaluation_split].shape[0] == 0:
+        raise InputError(f"no {evaluation_split} triples to evaluate", folder / INDUCTIVE_FILES[evaluation_split])
+    return Dataset(path=str(path), layout="inductive", entity_labels=entities, relation_labels=relations,
+                   triples=triples, fingerprint=triples_fingerprint(labelled),
+                   id_map_sha256=id_map_fingerprint(entities, relations), dropped=dropped, warnings=warnings)
 
 
 def split_kind_of(folder: Path) -> Optional[str]:

@@ -143,7 +143,8 @@ class RankingSetup:
 
     :param dataset: a loaded :class:`~openbench.datasets.loader.Dataset`.
     :param filter_sets: splits whose triples are known answers, removed from the candidates
-        (the evaluated answer itself is always kept); ``()`` for raw ranking.
+        (the evaluated answer itself is always kept); ``()`` for raw ranking; None: the dataset's
+        default (every split; an inductive split's inference graph, validation and test).
     :param hits_at: the k of hits@k.
     :param lower_is_better: scores are distances (smaller ranks first).
     :param exclude_query_entity: also remove the query's own entity from its candidates
@@ -151,19 +152,22 @@ class RankingSetup:
     :param sides: the query sides to evaluate (``("head", "tail")``: both).
     :param scope_relations: evaluate only the evaluation triples of these relations (labels).
     :param scope_entities: rank only against these entities (labels); a triple whose evaluated
-        answer is not among them is dropped and counted (PyKEEN's ``restrict_entities_to``).
+        answer is not among them is dropped and counted (PyKEEN's ``restrict_entities_to``). An
+        inductive split's default: its inference graph's entities.
     :param sampled_negatives: the sampled protocol's negatives per evaluation triple (no filter sets).
     """
 
-    def __init__(self, dataset: Dataset, *, filter_sets: Sequence[str] = SPLITS,
+    def __init__(self, dataset: Dataset, *, filter_sets: Optional[Sequence[str]] = None,
                  hits_at: Sequence[int] = DEFAULT_HITS_AT, lower_is_better: bool = False, device="auto",
                  exclude_query_entity: bool = False, evaluation_split: str = "test", seed: Optional[int] = None,
                  progress: bool = True, candidates: str = "all", sides: Sequence[str] = QUERY_SIDES,
                  scope_relations: Optional[Sequence[str]] = None, scope_entities: Optional[Sequence[str]] = None,
                  sampled_negatives: Optional[SampledNegatives] = None):
-        unknown = [name for name in filter_sets if name not in SPLITS]
+        known_sets = dataset.known_sets()
+        filter_sets = dataset.default_filter_sets() if filter_sets is None else filter_sets
+        unknown = [name for name in filter_sets if name not in known_sets]
         if unknown:
-            raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(SPLITS)}")
+            raise InputError(f"unknown filter set(s) {', '.join(unknown)}; expected a subset of {', '.join(known_sets)}")
         if evaluation_split not in SPLITS:
             raise InputError(f"unknown evaluation split {evaluation_split!r}; expected one of {', '.join(SPLITS)}")
         bad_k = [k for k in hits_at if int(k) < 1]
@@ -171,7 +175,7 @@ class RankingSetup:
             raise InputError(f"hits@k needs positive integers k, got {list(hits_at)}")
         self.dataset = dataset
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
-        self.filter_sets = [name for name in SPLITS if name in filter_sets]
+        self.filter_sets = [name for name in known_sets if name in filter_sets]
         self.hits_at = sorted({int(k) for k in hits_at})
         self.lower_is_better = lower_is_better
         self.exclude_query_entity = exclude_query_entity
@@ -203,6 +207,10 @@ class RankingSetup:
             raise InputError(f"unknown candidates mode {candidates!r}; expected one of {', '.join(CANDIDATE_MODES)}")
         self.candidates = candidates
         self.sides, self.relation_scope, self.entity_scope = _scope(dataset, sides, scope_relations, scope_entities)
+        # an inductive split's candidates: the inference graph's entities (ILPC's protocol)
+        self.inference_scope = self.entity_scope is None and dataset.inductive
+        if self.inference_scope:
+            self.entity_scope = dataset.inference_entities().tolist()
         self.sampled_negatives = sampled_negatives
         if sampled_negatives is not None:
             if self.filter_sets:
@@ -323,7 +331,8 @@ class RankingSetup:
         if self.entity_scope is not None:
             labels = "\n".join(self.dataset.entity_labels[i] for i in self.entity_scope)
             extra["entities"] = {"count": len(self.entity_scope), "dropped_triples": self.scope_dropped,
-                                 "sha256": hashlib.sha256(labels.encode("utf-8")).hexdigest()}
+                                 "sha256": hashlib.sha256(labels.encode("utf-8")).hexdigest(),
+                                 **({"of": "the inference graph"} if self.inference_scope else {})}
         sides = len(self.sides)
         candidates = self.candidates
         if self.sampled_negatives is not None:

@@ -42,7 +42,7 @@ from openbench.models.base import Scorer
 from openbench.models.lists import OBL2021Submission, ServedLists, TopKLists
 from openbench.models.sources import ModelSpec, select_source
 from openbench.record import ResultRecord
-from openbench.vocabulary import QUERY_SIDES, SPLITS
+from openbench.vocabulary import QUERY_SIDES
 
 __all__ = ["PROTOCOLS", "TASKS", "evaluate", "run", "build_record"]
 
@@ -63,7 +63,7 @@ def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, Rank
                                              setup.dataset.relation_labels, setup.hits_at)
     ranks = ranks_table(setup.evaluation_split, counts, triples, setup.dataset.entity_labels,
                         setup.dataset.relation_labels)
-    by_degree, by_node_type = stratified(counts, triples, setup.dataset.triples["train"],
+    by_degree, by_node_type = stratified(counts, triples, setup.dataset.test_graph(),
                                          setup.dataset.entity_labels, setup.hits_at)
     # an exact integer count, divided once on the host: the same float on every device
     queries = sum(side.n_equal.numel() for side in counts.values())
@@ -131,7 +131,10 @@ def _protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[Sam
     if protocol not in PROTOCOLS:
         raise UsageError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
     if protocol == "full":
-        return protocol, None, list(SPLITS if filter_sets is None else filter_sets)
+        return protocol, None, list(dataset.default_filter_sets() if filter_sets is None else filter_sets)
+    if dataset.inductive:
+        raise UsageError("an inductive split ranks against its inference graph's entities, filtered by its inference, "
+                         f"validation and test triples (ILPC's protocol): {option('protocol', 'sampled')} does not apply")
     if filter_sets:
         raise UsageError("the sampled protocol ranks against the given negatives without filtering (OGB's "
                          f"definition): {option('filter_sets')} does not apply (use {option('protocol', 'full')})")
@@ -149,8 +152,10 @@ def _protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[Sam
 def _refuse_untrained_rows(dataset: Dataset, model, split: str) -> None:
     """A transductive model (one row per entity, learnt from the training triples: embeddings, a
     PyKEEN model) has no trained row for an evaluation entity no training triple has (a fully cold
-    entity-held-out split): it would rank it at random. Refused, with the count."""
-    if not getattr(model, "transductive", False) or split not in dataset.triples:
+    entity-held-out split, an inductive split): it would rank it at random. Refused, with the
+    count, on a split that asks about such entities (its kind says so); elsewhere (a published
+    official split with a few unseen entities) the model is scored as it is, as before."""
+    if not getattr(model, "transductive", False) or split not in dataset.triples or dataset.split is None:
         return
     unseen = dataset.unseen_entities(split)
     if unseen:

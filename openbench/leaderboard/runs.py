@@ -270,8 +270,9 @@ def _candidates_note(protocol: dict) -> str:
     note = "" if candidates in ("all", "typed") else f"; {candidates}"
     if isinstance(split, dict):  # what the split asks: its rows are ranked apart from every other kind
         held = (split.get("heldout_entities") or {}).get("test")
-        note += f"; {split.get('kind')} split, {held} entities held out" if held is not None else \
-            f"; {split.get('kind')} split"
+        inferred = (split.get("inference_graph") or {}).get("entities")
+        note += f"; {split.get('kind')} split" + (f", {held} entities held out" if held is not None else "") \
+            + (f", {inferred} inference-graph entities ranked" if inferred is not None else "")
     return note + (f"; {part}" if part else "")
 
 
@@ -312,7 +313,8 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
 
 
 def scope_of(protocol: dict) -> Optional[str]:
-    """A scoped protocol's description (relations, sides, entity subset); None for the full one.
+    """A scoped protocol's description (relations, sides, entity subset; not an inductive split's
+    inference-graph candidates, which are its protocol); None for the full one.
     A hosted benchmark's sides are the server's choice (a part may happen to serve tail queries
     only), never a scope: its parts rank with each other."""
     parts = []
@@ -320,8 +322,9 @@ def scope_of(protocol: dict) -> Optional[str]:
         parts.append("relations " + ",".join(protocol["relations"]))
     if list(protocol.get("sides", ["head", "tail"])) != ["head", "tail"] and "hosted_protocol" not in protocol:
         parts.append("/".join(protocol["sides"]) + " only")
-    if protocol.get("entities"):
-        entities = protocol["entities"]
+    entities = protocol.get("entities")
+    if entities and not (isinstance(entities, dict) and entities.get("of") == "the inference graph"):
+        # an inductive split's candidates are its protocol, not a chosen subset: its own table says so
         parts.append(f"{entities.get('count')} entities ({str(entities.get('sha256', ''))[:8]})")
     return "; ".join(parts) or None
 

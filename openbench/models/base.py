@@ -10,7 +10,14 @@ score higher for a more plausible triple (a distance is negated, or the evaluati
   own candidates only (the sampled protocol);
 * ``score_triples(triples (T, 3)) -> (T,)``: the triples themselves (triple classification).
 
-plus ``num_entities`` and ``description()`` (the record's ``model`` block). Embedding scorers
+plus ``num_entities`` and ``description()`` (the record's ``model`` block).
+
+A scorer that reads a graph reads the one a model may use when it answers the evaluation queries:
+:meth:`Dataset.test_graph() <openbench.datasets.loader.Dataset.test_graph>`, the training triples,
+or an inductive split's inference graph (the baselines are built from it; an inductive PyKEEN
+model brings its own and is checked against it: :mod:`openbench.models.pykeen_inductive`). A
+scorer with one learnt row per training entity sets ``transductive = True``: the door refuses it
+where evaluation entities have no training triple. Embedding scorers
 (:mod:`openbench.models.scorers`) also stream candidates in chunks and support exact ranks;
 everything else is a :class:`RowScorer`, whose candidates and triples come from its rows.
 """

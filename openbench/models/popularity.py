@@ -51,5 +51,7 @@ class PopularityScorer(RowScorer):
 
 
 def popularity_model(dataset) -> PopularityScorer:
-    """The popularity baseline of ``dataset`` (its training triples)."""
-    return PopularityScorer(dataset.triples["train"], dataset.num_entities, dataset.num_relations)
+    """The popularity baseline of ``dataset``: degrees in the graph a model reads at test time
+    (:meth:`~openbench.datasets.loader.Dataset.test_graph`: the training triples, or an inductive
+    split's inference graph)."""
+    return PopularityScorer(dataset.test_graph(), dataset.num_entities, dataset.num_relations)

@@ -99,7 +99,7 @@ class PyKEENScorer(RowScorer):
     """
 
     kind = "pykeen"
-    transductive = True  # a representation per entity of its training factory (inductive models: issue 52)
+    transductive = True  # a representation per entity of its training factory (inductive: pykeen_inductive)
 
     def __init__(self, model, entity_ids: torch.Tensor, relation_ids: torch.Tensor, model_entities: int):
         super().__init__(entity_ids.shape[0])
@@ -156,7 +156,8 @@ def from_pykeen(model, triples_factory) -> PyKEENModel:
 
 
 def pykeen_folder(folder, trust_pickle: bool = False) -> PyKEENModel:
-    """The model of a PyKEEN ``save_to_directory`` folder, with the maps saved beside it."""
+    """The model of a PyKEEN ``save_to_directory`` folder, with the maps saved beside it (an
+    inductive model's folder: :func:`openbench.models.pykeen_inductive.inductive_folder`)."""
     folder = Path(folder)
     model = load_pykeen_model(folder, trust_pickle)
     maps = folder / "training_triples"

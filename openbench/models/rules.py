@@ -56,9 +56,10 @@ class RulesScorer(PopularityScorer):
 
 
 def rules_model(dataset, threshold: float = 0.8) -> RulesScorer:
-    """The rules baseline of ``dataset``: the patterns of its training triples at ``threshold``."""
+    """The rules baseline of ``dataset``: the patterns at ``threshold`` of the graph a model reads
+    at test time (the training triples, or an inductive split's inference graph), and its answers."""
     from splits.audit import implied_triples
 
-    train = dataset.triples["train"]
+    train = dataset.test_graph()
     implied = implied_triples(train, dataset.relation_labels, threshold)
     return RulesScorer(train, implied, dataset.num_entities, dataset.num_relations, threshold)

@@ -149,8 +149,10 @@ def _model_dir(spec: ModelSpec) -> Path:
 
 def _load_pykeen(dataset: Dataset, spec: ModelSpec):
     from openbench.models.pykeen import pykeen_folder
+    from openbench.models.pykeen_inductive import inductive_folder, is_inductive_folder
 
-    return pykeen_folder(_model_dir(spec), trust_pickle=spec.trust_pickle).for_dataset(dataset)
+    read = inductive_folder if is_inductive_folder(_model_dir(spec)) else pykeen_folder
+    return read(_model_dir(spec), trust_pickle=spec.trust_pickle).for_dataset(dataset)
 
 
 def _load_dglke(dataset: Dataset, spec: ModelSpec):

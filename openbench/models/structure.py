@@ -78,5 +78,6 @@ class NeighbourScorer(RowScorer):
 
 
 def neighbour_model(dataset) -> NeighbourScorer:
-    """The structure baseline of ``dataset`` (its training triples)."""
-    return NeighbourScorer(dataset.triples["train"], dataset.num_entities, dataset.num_relations)
+    """The structure baseline of ``dataset``, over the graph a model reads at test time (the
+    training triples, or an inductive split's inference graph)."""
+    return NeighbourScorer(dataset.test_graph(), dataset.num_entities, dataset.num_relations)
