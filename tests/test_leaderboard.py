@@ -354,8 +354,6 @@ def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
 @pytest.fixture(scope="module")
 def classification(records, tmp_path_factory):
     """A real classification record of one of the records' embeddings."""
-    from openbench.evaluation.classification import classification_record
-
     splits = random_labelled_graph(6, 30, 3, {"train": 150, "valid": 10, "test": 25})
     folder = write_samples(tmp_path_factory.mktemp("classification"), splits, negatives=False)
     for name, split in (("val_sample.csv", "valid"), ("test_sample.csv", "test")):
@@ -365,7 +363,7 @@ def classification(records, tmp_path_factory):
     dataset = load_dataset(folder)
     scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 3),
                           integer_embeddings(9, dataset.num_relations, 3), dataset.num_entities, dataset.num_relations)
-    return classification_record(evaluated(dataset, scorer))
+    return evaluated(dataset, scorer, task="classification")
 
 
 def _page_board(db, records, classification):
@@ -556,3 +554,17 @@ def test_an_inductive_split_is_ranked_apart_and_says_its_kind(tmp_path):
     entities = int(dataset.inference_entities().shape[0])
     assert {row["group"] for row in rows} == {rows[0]["group"]}
     assert f"inductive split, {entities} inference-graph entities ranked" in rows[0]["group"]
+
+
+def test_an_empty_table_says_why_before_judging_the_sort_key(tmp_path):
+    """``show --dataset HQ_DIR --sort hits@10 --side tail`` answered "expected one of mrr": the real
+    reason is that no row has tail metrics there (the published results report both sides)."""
+    db = tmp_path / "board.sqlite"
+    open_leaderboard(db).close()
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--dataset", "HQ_DIR", "--sort",
+                                      "hits@10", "--side", "tail"])
+    assert shown.exit_code == 1 and "expected one of" not in shown.output
+    assert "no ranking rows to show for HQ_DIR on the tail side" in shown.output
+    assert "both sides together" in shown.output
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--dataset", "HQ_DIR", "--sort", "hits@10"])
+    assert shown.exit_code == 0 and "RESCAL" in shown.output

@@ -199,6 +199,12 @@ class RunsMixin(PublishedMixin):
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
         known = sorted({key for row in out for key in row["metrics"]} | {"mrr" if task == "ranking" else "auroc"})
+        if sort not in known and not out:
+            # say why the table is empty rather than judge --sort against no rows at all
+            published = " (OpenBioLink's published results report both sides together)" if side != "both" else ""
+            raise LeaderboardError(f"no {task} rows to show{' for ' + dataset if dataset else ''} on the {side} "
+                                   f"side{' in scoped protocols' if scoped else ''}: no record on this board "
+                                   f"matches{published}")
         if sort not in known:
             raise LeaderboardError(f"--sort {sort!r}: expected one of {', '.join(known)}")
         from openbench.leaderboard.uncertainty import annotate
