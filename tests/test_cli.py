@@ -234,3 +234,25 @@ def test_the_meta_eval_console_script(tmp_path):
                               "--input", str(tmp_path / "nowhere"), "--truth", str(tmp_path / "truth")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
+
+
+def test_help_lines_are_the_commands_own_and_whole():
+    """``openbench --help`` lists each command's own short help (the lazy group must not import
+    them to print it), never cut mid-sentence."""
+    import click
+
+    from openbench.cli import COMMANDS
+
+    context = click.Context(main)
+    for name, (_, _, line) in COMMANDS.items():
+        command = main.get_command(context, name)
+        assert line == command.get_short_help_str(limit=1000), name
+        assert not line.endswith("...") and line.endswith("."), name
+    listed = CliRunner().invoke(main, ["--help"]).output.split("Commands:")[1]
+    assert "..." not in listed and all(name in listed for name in COMMANDS)
+
+
+def test_a_mistyped_command_gets_the_closest_names():
+    result = CliRunner().invoke(main, ["evalute"])
+    assert result.exit_code == 2 and "Did you mean 'evaluate'?" in result.output
+    assert "Did you mean" not in CliRunner().invoke(main, ["xyzzy"]).output

@@ -33,18 +33,18 @@ __all__ = ["COMMANDS", "OWN_LOGGERS", "LazyGroup", "main", "metaeval_command", "
 
 # command -> (module of openbench.cli, attribute, the help line --help shows)
 COMMANDS: Dict[str, Tuple[str, str, str]] = {
-    "audit": ("audit", "audit", "Leakage report of SOURCE (a graph_files folder, a split folder, an OGB folder, a..."),
-    "compare": ("compare", "compare", "Paired comparison of two ranks files (evaluate --ranks-output) of the same..."),
-    "datasets": ("datasets", "datasets", "The registry of published datasets (OpenBioLink2020, OBL2021, and your own):..."),
-    "demo": ("demo", "demo", "Offline end-to-end run on the embedded sample: generate, split, train two..."),
-    "evaluate": ("evaluate", "evaluate", "Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a..."),
+    "audit": ("audit", "audit", "Leakage report of a graph, a split, a published KG or a triples file."),
+    "compare": ("compare", "compare", "Paired comparison of two ranks files: difference, interval, p-value."),
+    "datasets": ("datasets", "datasets", "Published datasets by name: list, download, verify, convert."),
+    "demo": ("demo", "demo", "Offline end-to-end run on the embedded sample, from graph to leaderboard."),
+    "evaluate": ("evaluate", "evaluate", "Filtered rank-based evaluation of a model on a split (MRR, hits@k, AMRI)."),
     "export": ("graph", "export_command", "Convert an existing TSV graph to BEL, RDF or Parquet without rebuilding it."),
     "export-kgid": ("datasets", "export_kgid", "Write a dataset in the integer-id layout (OBL2021's KGID)."),
     "generate": ("graph", "generate", "Build the graph (OpenBioLink's graph_files layout) from the public sources."),
-    "leaderboard": ("leaderboard", "leaderboard", "A local leaderboard of validated result records (SQLite)."),
-    "split": ("split", "split", "Leakage-free train/validation/test splits of a generated graph."),
+    "leaderboard": ("leaderboard", "leaderboard", "Leaderboards of validated result records: local, exported or served."),
+    "split": ("split", "split", "Leakage-free splits: random, time, entity-held-out and inductive."),
     "text": ("text", "text", "Text-mining evaluation side modules (Meta-Eval, BRAT/ChEMU, disease ranking)."),
-    "train": ("train", "train", "Train a PyKEEN model on a split's training triples (validation for early..."),
+    "train": ("train", "train", "Train a PyKEEN model on a split (early stopping on validation)."),
 }
 OWN_LOGGERS = ("openbench", "graphgen", "splits")
 
@@ -60,6 +60,17 @@ class LazyGroup(click.Group):
             return self.commands.get(name)
         module, attribute, _ = COMMANDS[name]
         return getattr(importlib.import_module(f"openbench.cli.{module}"), attribute)
+
+    def resolve_command(self, ctx: click.Context, args: List[str]):
+        """A mistyped command gets the closest names, as a mistyped option does."""
+        name = click.utils.make_str(args[0]) if args else ""
+        if args and self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=3, cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]

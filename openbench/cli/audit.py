@@ -10,7 +10,7 @@ from openbench.cli.common import handle_errors
 __all__ = ["audit"]
 
 
-@click.command("audit")
+@click.command("audit", short_help="Leakage report of a graph, a split, a published KG or a triples file.")
 @click.argument("source")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--threshold", type=click.FloatRange(min=0.0, max=1.0, min_open=True), default=0.8, show_default=True,

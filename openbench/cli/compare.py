@@ -10,7 +10,7 @@ from openbench.cli.common import handle_errors
 __all__ = ["compare"]
 
 
-@click.command("compare")
+@click.command("compare", short_help="Paired comparison of two ranks files: difference, interval, p-value.")
 @click.argument("ranks_a", type=click.Path(dir_okay=False))
 @click.argument("ranks_b", type=click.Path(dir_okay=False))
 @click.option("--metric", default="mrr", show_default=True, help="mrr or hits@K: each query's reciprocal "

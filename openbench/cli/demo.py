@@ -11,7 +11,7 @@ from openbench import vocabulary
 __all__ = ["demo"]
 
 
-@click.command()
+@click.command(short_help="Offline end-to-end run on the embedded sample, from graph to leaderboard.")
 @click.option("--out", "out_dir", default="demo_out", show_default=True, type=click.Path(file_okay=False),
               help="Folder for the graph, the split, the trained models and the results.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the split, the graph and of training.")

@@ -54,7 +54,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
         sys.exit(1)
 
 
-@click.command()
+@click.command(short_help="Filtered rank-based evaluation of a model on a split (MRR, hits@k, AMRI).")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
                    "or a registry name (HQ_DIR, ...: see openbench datasets list).")

@@ -11,7 +11,7 @@ from openbench.cli.common import Names, handle_errors, names_of
 __all__ = ["generate", "export_command"]
 
 
-@click.command()
+@click.command(short_help="Build the graph (OpenBioLink's graph_files layout) from the public sources.")
 @click.option("--output", "output_dir", default=".", show_default=True, type=click.Path(file_okay=False),
               help="Folder for graph_files/ (and in_files/ of the parse step).")
 @click.option("--cache", type=click.Path(file_okay=False), default=None,

@@ -10,7 +10,7 @@ from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
 __all__ = ["leaderboard", "leaderboard_submit", "leaderboard_submit_predictions", "leaderboard_serve", "leaderboard_reveal", "leaderboard_token", "leaderboard_show", "leaderboard_export"]
 
 
-@click.group()
+@click.group(short_help="Leaderboards of validated result records: local, exported or served.")
 def leaderboard():
     """A local leaderboard of validated result records (SQLite)."""
 

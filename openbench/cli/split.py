@@ -9,7 +9,7 @@ from splits import SEEN_RULES
 __all__ = ["split", "split_rand", "split_time", "split_entity", "split_inductive"]
 
 
-@click.group()
+@click.group(short_help="Leakage-free splits: random, time, entity-held-out and inductive.")
 def split():
     """Leakage-free train/validation/test splits of a generated graph."""
 
@@ -26,7 +26,7 @@ def _eval_negatives(function):
                             help="With --eval-negatives: draw each negative from the true answer's node type.")(function)
     return click.option("--eval-negatives", type=click.IntRange(min=1), default=None,
                         help="Also write K negative heads and tails per validation and test triple "
-                             "(valid_/test_negatives.npz: seeded, never a known answer) for "
+                             "(valid_negatives.npz, test_negatives.npz: seeded, never a known answer) for "
                              "evaluate --protocol sampled.")(function)
 
 

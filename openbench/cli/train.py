@@ -8,7 +8,7 @@ from openbench.cli.common import FiniteFloat, handle_errors, quiet_pykeen
 __all__ = ["train"]
 
 
-@click.command()
+@click.command(short_help="Train a PyKEEN model on a split (early stopping on validation).")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="A split folder or a registry name (as for evaluate).")
 @click.option("--model", "model_name", required=True, help="Any PyKEEN model name (TransE, DistMult, RotatE, ...).")
