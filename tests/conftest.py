@@ -30,3 +30,20 @@ from hypothesis import settings  # noqa: E402
 settings.register_profile("deterministic", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def pipeline_demo(tmp_path_factory):
+    """One ``openbench demo`` run (folder, click result), shared by the demo's tests and the
+    documentation's executed examples, which read its outputs."""
+    from click.testing import CliRunner
+
+    from openbench.cli import main
+
+    out = tmp_path_factory.mktemp("demo") / "demo_out"
+    result = CliRunner().invoke(main, ["demo", "--out", str(out), "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out, result

@@ -61,8 +61,12 @@ def test_same_seed_gives_byte_identical_files(demo_runs):
 
 
 @pytest.fixture(scope="module")
-def pipeline_runs(tmp_path_factory):
-    return _run_twice(tmp_path_factory)  # the default 60 epochs: at 30 DistMult has not learned this split yet
+def pipeline_runs(pipeline_demo, tmp_path_factory):
+    """The session's demo run (shared with the documentation's examples) and a second one."""
+    out = tmp_path_factory.mktemp("second")  # the default 60 epochs: at 30 DistMult has not learned this split yet
+    result = CliRunner().invoke(main, ["demo", "--out", str(out), "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return [pipeline_demo, (out, result)]
 
 
 def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline_runs):
@@ -145,25 +149,23 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
             assert a.read_bytes() == b.read_bytes(), name
 
 
-def _readme_python_blocks():
-    """The ```python blocks of the README's "From Python" section."""
+def _tutorial_python_blocks():
+    """The ```python blocks of the Python tutorial (docs/tutorials/python.md)."""
     import pathlib
     import re
 
-    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text[text.index("### From Python\n"):]
-    section = section[:section.index("\n### ", 1)]
-    return re.findall(r"```python\n(.*?)```", section, re.S)
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "tutorials" / "python.md").read_text()
+    return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
-def test_the_readmes_python_examples_run_on_the_demos_output(pipeline_runs):
-    """What the README shows from Python runs as written on ``openbench demo``'s folder and gives
-    the records the demo wrote through the command line's path."""
+def test_the_python_tutorial_runs_on_the_demos_output_and_gives_the_clis_records(pipeline_runs):
+    """What the Python tutorial shows runs as written on ``openbench demo``'s folder and gives the
+    records the demo wrote through the command line's path."""
     out, _ = pipeline_runs[0]
-    blocks = [block.replace('"demo_out/', f'"{out}/') for block in _readme_python_blocks()]
+    blocks = [block.replace('"demo_out/', f'"{out}/') for block in _tutorial_python_blocks()]
     assert len(blocks) == 2
     namespace: dict = {}
-    exec(compile(blocks[0], "README.md (From Python)", "exec"), namespace)
+    exec(compile(blocks[0], "docs/tutorials/python.md", "exec"), namespace)
     for name, record in (("DistMult", namespace["record"]), ("DistMult.sampled", namespace["sampled"])):
         stored = json.loads((out / "results" / f"{name}.json").read_text())
         assert record.metrics == stored["metrics"] and record.per_relation == stored["per_relation"], name
@@ -171,6 +173,6 @@ def test_the_readmes_python_examples_run_on_the_demos_output(pipeline_runs):
         assert record.model["source_sha256"] == stored["model"]["source_sha256"], name
     assert 0.0 <= namespace["flagged"].metric("test.overall.auroc") <= 1.0
     baseline = namespace["baseline"]
-    assert baseline.model["name"] == "popularity" and 0 < baseline.metric("both.realistic.mrr") < 1
-    exec(compile(blocks[1], "README.md (From Python, PyKEEN)", "exec"), namespace)
+    assert baseline.model["name"] == "training degree" and 0 < baseline.metric("both.realistic.mrr") < 1
+    exec(compile(blocks[1], "docs/tutorials/python.md (PyKEEN)", "exec"), namespace)
     assert namespace["record"].model["kind"] == "pykeen" and namespace["record"].metric("both.realistic.mrr") > 0
