@@ -104,18 +104,21 @@ def scorer_for(dataset, model):
 
 
 def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_rank, backend="gloo"):
-    """One rank: gloo on CPU, or NCCL with one GPU per rank (tests/evaluation/test_cuda.py)."""
+    """One rank: gloo on CPU, or NCCL with one GPU per rank (tests/evaluation/test_cuda.py).
+    ``model``: a :func:`scorer_for` name, or several joined by commas (``out`` then holds
+    {name: record})."""
     dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world,
                             timeout=__import__("datetime").timedelta(seconds=60))
     try:
         if rank == fail_rank:
             raise RuntimeError(f"rank {rank} dies on purpose")
         dataset = load_dataset(folder)  # written by the parent before the spawn
-        result = evaluate(dataset, scorer_for(dataset, model), shard=shard, batch_size=4,
-                          device=f"cuda:{rank}" if backend == "nccl" else "cpu").to_dict()
+        results = {name: evaluate(dataset, scorer_for(dataset, name), shard=shard, batch_size=4,
+                                  device=f"cuda:{rank}" if backend == "nccl" else "cpu").to_dict()
+                   for name in model.split(",")}  # several models share one spawn (process start-up is the cost)
         if rank == 0:
             with open(out, "w") as handle:
-                json.dump(result, handle)
+                json.dump(results[model] if "," not in model else results, handle)
     finally:
         dist.destroy_process_group()
 
