@@ -56,8 +56,8 @@ def test_evaluate_writes_json_and_prints_a_table(inputs, tmp_path):
 
 
 def test_evaluate_to_stdout_is_deterministic(inputs):
-    first = json.loads(_run(*_evaluate_args(inputs, "--no-filter")).stdout)
-    second = json.loads(_run(*_evaluate_args(inputs, "--no-filter")).stdout)
+    first = json.loads(_run(*_evaluate_args(inputs, "--no-filter", "--format", "json")).stdout)
+    second = json.loads(_run(*_evaluate_args(inputs, "--no-filter", "--format", "json")).stdout)
     first.pop("timing"), second.pop("timing")
     assert first == second and first["protocol"]["filter_sets"] == []
 
@@ -113,7 +113,7 @@ def test_results_on_stdout_progress_lines_on_stderr_when_it_is_no_terminal(input
     monkeypatch.setattr(openbench.progress, "PERIOD_S", 0.0)
     folder, ent, rel = inputs
     done = _run("evaluate", "--dataset", folder, "--entity-embeddings", ent, "--relation-embeddings", rel,
-                "--model", "DistMult", "--batch-size", "1")
+                "--model", "DistMult", "--batch-size", "1", "--format", "json")
     json.loads(done.stdout)  # stdout holds the record alone
     assert "INFO openbench.progress: evaluating:" in done.stderr and "both  realistic" in done.stderr
     quiet = _run("--quiet", "evaluate", "--dataset", folder, "--entity-embeddings", ent, "--relation-embeddings",
@@ -216,7 +216,7 @@ def test_verbose_is_openbench_info_only_and_long_steps_announce_themselves(input
 
 def test_a_scoped_evaluation_says_how_many_queries_it_evaluated(inputs):
     """Issue 37: the header said "47 evaluation triples" while 4 queries were evaluated."""
-    done = _run(*_evaluate_args(inputs, "--relations", "REL_A", "--sides", "tail"))
+    done = _run(*_evaluate_args(inputs, "--relations", "REL_A", "--sides", "tail", "--format", "json"))
     record = json.loads(done.stdout)
     queries = record["diagnostics"]["queries"]
     assert f"test triples; {queries} queries evaluated" in done.stderr and queries < record["dataset"]["counts"]["test"]
@@ -256,3 +256,18 @@ def test_a_mistyped_command_gets_the_closest_names():
     result = CliRunner().invoke(main, ["evalute"])
     assert result.exit_code == 2 and "Did you mean 'evaluate'?" in result.output
     assert "Did you mean" not in CliRunner().invoke(main, ["xyzzy"]).output
+
+
+def test_evaluate_prints_the_table_a_person_reads_and_json_only_when_asked(inputs):
+    """Issue 54: without --output, stdout held ~6,000 lines of JSON and the table went to stderr."""
+    done = _run(*_evaluate_args(inputs))
+    assert done.exit_code == 0, done.output
+    assert not done.stdout.lstrip().startswith("{") and "both  realistic" in done.stdout
+    assert "this table: test set; " in done.stdout and "realistic rank" in done.stdout
+    assert "filtered (the other known answers in train, valid, test removed)" in done.stdout
+    assert "AMRI (adjusted mean rank index): 1 = every answer ranked first" in done.stdout
+    as_json = _run(*_evaluate_args(inputs, "--format", "json"))
+    assert json.loads(as_json.stdout)["task"] == "ranking" and "both  realistic" in as_json.stderr
+    folder, ent, rel = inputs
+    several = _run("evaluate", "--dataset", folder, "--sweep", ent, "--format", "json")
+    assert several.exit_code == 2 and "--format json prints one record" in several.output

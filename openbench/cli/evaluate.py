@@ -130,8 +130,11 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--seed", type=int, default=0, show_default=True, help="Recorded in the result (evaluation is "
                                                                      "deterministic).")
 @click.option("--output", type=click.Path(), default=None,
-              help="Result JSON file [default: stdout]; with several models (--model-dir repeated, --sweep) the "
-                   "folder for their records.")
+              help="Result JSON file; with several models (--model-dir repeated, --sweep) the folder for their "
+                   "records.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="What stdout holds: the table a person reads, or the result record as JSON (the table then "
+                   "goes to stderr).")
 @click.option("--bootstrap", type=click.IntRange(min=1), default=None,
               help="Add 95 % bootstrap intervals of MRR and hits@k (both, head, tail, macro) to the record: this "
                    "many resamples of the test triples, seeded by --seed (1000 is common).")
@@ -150,7 +153,7 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
              dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
-             ogb_split, entity_offsets, fast, seed, bootstrap, output, ranks_output, progress, task,
+             ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
              threshold_metric):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
     classification of its positives and negatives (--task classification)."""
@@ -184,6 +187,9 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
             raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
                                    "prediction files listed in the sweep file")
+        if fmt == "json":
+            raise click.UsageError("--format json prints one record: several models write theirs to the --output "
+                                   "folder")
         _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
                           trust_pickle, protocol_options, output, task, dataset_options)
         return
@@ -209,17 +215,25 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         result = evaluate_model(dataset, spec, task="classification", threshold_metric=threshold_metric, fold=fold,
                                 device=device, batch_size=batch_size, seed=seed,
                                 lower_is_better=lower_is_better, progress=progress).to_dict()
-        click.echo("\n".join(summary_lines(result)), err=not output)
-        write_json(result, output, inputs)
+        click.echo("\n".join(summary_lines(result)), err=fmt == "json")
+        _write_record(result, output, fmt, inputs)
         return
     evaluated = evaluate_model(dataset, spec, **protocol_options)
     if distributed and os.environ.get("RANK", "0") != "0":  # every rank has the record; rank 0 writes it
         return
     record = evaluated.to_dict()
-    click.echo(format_table(record), err=not output)  # stdout holds the record itself when there is no --output
+    click.echo(format_table(record), err=fmt == "json")  # stdout holds the record itself under --format json
     if ranks_output and evaluated.ranks is not None:  # every ranking run has them
         from openbench.evaluation.statistics.ranks_table import write_ranks
 
         write_ranks(ranks_output, evaluated.ranks, record, inputs + ([output] if output else []))
-    write_json(record, output, inputs)
+    _write_record(record, output, fmt, inputs)
+
+
+def _write_record(record: dict, output, fmt: str, inputs) -> None:
+    """The record to ``--output`` (when given) and to stdout under ``--format json``."""
+    if output:
+        write_json(record, output, inputs)
+    if fmt == "json":
+        write_json(record, None)
 

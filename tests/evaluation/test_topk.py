@@ -202,7 +202,8 @@ def test_cli_evaluates_a_prediction_file_and_refuses_two_models(tmp_path):
     path = tmp_path / "predictions.txt"
     path.write_text(PREDICTIONS)
     runner = CliRunner()
-    result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--predictions", str(path), "--no-progress"])
+    result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--predictions", str(path), "--no-progress",
+                                  "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["protocol"]["candidates"] == "listed (top-k)"
     result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--predictions", str(path), "--model", "DistMult"])

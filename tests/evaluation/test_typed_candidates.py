@@ -123,7 +123,8 @@ def test_cli_flag(tmp_path):
     np.save(tmp_path / "r.npy", integer_embeddings(1, dataset.num_relations, 4))
     result = CliRunner().invoke(main, ["evaluate", "--dataset", str(folder), "--model", "DistMult",
                                        "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
-                                       str(tmp_path / "r.npy"), "--candidates", "typed", "--no-progress"])
+                                       str(tmp_path / "r.npy"), "--candidates", "typed", "--no-progress",
+                                       "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["protocol"]["candidates"] == "typed"
 

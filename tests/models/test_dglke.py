@@ -145,13 +145,14 @@ def test_cli_evaluates_a_checkpoint_like_the_same_embeddings(tmp_path, dataset):
                                    for i, h in enumerate(row)) for row in dataset.triples[s].tolist()]
                          for s in ("train", "valid", "test")}, negatives=False)
     runner = CliRunner()
-    out = runner.invoke(main, ["evaluate", "--dataset", str(data), "--model-dir", str(folder), "--no-progress"])
+    out = runner.invoke(main, ["evaluate", "--dataset", str(data), "--model-dir", str(folder), "--no-progress",
+                               "--format", "json"])
     assert out.exit_code == 0, out.output
     np.save(tmp_path / "e.npy", np.stack([entity[label] for label in dataset.entity_labels]))
     np.save(tmp_path / "r.npy", np.stack([relation[label] for label in dataset.relation_labels]))
     plain = runner.invoke(main, ["evaluate", "--dataset", str(data), "--entity-embeddings", str(tmp_path / "e.npy"),
                                  "--relation-embeddings", str(tmp_path / "r.npy"), "--model", "DistMult",
-                                 "--no-progress"])
+                                 "--no-progress", "--format", "json"])
     assert plain.exit_code == 0, plain.output
     assert json.loads(out.stdout)["metrics"] == json.loads(plain.stdout)["metrics"]
     assert json.loads(out.stdout)["model"]["params"]["dglke_model"] == "DistMult"
@@ -261,13 +262,14 @@ def test_compat_scorers_under_exact_ranks(tmp_path, dataset):
 
 def test_cli_evaluates_transr_and_compat(tmp_path, dataset):
     folder, _, _, _ = _transr_checkpoint(tmp_path, dataset)
-    done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(folder), "--no-progress"])
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(folder), "--no-progress",
+                                     "--format", "json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["model"]["name"] == "TransR"
     (tmp_path / "r").mkdir()
     rescal, _, _ = _checkpoint(tmp_path / "r", dataset, "RESCAL")
     done = CliRunner().invoke(main, ["evaluate", "--dataset", dataset.path, "--model-dir", str(rescal),
-                                     "--dglke-compat", "--no-progress"])
+                                     "--dglke-compat", "--no-progress", "--format", "json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["model"]["params"]["dglke_compat"] is True
 
@@ -308,7 +310,7 @@ def test_several_models_in_one_run_equal_separate_runs(tmp_path, dataset):
                                 str(tmp_path / "r.npy"), "--model", "DistMult"]}
     for name, model_options in separate.items():
         alone = runner.invoke(main, ["evaluate", "--dataset", str(data), *model_options, "--no-progress",
-                                     "--sides", "tail"])
+                                     "--sides", "tail", "--format", "json"])
         assert alone.exit_code == 0, alone.output
         together = json.loads((tmp_path / "out" / name).read_text())
         assert _without_timing(together) == _without_timing(json.loads(alone.stdout)), name

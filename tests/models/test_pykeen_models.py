@@ -64,7 +64,7 @@ def test_metrics_equal_pykeens_evaluator(tmp_path, dataset_name, model_name):
                                    "--epochs", "5", "--no-early-stopping", "--device", "cpu", "--output", str(model_dir)])
     assert trained.exit_code == 0, trained.output
     result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--model-dir", str(model_dir),
-                                  "--trust-pickle", "--no-progress", "--hits-at", "1,3,10"])
+                                  "--trust-pickle", "--no-progress", "--hits-at", "1,3,10", "--format", "json"])
     assert result.exit_code == 0, result.output
     ours = json.loads(result.stdout)["metrics"]
 
@@ -94,7 +94,8 @@ def test_the_datasets_id_order_does_not_matter(nations, trained, tmp_path):
     labels = sorted(read_pykeen_map(trained / "training_triples" / "entity_to_id.tsv.gz"), reverse=True)
     entity_map = tmp_path / "entities.tsv"
     entity_map.write_text("".join(f"{i}\t{label}\n" for i, label in enumerate(labels)))  # reversed ids
-    base = ["evaluate", "--dataset", str(nations), "--model-dir", str(trained), "--trust-pickle", "--no-progress"]
+    base = ["evaluate", "--dataset", str(nations), "--model-dir", str(trained), "--trust-pickle", "--no-progress",
+            "--format", "json"]
     runs = [CliRunner().invoke(main, base), CliRunner().invoke(main, base + ["--entity-map", str(entity_map)])]
     assert all(run.exit_code == 0 for run in runs), [run.output for run in runs]
     records = [json.loads(run.stdout) for run in runs]

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from openbench.evaluation.statistics.describe import AMRI_READING, ranking_readings, record_protocol_line
+
 __all__ = ["format_table"]
 
 
@@ -27,11 +29,10 @@ def format_table(result: dict) -> str:
     lines.append(f"model {model.get('name')} ({model.get('kind')}) on {result['dataset']['path']}: "
                  f"{counts['entities']} entities, {counts['relations']} relations, {counts[split]} {split} "
                  f"triples{evaluated}")
-    filters = ",".join(result["protocol"]["filter_sets"]) or "none"
-    lines.append(f"filtered with: {filters}; headline rank: {result['protocol']['headline_rank_type']}; "
-                 f"{result['timing']['seconds']:.2f} s on {result['device']}")
+    lines.append(f"this table: {record_protocol_line(result)}")
+    lines.append(f"{result['timing']['seconds']:.2f} s on {result['device']}")
     protocol = result["protocol"]
-    scope = [f"relations {', '.join(protocol['relations'])}"] if protocol.get("relations") else []
+    scope = []
     if protocol.get("entities"):
         scope.append(f"{protocol['entities']['count']} candidate entities "
                      f"({protocol['entities']['dropped_triples']} triple(s) with an answer outside dropped)")
@@ -50,6 +51,9 @@ def format_table(result: dict) -> str:
             block = result["metrics"][side][rank_type]
             cells = "".join(_cell(block.get(name), 10) if name in block else " " * 10 for name in columns)
             lines.append(f"{side:<6}{rank_type:<13}{cells}")
+    lines.append(AMRI_READING)
+    headline = (result["metrics"].get("both") or {}).get(protocol.get("headline_rank_type", "realistic")) or {}
+    lines += [f"reading: {line}" for line in ranking_readings(str(model.get("name")), headline)]
     for warning in result.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
