@@ -164,6 +164,10 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
                    "seed": seed, "early_stopping": stopper is not None, "dataset": dataset.path,
                    "dataset_fingerprint": dataset.fingerprint, "final_loss": result.losses[-1] if result.losses else None,
                    "openbench_version": __version__}
+    if stopper is not None:
+        description["stopping"] = _stopping(result.stopper, len(result.losses), epochs)
+    if validation is not None:
+        description["validation"] = _validation_mrr(dataset, result.model, factories["train"], device)
 
     def fill(folder: Path) -> None:
         result.save_to_directory(folder)
@@ -172,6 +176,34 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     replace_folder(Path(output), fill, inputs=inputs, kind="model")
     logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)
     return description
+
+
+# PyKEEN's early stopper as openbench configures it (stopper_kwargs above): what it watches, in words
+STOPPING_CRITERION = ("PyKEEN's validation hits@10 (filtered by the training triples), checked every 5 epochs; training stops after 2 checks "
+                      "without a 1 % relative improvement and keeps the best epoch's weights")
+
+
+def _stopping(stopper, epochs_run: int, epochs: int) -> dict:
+    """What early stopping did: whether it stopped before ``epochs``, at which epoch, the best
+    epoch and its validation hits@10, and the criterion in words."""
+    best = getattr(stopper, "best_metric", None)
+    return {"stopped_early": bool(getattr(stopper, "stopped", False)) and epochs_run < epochs,
+            "epochs_run": epochs_run, "best_epoch": getattr(stopper, "best_epoch", None),
+            "best_validation_hits@10": None if best is None else float(best), "criterion": STOPPING_CRITERION}
+
+
+def _validation_mrr(dataset: Dataset, model, factory, device: str) -> dict:
+    """The trained model's realistic MRR on the validation triples next to the popularity
+    baseline's (filtered full ranking, openbench's evaluator)."""
+    from openbench.api import from_pykeen
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.popularity import popularity_model
+
+    values = {}
+    for name, scorer in (("model", from_pykeen(model, factory)), ("popularity", popularity_model(dataset))):
+        record = evaluate(dataset, scorer, evaluation_split="valid", device=device)
+        values[f"{name}_mrr"] = record.metric("both.realistic.mrr")
+    return values
 
 
 def train_dataset(dataset_path, output, **settings) -> dict:

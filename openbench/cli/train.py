@@ -31,6 +31,29 @@ def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed
     description = train_dataset(dataset_path, output_dir, model=model_name, dim=dim, epochs=epochs,
                                 batch_size=batch_size, learning_rate=learning_rate, seed=seed, device=device,
                                 early_stopping=not no_early_stopping)
-    click.echo(f"trained {description['model']} for {description['epochs_run']} epochs; model in {output_dir}; "
-               f"evaluate with: openbench evaluate --dataset {dataset_path} --model-dir {output_dir} --trust-pickle")
+    click.echo("\n".join(trained_lines(description)))
+    click.echo(f"model in {output_dir}; evaluate with: openbench evaluate --dataset {dataset_path} --model-dir "
+               f"{output_dir} --trust-pickle")
+
+
+def trained_lines(description: dict) -> list:
+    """What training did, in words: epochs (and early stopping, announced with its epoch and
+    criterion), and the validation MRR beside the popularity baseline's."""
+    lines = []
+    stopping = description.get("stopping")
+    if stopping and stopping["stopped_early"]:
+        lines.append(f"trained {description['model']} for {stopping['epochs_run']} of {description['epochs']} "
+                     f"epochs: early stopping ended training (best epoch {stopping['best_epoch']}, validation "
+                     f"hits@10 {stopping['best_validation_hits@10']:.4f}; criterion: {stopping['criterion']}; "
+                     "--no-early-stopping trains every epoch)")
+    else:
+        lines.append(f"trained {description['model']} for {description['epochs_run']} epochs"
+                     + (" (early stopping on validation did not stop it)" if stopping else ""))
+    validation = description.get("validation")
+    if validation:
+        model_mrr, popularity_mrr = validation["model_mrr"], validation["popularity_mrr"]
+        verdict = "above" if model_mrr > popularity_mrr else "not above"
+        lines.append(f"validation MRR {model_mrr:.4f} (filtered, realistic rank) against the popularity baseline's "
+                     f"{popularity_mrr:.4f}: {verdict} what the training degree alone scores")
+    return lines
 

@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from openbench.cli import main
+from openbench.datasets.loader import load_dataset
 from tests.helpers import write_samples
 
 pykeen = pytest.importorskip("pykeen")
@@ -109,3 +110,48 @@ def test_train_refuses_an_unknown_model_and_writes_nothing(nations, tmp_path):
                                        "--output", str(out)])
     assert result.exit_code == 1 and "unknown PyKEEN model 'NoSuchModel'" in result.output
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_train_says_when_early_stopping_ended_it_and_where_popularity_stands(nations, tmp_path):
+    """Issue 54: `train --epochs 100` said `trained TransE for 15 epochs`, early stopping unannounced,
+    and the model scored below popularity without a word."""
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.popularity import popularity_model
+
+    out = tmp_path / "model"
+    done = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", "TransE", "--dim", "8",
+                                     "--epochs", "60", "--lr", "0.5", "--seed", "1", "--device", "cpu", "--output",
+                                     str(out)])
+    assert done.exit_code == 0, done.output
+    description = json.loads((out / "openbench-model.json").read_text())
+    stopping = description["stopping"]
+    assert stopping["criterion"].startswith("PyKEEN's validation hits@10")
+    if stopping["stopped_early"]:
+        assert description["epochs_run"] < 60 and stopping["best_epoch"] <= description["epochs_run"]
+        assert (f"trained TransE for {description['epochs_run']} of 60 epochs: early stopping ended training "
+                f"(best epoch {stopping['best_epoch']}") in done.output
+    else:
+        assert description["epochs_run"] == 60 and "did not stop it" in done.output
+    dataset = load_dataset(nations)
+    popularity = evaluate(dataset, popularity_model(dataset), evaluation_split="valid", device="cpu")
+    assert description["validation"]["popularity_mrr"] == popularity.metric("both.realistic.mrr")
+    assert 0 < description["validation"]["model_mrr"] <= 1
+    assert f"against the popularity baseline's {popularity.metric('both.realistic.mrr'):.4f}" in done.output
+
+
+def test_the_training_lines_announce_early_stopping():
+    from openbench.cli.train import trained_lines
+
+    description = {"model": "TransE", "epochs": 100, "epochs_run": 15,
+                   "stopping": {"stopped_early": True, "epochs_run": 15, "best_epoch": 5,
+                                "best_validation_hits@10": 0.1, "criterion": "C"},
+                   "validation": {"model_mrr": 0.04, "popularity_mrr": 0.11}}
+    first, second = trained_lines(description)
+    assert first.startswith("trained TransE for 15 of 100 epochs: early stopping ended training (best epoch 5, "
+                            "validation hits@10 0.1000; criterion: C")
+    assert second == ("validation MRR 0.0400 (filtered, realistic rank) against the popularity baseline's 0.1100: not "
+                      "above what the training degree alone scores")
+    description["validation"]["model_mrr"] = 0.2
+    assert trained_lines(description)[1].endswith(": above what the training degree alone scores")
+    assert trained_lines({"model": "M", "epochs": 5, "epochs_run": 5}) == ["trained M for 5 epochs"]
