@@ -271,3 +271,27 @@ def test_evaluate_prints_the_table_a_person_reads_and_json_only_when_asked(input
     folder, ent, rel = inputs
     several = _run("evaluate", "--dataset", folder, "--sweep", ent, "--format", "json")
     assert several.exit_code == 2 and "--format json prints one record" in several.output
+
+
+def test_generate_lists_every_folder_and_split_says_what_it_counted(tmp_path):
+    """Issue 54: generate reported graph_files but not the rdf-ttl/ folder it also wrote; split rand
+    reported "(928 samples)" without saying what a sample is."""
+    done = _run("generate", "--sample", "--output", tmp_path / "g", "--output-format", "RDF-TTL", "--keep-in-files",
+                "--no-progress")
+    assert done.exit_code == 0, done.output
+    written = sorted(p.name for p in (tmp_path / "g").iterdir() if p.is_dir())
+    assert written == ["graph_files", "in_files", "rdf-ttl"]
+    assert all(str(tmp_path / "g" / name) in done.stdout for name in written)
+    graph = tmp_path / "g" / "graph_files"
+    done = _run("split", "rand", "--edges", graph / "edges.csv", "--tn-edges", graph / "TN_edges.csv", "--nodes",
+                graph / "ALL_nodes.csv", "--output", tmp_path / "s")
+    assert done.exit_code == 0, done.output
+    info = json.loads((tmp_path / "s" / "split_info.json").read_text())
+    samples, positives = info["input"]["after_inconsistent"], info["input"]["positives"]
+    assert (f"{samples} samples (a sample is one row of the split files, a positive or a negative edge: "
+            f"{positives} positive edges and {samples - positives} negative ones)") in done.stdout
+    for part, label in (("train", "training"), ("val", "validation"), ("test", "test")):
+        counts = info["split"][part]
+        assert f"  {label}: {counts['positives']} positives, {counts['negatives']} negatives" in done.stdout
+    removed = {key: value for key, value in info["split"]["test_cleaning"].items() if value}
+    assert all(f"{value} {key.replace('_', ' ')}" in done.stdout for key, value in removed.items())

@@ -55,8 +55,13 @@ def generate(output_dir, cache, quality, undirected, no_download, sources_dir, s
                               no_qscore=no_qscore, progress=progress, mirror=mirror, keep_in_files=keep_in_files,
                               output_format=output_format, sample=sample, download=not no_download)
     if graph is not None:
+        written = [Path(output_dir) / "graph_files"]
+        if keep_in_files:
+            written.insert(0, Path(output_dir) / pipeline.IN_FILES)
+        if output_format.upper() != "TSV":
+            written.append(Path(output_dir) / pipeline.export_folder(output_format))
         click.echo(f"{graph.edge_table.height} edges and {graph.nodes.height} nodes, {graph.tn_edge_table.height} "
-                   f"true-negative edges; written to {Path(output_dir) / 'graph_files'}")
+                   f"true-negative edges; written to {' and '.join(str(folder) for folder in written)}")
 
 
 @click.command("export")

@@ -88,7 +88,28 @@ def split_rand(dataset, edges_path, tn_path, nodes_path, test_frac, val, crossva
                         crossval=crossval, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
                         neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
                         **_negative_options(eval_negatives, typed_negatives))
-    click.echo(f"split written to {output_dir} ({info['input']['after_inconsistent']} samples)")
+    click.echo(split_summary(output_dir, info))
+
+
+def split_summary(output_dir, info: dict) -> str:
+    """What a random or time split counted, in words: samples (positive edges and the negatives
+    beside them), each part's positives and negatives, and what the cleaning removed."""
+    counted = info["input"]
+    parts = info.get("split") or {}
+    samples, positives = counted["after_inconsistent"], counted.get("positives")
+    shares = f": {positives} positive edges and {samples - positives} negative ones" if isinstance(positives, int) else ""
+    lines = [f"split written to {output_dir}: {samples} samples (a sample is one row of the split files, a positive "
+             f"or a negative edge{shares}), before the cleaning below"]
+    for name, label in (("train", "training"), ("val", "validation"), ("test", "test")):
+        if isinstance(parts.get(name), dict) and "positives" in parts[name]:
+            lines.append(f"  {label}: {parts[name]['positives']} positives, {parts[name].get('negatives', 0)} "
+                         "negatives")
+    for name, label in (("val_cleaning", "validation"), ("test_cleaning", "test")):
+        removed = {key: value for key, value in (parts.get(name) or {}).items() if isinstance(value, int) and value}
+        if removed:
+            listed = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in sorted(removed.items()))
+            lines.append(f"  removed from {label} as leakage or unseen: {listed}")
+    return "\n".join(lines)
 
 
 def _graph_paths(dataset, edges_path, tn_path, nodes_path):
