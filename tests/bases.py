@@ -1,6 +1,7 @@
 """Shared test bases: graphs, scorers and workers that several test modules use (tests never
 import other test modules; what they share lives here or in :mod:`tests.helpers`)."""
 import json
+from pathlib import Path
 import random
 from fractions import Fraction
 from html.parser import HTMLParser
@@ -168,6 +169,18 @@ def chromium():
     import shutil
 
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def render_in_chromium(page) -> tuple:
+    """(the DOM after the page's scripts ran, [its console messages]) of a local HTML file in
+    headless Chromium; a script error or a console.error shows up in the messages."""
+    import subprocess
+
+    done = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                           "--v=0", "--dump-dom", Path(page).as_uri()], capture_output=True, text=True, timeout=120,
+                          check=True)
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return done.stdout, console
 
 
 # -- an independent exact reference: each model's definition, in rational arithmetic -------------

@@ -3,6 +3,7 @@ import copy
 import csv
 import io
 import json
+import re
 import math
 import multiprocessing
 import sqlite3
@@ -21,7 +22,7 @@ from openbench.leaderboard.store import MIGRATIONS
 from openbench.leaderboard.render import render
 from tests.bases import TableReader, chromium
 from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
-from tests.bases import evaluated
+from tests.bases import evaluated, render_in_chromium
 
 
 @pytest.fixture(scope="module")
@@ -398,8 +399,8 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classific
                                      "--db", db])
     assert done.exit_code == 0, done.output
     page = tmp_path / "site" / "index.html"
-    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    dom, console = render_in_chromium(page)
+    assert console == []  # no script error, no console message
     reader = TableReader()
     reader.feed(dom)
     rendered = [row for row in reader.rows if row]
@@ -426,6 +427,19 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classific
                                                     "ranking (published)"])
     assert "† published result" in dom and "* protocol differs" in dom
     assert dom.count('class="bar-mrr"') == len(every)
+    # each table says what it holds, in the words the CLI uses; the page says when and by what it was made
+    from openbench import __version__
+
+    protocols = re.findall(r'<p class="protocol">([^<]*)</p>', dom)
+    assert len(protocols) == len(reader.headings["h3"])
+    assert any("test set; head and tail queries; realistic rank" in line and "filtered (the other known answers in "
+               "train, valid, test removed)" in line for line in protocols)
+    assert any("triple classification" in line for line in protocols)
+    assert any("published numbers; protocol: unknown" in line for line in protocols)
+    assert re.search(rf'<p class="generated">generated \d{{4}}-\d\d-\d\d \d\d:\d\d UTC by openbench '
+                     rf'{re.escape(__version__)}</p>', dom)
+    sizes = [int(size) for size in re.findall(r'<text [^>]*font-size="(\d+)"', dom)]
+    assert sizes and min(sizes) >= 12  # the plot's text is legible
 
 
 def test_footnotes_only_when_used_and_every_output_escapes_every_text_column(tmp_path, records):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import csv
 import html
 import io
+import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
 from openbench._io.outputs import strict_json
+from openbench.evaluation.statistics.describe import protocol_line
 from openbench.record import CLASSIFICATION_METRICS
 
 __all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
@@ -218,17 +220,21 @@ def safe_link(url: Optional[str]) -> Optional[str]:
     return None if any(c.isspace() or ord(c) < 32 for c in url) else url
 
 
-def plot_svg(rows: List[dict], width: int = 720, bar_height: int = 9) -> str:
+# the plot's text sizes in px: a label as large as the table's text, a value no smaller than 12 px
+PLOT_LABEL_PX, PLOT_VALUE_PX = 14, 12
+
+
+def plot_svg(rows: List[dict], width: int = 860, bar_height: int = 15) -> str:
     """Horizontal bars of MRR and hits@10 per row, as an SVG element."""
-    label_width, gap = 200, 8
-    height = gap + len(rows) * (2 * bar_height + gap) + 30
+    label_width, gap = 300, 10
+    height = gap + len(rows) * (2 * bar_height + gap) + 34
     scale = width - label_width - 60
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="plot" width="{width}" height="{height}" '
              f'role="img" aria-label="MRR and hits@10 per model">']
     y = gap
     for row in rows:
-        parts.append(f'<text x="{label_width - 6}" y="{y + bar_height + 3}" text-anchor="end" font-size="11">'
-                     f'{html.escape(_name(row))}</text>')
+        parts.append(f'<text x="{label_width - 6}" y="{y + bar_height + 3}" text-anchor="end" '
+                     f'font-size="{PLOT_LABEL_PX}">{html.escape(_name(row))}</text>')
         for offset, (metric, colour) in enumerate((("mrr", "#3366aa"), ("hits@10", "#dd8844"))):
             mean = (row["metrics"].get(metric) or {}).get("mean")
             length = 0 if mean is None else max(0.0, min(1.0, mean)) * scale
@@ -236,10 +242,10 @@ def plot_svg(rows: List[dict], width: int = 720, bar_height: int = 9) -> str:
             parts.append(f'<rect class="bar-{metric.replace("@", "")}" x="{label_width}" y="{top}" '
                          f'width="{length:.1f}" height="{bar_height - 1}" fill="{colour}"/>')
             if mean is not None:
-                parts.append(f'<text x="{label_width + length + 4:.1f}" y="{top + bar_height - 1}" '
-                             f'font-size="9">{mean:.3f}</text>')
+                parts.append(f'<text x="{label_width + length + 4:.1f}" y="{top + bar_height - 2}" '
+                             f'font-size="{PLOT_VALUE_PX}">{mean:.3f}</text>')
         y += 2 * bar_height + gap
-    parts.append(f'<text x="{label_width}" y="{height - 8}" font-size="11">'
+    parts.append(f'<text x="{label_width}" y="{height - 8}" font-size="{PLOT_LABEL_PX}">'
                  '<tspan fill="#3366aa">■ MRR</tspan> <tspan fill="#dd8844">■ hits@10</tspan> (0 to 1)</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -334,9 +340,28 @@ def _page_row(row: dict, table: str) -> dict:
     return dict(row, page_table=table, links=links)
 
 
-def page(rows: List[dict]) -> str:
+def _protocol_text(members: List[dict]) -> str:
+    """The table's protocol line (:func:`~openbench.evaluation.statistics.describe.protocol_line`),
+    or what a published row says of its protocol."""
+    first = members[0]
+    protocol = first.get("protocol")
+    if first.get("family", "").startswith("classification") or first.get("rank_type") == "overall":
+        return ("what this table holds: triple classification of the test positives and negatives, thresholds "
+                "per relation chosen on validation; AUROC 0.5 = chance")
+    if isinstance(protocol, dict):
+        return f"what this table holds: {protocol_line(protocol, rank_type=first.get('rank_type') or 'realistic')}"
+    return f"what this table holds: published numbers; protocol: {protocol or 'not stated'}"
+
+
+def page(rows: List[dict], generated: Optional[str] = None) -> str:
     """The self-contained HTML page: per dataset a section, in it per task, protocol family and
-    scope a sortable table (model, team, verification, type, metrics, runs, links) and a plot."""
+    scope a sortable table (model, team, verification, type, metrics, runs, links) under its
+    protocol line, and a plot; the footer gives ``generated`` (default: now, UTC) and the
+    openbench version (the page's one timing field, ``<p class="generated">``)."""
+    from openbench import __version__
+
+    if generated is None:
+        generated = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     sections: List[str] = []
     columns_by_table: Dict[str, List[dict]] = {}
     shown: List[dict] = []
@@ -351,7 +376,8 @@ def page(rows: List[dict]) -> str:
                 columns += [{"key": "interval", "label": "95% CI"}, {"key": "not_worse_than_best", "label": "≈best"}]
             columns += [{"key": "runs", "label": "runs"}, {"key": "links", "label": "links"}]
             columns_by_table[number] = columns
-            parts.append(f'<h3>{html.escape(caption)}</h3>\n<table class="leaderboard" id="leaderboard-{number}" '
+            parts.append(f'<h3>{html.escape(caption)}</h3>\n<p class="protocol">{html.escape(_protocol_text(members))}'
+                         f'</p>\n<table class="leaderboard" id="leaderboard-{number}" '
                          f'data-table="{number}"></table>\n{plot_svg(members)}')
             shown += [_page_row(row, number) for row in members]
         sections.append("\n".join(parts) + "</section>")
@@ -362,7 +388,8 @@ def page(rows: List[dict]) -> str:
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>openbench leaderboard</title>
 <style>
-body {{ font-family: sans-serif; margin: 2em; }}
+body {{ font-family: sans-serif; margin: 2em; font-size: 16px; }}
+p.protocol {{ color: #333; max-width: 60em; }} p.generated {{ color: #666; font-size: 14px; }}
 table {{ border-collapse: collapse; }} th, td {{ padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; }}
 th {{ cursor: pointer; text-align: left; background: #f4f4f4; }} td {{ font-variant-numeric: tabular-nums; }}
 </style></head>
@@ -372,7 +399,8 @@ th {{ cursor: pointer; text-align: left; background: #f4f4f4; }} td {{ font-vari
 model and protocol; mean ± standard deviation over seeds; verified: server where the board scored the row against
 hidden test answers, self where the submitter computed it. Click a column to sort.</p>
 {body}
-{note}<script id="rows" type="application/json">{_json_for_html(shown)}</script>
+{note}<p class="generated">generated {html.escape(generated)} by openbench {html.escape(__version__)}</p>
+<script id="rows" type="application/json">{_json_for_html(shown)}</script>
 <script>{script}</script>
 </body></html>
 """
