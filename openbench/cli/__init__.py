@@ -42,6 +42,7 @@ COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "export-kgid": ("datasets", "export_kgid", "Write a dataset in the integer-id layout (OBL2021's KGID)."),
     "generate": ("graph", "generate", "Build the graph (OpenBioLink's graph_files layout) from the public sources."),
     "leaderboard": ("leaderboard", "leaderboard", "Leaderboards of validated result records: local, exported or served."),
+    "report": ("report", "report", "An HTML page of figures for result records: per relation, ranks, strata, a comparison."),
     "split": ("split", "split", "Leakage-free splits: random, time, entity-held-out and inductive."),
     "text": ("text", "text", "Text-mining evaluation side modules (Meta-Eval, BRAT/ChEMU, disease ranking)."),
     "train": ("train", "train", "Train a PyKEEN model on a split (early stopping on validation)."),

@@ -34,7 +34,7 @@ from openbench.evaluation.statistics.intervals import WEIGHT_ELEMENTS, bootstrap
 from openbench.evaluation.statistics.evidence import check_provenance, check_rows, read_ranks
 from openbench.evaluation.statistics.ranks_table import COMPARABLE_PROTOCOL, RANKS_SCHEMA, query_values, ranks_provenance
 
-__all__ = ["EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
+__all__ = ["comparison_verdict", "EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
            "sign_flip_p_value", "paired_bootstrap", "format_comparison"]
 
 EXACT_SIGN_FLIPS = 16  # at most this many non-zero differences: all 2^n sign vectors are enumerated
@@ -208,4 +208,19 @@ def format_comparison(result: Dict[str, Any], name_a: str = "A", name_b: str = "
         f"  B  {result['b']:.4f}  {name_b}",
         f"  A - B  {result['difference']:+.4f}   95 % CI [{low:+.4f}, {high:+.4f}] (paired bootstrap)",
         f"  p = {result['p_value']:.4g} (paired sign-flip permutation test)   Wilcoxon p = {wilcoxon_text}",
+        f"  reading: {comparison_verdict(result, name_a, name_b)}",
     ])
+
+
+def comparison_verdict(result: Dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
+    """One sentence: which model is better, by how much, and whether the 95 % interval of the
+    paired difference excludes 0 (the test's significance at 5 %)."""
+    low, high = result["ci"]
+    difference = result["difference"]
+    metric = result["metric"]
+    if low > 0 or high < 0:
+        better, worse = (name_a, name_b) if difference > 0 else (name_b, name_a)
+        return (f"{better} is better than {worse} by {abs(difference):.4f} {metric} on these queries; the 95 % "
+                f"interval of the difference excludes 0 (p = {result['p_value']:.2g})")
+    return (f"no clear difference: {name_a} - {name_b} = {difference:+.4f} {metric}, and the 95 % interval "
+            f"[{low:+.4f}, {high:+.4f}] includes 0 (p = {result['p_value']:.2g})")
