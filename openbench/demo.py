@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from openbench._io import replace_folder
+from openbench.evaluation.statistics.describe import (AMRI_READING, classification_readings, ranking_readings,
+                                                      record_protocol_line)
 from openbench.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
            "write_samples", "run_demo", "compare_models", "popularity_baseline", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
-           "results_table", "submit_to_leaderboard", "entity_heldout", "ENTITY_SPLIT"]
+           "results_table", "submit_to_leaderboard", "entity_heldout", "ENTITY_SPLIT", "write_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +70,8 @@ def planted_graph(seed: int, entities_per_type: int = 150, clusters_per_type: in
 
 
 PLANTED_ENTRIES = ("dataset", "model", "result.json")
-PIPELINE_ENTRIES = ("graph", "split", "split_entity", "models", "results", "leaderboard.sqlite", "leaderboard")
+PIPELINE_ENTRIES = ("graph", "split", "split_entity", "models", "results", "leaderboard.sqlite", "leaderboard",
+                    "report")
 
 
 def claim_output(out: Path, entries) -> None:
@@ -229,32 +232,34 @@ def entity_heldout(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, de
                                          seed, progress),
               "popularity": popularity_model(dataset), "rules": rules_model(dataset),
               "neighbours": neighbour_model(dataset)}
-    rows = [f"held-out diseases: {info['heldout']['test']} of the graph's, none of their "
-            f"{' or '.join(ENTITY_SPLIT['relations'])} edges in training (openbench split entity):",
-            f"{'model':<12} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'AMRI':>7}"]
+    records = {}
     for name, model in models.items():
-        record = evaluate(dataset, model, device=device, seed=seed).to_dict()
-        write_json(Path(out) / "results" / "entity" / f"{name}.json", record)
-        block = record["metrics"]["both"]["realistic"]
-        rows.append(f"{name:<12} {block['mrr']:>7.4f} {block['hits@1']:>7.4f} {block['hits@10']:>8.4f} "
-                    f"{block['amri']:>7.4f}")
+        records[name] = evaluate(dataset, model, device=device, seed=seed).to_dict()
+        write_json(Path(out) / "results" / "entity" / f"{name}.json", records[name])
+    rows = [f"the zero-shot disease question: {info['heldout']['test']} held-out diseases, none of their "
+            f"{' or '.join(ENTITY_SPLIT['relations'])} edges in training (openbench split entity); "
+            + record_protocol_line(records["DistMult"]),
+            *_ranking_rows(records, "popularity"),
+            "(rules: what leakage patterns alone predict; neighbours: what the graph's structure alone predicts)"]
     return "\n".join(rows)
 
 
-def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> str:
-    """Evaluate the popularity baseline on the demo's split (``out/results/popularity.json``) and
-    describe it in a line: what hub degree alone scores, beside the trained models."""
+def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> dict:
+    """Evaluate the popularity baseline (each candidate scored by its training degree) on the
+    demo's split: writes ``out/results/popularity.json`` and its ranks
+    ``out/results/popularity.ranks.parquet``; returns the record."""
     from openbench._io import write_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluate import evaluate
-    from openbench.models.popularity import POPULARITY_SCORE, popularity_model
+    from openbench.evaluation.statistics.ranks_table import write_ranks
+    from openbench.models.popularity import popularity_model
 
     dataset = load_dataset(Path(out) / "split")
-    record = evaluate(dataset, popularity_model(dataset), device=device, seed=seed).to_dict()
+    evaluated = evaluate(dataset, popularity_model(dataset), device=device, seed=seed)
+    record = evaluated.to_dict()
     write_json(Path(out) / "results" / "popularity.json", record)
-    block = record["metrics"]["both"]["realistic"]
-    return (f"popularity baseline ({POPULARITY_SCORE}): MRR {block['mrr']:.4f}, hits@1 {block['hits@1']:.4f}, "
-            f"hits@10 {block['hits@10']:.4f}, AMRI {block['amri']:.4f}")
+    write_ranks(Path(out) / "results" / "popularity.ranks.parquet", evaluated.ranks, record)
+    return record
 
 
 def compare_models(out: Path, seed: int = 0) -> str:
@@ -267,37 +272,64 @@ def compare_models(out: Path, seed: int = 0) -> str:
     return format_comparison(result, *PIPELINE_MODELS)
 
 
-def results_table(results: Dict[str, dict]) -> str:
-    """One row per model: realistic MRR, hits@1, hits@10 and AMRI over both sides."""
+def _cell(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _ranking_rows(records: Dict[str, dict], baseline: Optional[str] = None) -> List[str]:
+    """Rows of realistic MRR, hits@1, hits@10 and AMRI over both sides, then the readings (near
+    chance, below the ``baseline`` row)."""
     rows = [f"{'model':<12} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'AMRI':>7}"]
-    for model, result in results.items():
-        block = result["metrics"]["both"]["realistic"]
-        cell = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
-        rows.append(f"{model:<12} {cell(block['mrr']):>7} {cell(block.get('hits@1')):>7} "
-                    f"{cell(block.get('hits@10')):>8} {cell(block['amri']):>7}")
+    blocks = {model: record["metrics"]["both"]["realistic"] for model, record in records.items()}
+    for model, block in blocks.items():
+        rows.append(f"{model:<12} {_cell(block['mrr']):>7} {_cell(block.get('hits@1')):>7} "
+                    f"{_cell(block.get('hits@10')):>8} {_cell(block['amri']):>7}")
+    for model, block in blocks.items():
+        against = blocks.get(baseline) if baseline and model != baseline else None
+        rows += [f"reading: {line}" for line in ranking_readings(model, block, against, baseline or "popularity")]
+    return rows
+
+
+def results_table(results: Dict[str, dict], baseline: Optional[dict] = None) -> str:
+    """The demo's tables, each titled with what it holds (:mod:`openbench.evaluation.statistics.describe`):
+    full filtered ranking of the trained models beside the popularity ``baseline`` record, the
+    same models under the sampled protocol, and as triple classifiers."""
+    ranking = {model: result for model, result in results.items()}
+    if baseline is not None:
+        ranking["popularity"] = baseline
+    first = next(iter(results.values()))
+    rows = ["link prediction on the demo's split: " + record_protocol_line(first),
+            *_ranking_rows(ranking, "popularity" if baseline is not None else None),
+            "(popularity: each candidate scored by its training degree; " + AMRI_READING + ")"]
     sampled = {model: result["sampled_record"] for model, result in results.items() if "sampled_record" in result}
     if sampled:
-        first = next(iter(sampled.values()))["protocol"]["negatives_per_query"]
-        rows += ["", f"the same models under OGB's sampled protocol ({first['head']} negatives per query and side, "
-                     "no filtering) against the full filtered ranking above:",
+        rows += ["", "the same models under OGB's sampled protocol: " + record_protocol_line(next(iter(sampled.values()))),
                  f"{'model':<12} {'MRR':>7} {'hits@1':>7} {'hits@10':>8} {'full MRR':>9}"]
         for model, record in sampled.items():
             block = record["metrics"]["both"]["realistic"]
             full = results[model]["metrics"]["both"]["realistic"]["mrr"]
             rows.append(f"{model:<12} {block['mrr']:>7.4f} {block['hits@1']:>7.4f} {block['hits@10']:>8.4f} "
                         f"{full:>9.4f}")
+        rows.append("(the sampled MRR is higher because each answer competes with 20 negatives, not every entity)")
     classified = {model: result["classification_record"] for model, result in results.items()
                   if "classification_record" in result}
     if classified:
-        rows += ["", "triple classification of the test positives and negatives (thresholds chosen on validation):",
+        overall = next(iter(classified.values()))["classification"]["test"]["overall"]
+        rows += ["", f"triple classification, test set: {overall['positives']} positives against {overall['negatives']} "
+                     "negatives (true negatives and generated ones), a threshold per relation chosen on validation; "
+                     "AUROC 0.5 = chance:",
                  f"{'model':<12} {'AUROC':>7} {'AUPRC':>7} {'accuracy':>8} {'F1':>7} {'AUROC vs true negatives':>24}"]
+        readings = []
         for model, record in classified.items():
             test = record["classification"]["test"]
             block = test["overall"]
-            cell = lambda value: "-" if value is None else f"{value:.4f}"  # noqa: E731
-            rows.append(f"{model:<12} {cell(block['auroc']):>7} {cell(block['auprc']):>7} "
-                        f"{cell(block['accuracy']):>8} {cell(block['f1']):>7} "
-                        f"{cell(test['by_negative_kind']['true_negatives']['auroc']):>24}")
+            rows.append(f"{model:<12} {_cell(block['auroc']):>7} {_cell(block['auprc']):>7} "
+                        f"{_cell(block['accuracy']):>8} {_cell(block['f1']):>7} "
+                        f"{_cell(test['by_negative_kind']['true_negatives']['auroc']):>24}")
+            readings += classification_readings(model, block["auroc"])
+            readings += classification_readings(f"{model} against the true negatives",
+                                                test["by_negative_kind"]["true_negatives"]["auroc"])
+        rows += [f"reading: {line}" for line in readings]
     return "\n".join(rows)
 
 
@@ -310,13 +342,20 @@ def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Pat
     database = out / "leaderboard.sqlite"
     database.unlink(missing_ok=True)  # the demo's own board: a rerun starts it afresh
     board = open_leaderboard(database)
+    from openbench.evaluation.statistics.evidence import read_ranks
+
     try:
         for model, result in results.items():
             ranking = {key: value for key, value in result.items()
                        if key not in ("classification_record", "sampled_record")}
-            for record in (ranking, result.get("classification_record"), result.get("sampled_record")):
+            # the ranks files go with the ranking rows: the board shows their intervals and "≈ best"
+            ranks, provenance = read_ranks(out / "results" / f"{model}.ranks.parquet")
+            kind = "other" if model == "popularity" else "latent"
+            board.submit(ranking, name=f"{model} (demo, seed {seed})", model_type=kind,
+                         notes="openbench demo on the embedded sample graph", ranks=ranks, ranks_provenance=provenance)
+            for record in (result.get("classification_record"), result.get("sampled_record")):
                 if record is not None:  # the classification record is its own task on the board
-                    board.submit(record, name=f"{model} (demo, seed {seed})", model_type="latent",
+                    board.submit(record, name=f"{model} (demo, seed {seed})", model_type=kind,
                                  notes="openbench demo on the embedded sample graph")
         rows = board.rows(dataset=results[next(iter(results))]["dataset"]["fingerprint"][:12])
     finally:
@@ -326,3 +365,14 @@ def submit_to_leaderboard(results: Dict[str, dict], out: Path, seed: int) -> Pat
                    inputs=[database], kind="leaderboard page")
     return out / "leaderboard" / "index.html"
 
+
+
+def write_report(out: Path, seed: int = 0) -> Path:
+    """``openbench report`` of the demo's two trained models and the popularity baseline
+    (``out/report/index.html``): per-relation MRR with intervals, rank distributions, degree
+    strata and the paired comparison of DistMult and TransE-L2."""
+    from openbench.evaluation.statistics.figures import build_report
+
+    results = Path(out) / "results"
+    return build_report([results / f"{model}.json" for model in (*PIPELINE_MODELS, "popularity")],
+                        Path(out) / "report", seed=seed)

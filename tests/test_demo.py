@@ -1,5 +1,6 @@
 """The offline demo: deterministic files, a trained model far above chance, the CLI wrapper."""
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -83,7 +84,12 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
     submitted = [row for row in board.rows() if not row["published"]]
     board.close()
     # one row per model and protocol: the full filtered ranking and the sampled (OGB) protocol
-    assert sorted(row["name"] for row in submitted) == ["DistMult (demo, seed 0)"] * 2 + ["TransE-L2 (demo, seed 0)"] * 2
+    assert sorted(row["name"] for row in submitted) == (["DistMult (demo, seed 0)"] * 2 + ["TransE-L2 (demo, seed 0)"] * 2
+                                                        + ["popularity (demo, seed 0)"])
+    ranked = [row for row in submitted if row["group"].endswith("(ranking)")]
+    assert len(ranked) == 3 and all(row["interval"] is not None for row in ranked)  # the demo submits its ranks
+    best = max(ranked, key=lambda row: row["metrics"]["mrr"]["mean"])
+    assert best["not_worse_than_best"] is True
     for model in ("DistMult", "TransE-L2"):
         sampled = json.loads((out / "results" / f"{model}.sampled.json").read_text())
         assert sampled["protocol"]["candidates"] == "sampled" and sampled["protocol"]["filter_sets"] == []
@@ -91,8 +97,9 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
     assert "under OGB's sampled protocol" in run.stdout
     # what hub degree alone scores, beside them
     popularity = json.loads((out / "results" / "popularity.json").read_text())
-    assert popularity["model"]["name"] == "popularity" and "popularity baseline (training degree" in run.stdout
-    assert f"MRR {popularity['metrics']['both']['realistic']['mrr']:.4f}" in run.stdout
+    assert popularity["model"]["name"] == "popularity"
+    block = popularity["metrics"]["both"]["realistic"]
+    assert f"popularity    {block['mrr']:.4f}  {block['hits@1']:.4f}   {block['hits@10']:.4f}" in run.stdout
     # the two baselines compared query by query, from the ranks files the demo wrote
     comparison = run.stdout[run.stdout.index("compared query by query"):]
     assert "mrr on both" in comparison and "95 % CI" in comparison and "Wilcoxon p" in comparison
@@ -101,6 +108,33 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
                   - records["TransE-L2"]["metrics"]["both"]["realistic"]["mrr"])
     assert f"A - B  {difference:+.4f}" in comparison
     assert "DistMult (demo, seed 0)" in (out / "leaderboard" / "index.html").read_text()
+
+
+def test_the_demos_stdout_and_report_say_what_the_numbers_are(pipeline_runs):
+    """Issue 54: a person who has read nothing can tell from the demo's stdout and report which
+    model is better, by how much, with what certainty: every table carries its split, sides, rank
+    type and protocol; the comparison its interval and verdict; the report its figures."""
+    out, run = pipeline_runs[0]
+    stdout = run.stdout
+    queries = json.loads((out / "results" / "DistMult.json").read_text())["diagnostics"]["queries"]
+    assert (f"link prediction on the demo's split: test set; {queries} queries (head and tail); realistic rank (ties: "
+            "the mean of the tied positions); full ranking against all ") in stdout
+    assert "sampled protocol: each query against its own 20 head / 20 tail negatives, unfiltered (not comparable " \
+           "with full ranking)" in stdout
+    assert "AMRI (adjusted mean rank index): 1 = every answer ranked first" in stdout
+    assert "triple classification, test set:" in stdout and "AUROC 0.5 = chance" in stdout
+    for model in ("DistMult", "TransE-L2"):  # a classifier below chance is said to be
+        auroc = json.loads((out / "results" / f"{model}.classification.json").read_text())[
+            "classification"]["test"]["overall"]["auroc"]
+        assert (f"reading: {model}: AUROC {auroc:.3f} is below chance" in stdout) == (auroc < 0.45), model
+    assert "reading: " in stdout[stdout.index("compared query by query"):]
+    assert "the zero-shot disease question:" in stdout and "entity-held-out split (" in stdout
+    report = out / "report" / "index.html"
+    assert f"report (figures: per relation, rank distribution, degree strata, DistMult against TransE-L2): {report}" \
+        in stdout
+    page = report.read_text()
+    assert "What these numbers are: test set;" in page and "95 % interval [" in page
+    assert page.count("<figure>") == 4 and "DistMult against TransE-L2, query by query" in page
 
 
 def _board(path):
@@ -122,7 +156,8 @@ def _board(path):
 
 def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
     """Every file the demo writes is byte-identical for the same seed, except the documented
-    timing: the records' ``timing`` and the leaderboard's ``submitted_at``."""
+    timing: the records' ``timing``, the leaderboard's ``submitted_at`` and the page's generated
+    date."""
     (first, _), (second, _) = pipeline_runs
     names = sorted(str(p.relative_to(first)) for p in first.rglob("*") if p.is_file())
     assert names == sorted(str(p.relative_to(second)) for p in second.rglob("*") if p.is_file())
@@ -143,8 +178,10 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
                 for _values, record in rows:
                     record["dataset"].pop("path")
             assert boards[0] == boards[1]
-        elif name == "leaderboard/index.html":
-            assert a.read_text().replace(str(first), "") == b.read_text().replace(str(second), ""), name
+        elif name == "leaderboard/index.html":  # the page's one timing field: its generated line
+            pages = [re.sub(r'<p class="generated">generated [^<]* by', "", path.read_text()).replace(str(folder), "")
+                     for path, folder in ((a, first), (b, second))]
+            assert pages[0] == pages[1], name
         else:
             assert a.read_bytes() == b.read_bytes(), name
 

@@ -28,22 +28,25 @@ __all__ = ["demo"]
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
     from openbench.demo import (compare_models, entity_heldout, popularity_baseline, results_table, run_demo,
-                                run_pipeline_demo, submit_to_leaderboard)
+                                run_pipeline_demo, submit_to_leaderboard, write_report)
     from openbench.evaluation.statistics.report import format_table
 
     quiet_pykeen()
     out = Path(out_dir)
     if not planted:
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
-        click.echo(results_table(results))
-        click.echo("\n" + popularity_baseline(out, seed, device))
-        click.echo("\nthe two baselines compared query by query (openbench compare on their ranks files):\n"
-                   + compare_models(out, seed))
+        baseline = popularity_baseline(out, seed, device)
+        click.echo(results_table(results, baseline))
+        click.echo("\nthe two trained models compared query by query (openbench compare on their ranks files; "
+                   "realistic reciprocal rank, the same test queries):\n" + compare_models(out, seed))
         click.echo("\n" + entity_heldout(out, seed=seed, epochs=epochs or 60, device=device, progress=progress))
-        page = submit_to_leaderboard(results, out, seed)
+        page = submit_to_leaderboard(dict(results, popularity=baseline), out, seed)
+        report = write_report(out, seed)
         click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
                    f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "
                    f"openbench leaderboard show --db {out / 'leaderboard.sqlite'})\n"
+                   f"report (figures: per relation, rank distribution, degree strata, DistMult against TransE-L2): "
+                   f"{report}\n"
                    f"the same evaluation from the command line:\n"
                    f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
                    f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "
