@@ -80,8 +80,7 @@ def protocol_line(protocol: Mapping, entities: Optional[int] = None, queries: Op
     kind = _split_kind(protocol)
     if kind:
         parts.append(kind)
-    counted = f"{queries} queries" if queries is not None else "queries"
-    parts.append(f"{counted} ({_sides(protocol)})")
+    parts.append(f"{queries} queries ({_sides(protocol)})" if queries is not None else f"{_sides(protocol)} queries")
     if protocol.get("relations"):
         parts.append(f"relations {', '.join(protocol['relations'])} only")
     rank = {"realistic": "realistic rank (ties: the mean of the tied positions)",
