@@ -31,6 +31,7 @@ class Mutation:
     old: str
     new: str
     tests: Tuple[str, ...]
+    fast: bool = False  # caught by the fast loop: the tests run with -m "not slow"
 
 
 MUTATIONS: List[Mutation] = [
@@ -309,6 +310,47 @@ MUTATIONS: List[Mutation] = [
     Mutation("inductive: the audit misses entities the two graphs share", "splits/audit.py",
              '    shared = int(trained.is_in(entities("inference", "valid", "test").implode()).sum())', "    shared = 0",
              ("tests/splits/test_inductive_split.py",)),
+    # issue 56: plausible bugs in the code of round three, each caught by the fast loop
+    Mutation("fast ranks: an answer in a chunk's first column never scored", "openbench/evaluation/counting/chain.py",
+             "            here = ((self.true_ids >= start) & (self.true_ids < stop)).nonzero().squeeze(1)",
+             "            here = ((self.true_ids > start) & (self.true_ids < stop)).nonzero().squeeze(1)",
+             ("tests/evaluation/test_chunk_edges.py",), fast=True),
+    Mutation("compare: the Monte Carlo p-value without its +1", "openbench/evaluation/statistics/compare.py",
+             "    return (1 + hits) / (1 + permutations)", "    return hits / permutations",
+             ("tests/evaluation/test_compare.py",), fast=True),
+    Mutation("bootstrap: a relation a resample missed counts 0 in the macro average",
+             "openbench/evaluation/statistics/intervals.py",
+             '        samples["macro_relation"].append(np.nanmean(means, axis=1))',
+             '        samples["macro_relation"].append(np.nan_to_num(means).mean(axis=1))',
+             ("tests/evaluation/test_confidence.py",), fast=True),
+    Mutation("strata: a self-loop counted once", "openbench/evaluation/statistics/strata.py",
+             "            + np.bincount(triples[:, 2], minlength=num_entities)).astype(np.int64)",
+             "            + np.bincount(triples[triples[:, 0] != triples[:, 2], 2], minlength=num_entities)).astype(np.int64)",
+             ("tests/evaluation/test_strata.py",), fast=True),
+    Mutation("audit: super-property leakage in one orientation only", "splits/audit.py",
+             '    unordered = [pl.min_horizontal("h", "t").alias("lo"), pl.max_horizontal("h", "t").alias("hi")]',
+             '    unordered = [pl.col("h").alias("lo"), pl.col("t").alias("hi")]', ("tests/splits/test_audit.py",),
+             fast=True),
+    Mutation("audit: reverse copies' fraction halved", "splits/audit.py",
+             '            "fraction": _fraction(affected.height, distinct.height),',
+             '            "fraction": _fraction(affected.height // 2, distinct.height),', ("tests/splits/test_audit.py",),
+             fast=True),
+    Mutation("rules: a symmetric relation implies its stored triples, not their reverses", "splits/audit.py",
+             '    parts = [_reversed(frame.filter(pl.col("r").is_in(symmetric))),',
+             '    parts = [frame.filter(pl.col("r").is_in(symmetric)),', ("tests/splits/test_audit.py",), fast=True),
+    Mutation("readers: BioKG's DDI read as directed", "openbench/datasets/published/native/biokg.py",
+             'SYMMETRIC = frozenset({"PPI", "DDI"})', 'SYMMETRIC = frozenset({"PPI"})',
+             ("tests/datasets/test_published_kgs.py",), fast=True),
+    Mutation("readers: BioKG's PPI read as directed", "openbench/datasets/published/native/biokg.py",
+             'SYMMETRIC = frozenset({"PPI", "DDI"})', 'SYMMETRIC = frozenset({"DDI"})',
+             ("tests/datasets/test_published_kgs.py",), fast=True),
+    Mutation("readers: PharmKG-8k's train/test overlap counts test and valid", "openbench/datasets/published/native/pharmkg.py",
+             '"triples_in_train_and_test": test.join(train, on=["h", "r", "t"], how="semi").height,',
+             '"triples_in_train_and_test": test.join(valid, on=["h", "r", "t"], how="semi").height,',
+             ("tests/datasets/test_published_kgs.py",), fast=True),
+    Mutation("board: a row of several runs annotated from its first run's ranks", "openbench/leaderboard/uncertainty.py",
+             "        stored = load(ids[0]) if comparable and ids and len(ids) == 1 else None",
+             "        stored = load(ids[0]) if comparable and ids else None", ("tests/test_uncertainty.py",), fast=True),
 ]
 
 
@@ -330,7 +372,8 @@ def run(mutation: Mutation, python: str) -> Tuple[str, float]:
                 return "error (build)", time.perf_counter() - started
         environment = dict(os.environ, PYTHONPATH=str(copy), OPENBENCH_CACHE_DIR=str(Path(temporary) / "cache"),
                            HYPOTHESIS_PROFILE="deterministic")
-        done = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutation.tests],
+        marks = ["-m", "not slow"] if mutation.fast else []
+        done = subprocess.run([python, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *marks, *mutation.tests],
                               cwd=copy, env=environment, capture_output=True, text=True)
         verdict = "caught" if done.returncode == 1 else "MISSED" if done.returncode == 0 else f"error {done.returncode}"
         return verdict, time.perf_counter() - started

@@ -155,3 +155,32 @@ def test_ranks_of_a_classification_record_are_refused(board):
     record["task"] = "classification"
     with pytest.raises(LeaderboardError, match="ranks belong to ranking records"):
         Leaderboard._ranks_row(record, board["records"]["good"].ranks)
+
+
+def test_a_row_of_several_runs_is_not_annotated_from_one_of_them(board, tmp_path):
+    """Issue 56: a row of two runs (MRR 0.6 and at chance) showed its first run's interval and
+    "not worse than best". The intervals and tests are of one run's ranks: a row of several runs
+    gets neither, the single-run rows beside it keep theirs."""
+    dataset = load_dataset(board["root"] / "split")
+    db = tmp_path / "board.sqlite"
+    first = openbench.evaluate(dataset, lifted_scorer(dataset, 0.6, 1), seed=0).to_dict()
+    runs = [(first, openbench.evaluate(dataset, lifted_scorer(dataset, 0.6, 1), seed=0).ranks)]
+    second_record = openbench.evaluate(dataset, lifted_scorer(dataset, 0.0, 2), seed=1)
+    second = dict(second_record.to_dict(), model=first["model"])  # the same model, another seed
+    runs.append((second, second_record.ranks))
+    for index, (record, ranks) in enumerate(runs):
+        (tmp_path / f"run{index}.json").write_text(json.dumps(record))
+        write_ranks(tmp_path / f"run{index}.parquet", ranks, record)
+        done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / f"run{index}.json"), "--name",
+                                         "two runs", "--ranks", str(tmp_path / f"run{index}.parquet"), "--db", str(db)])
+        assert done.exit_code == 0, done.output
+    single = board["records"]["close"].to_dict()
+    (tmp_path / "single.json").write_text(json.dumps(single))
+    write_ranks(tmp_path / "single.parquet", board["records"]["close"].ranks, single)
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "single.json"), "--name", "one run",
+                                     "--ranks", str(tmp_path / "single.parquet"), "--db", str(db)])
+    assert done.exit_code == 0, done.output
+    rows = _rows(db)
+    assert rows["two runs"]["runs"] == 2
+    assert rows["two runs"]["interval"] is None and rows["two runs"]["not_worse_than_best"] is None
+    assert rows["one run"]["interval"] is not None

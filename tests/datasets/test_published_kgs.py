@@ -411,6 +411,10 @@ def test_biokg_keeps_its_first_line_and_types_nodes_by_relation(tmp_path, lab):
     _, built, _, run = lab
     folder, info, record, split = _get_split_evaluate(tmp_path, run, "biokg")
     graph, _, _ = _check_common(folder, info, record, split, "biokg")
+    # links_description.txt: PPI (<uniprot_acc> PPI <uniprot_acc>) and DDI (<drugbank_id> DDI <drugbank_id>)
+    # are the interactions between two entities of one kind, stored once: the only undirected relations
+    undirected = {name for name, relation in graph["relations"].items() if not relation["directed"]}
+    assert undirected == {"PPI", "DDI"} & set(graph["relations"]) and "PPI" in undirected
     rows = built["biokg"][2]["rows"]
     assert tuple(rows[0].split("\t")) in _triples(folder / "graph" / "edges.csv")
     nodes = dict(line.split("\t") for line in (folder / "graph" / "nodes.csv").read_text().splitlines())
@@ -752,3 +756,55 @@ def test_primekg_entity_split_by_name_holds_out_diseases_treatments(tmp_path, la
     report = json.loads(run("audit", split, "--format", "json"))
     assert report["split"]["count"] == 0
     del heldout_roles
+
+
+def test_pharmkg8k_problems_are_each_the_set_they_name(tmp_path):
+    """Each key of PharmKG-8k's ``problems`` against a set computation on planted files whose
+    overlaps all differ in size (train∩test 2, test∩valid 3, test reversed in valid 1, …): a key
+    counting another set (e.g. test∩valid as train∩test) would not match."""
+    from openbench.datasets.published.native.pharmkg import read_pharmkg8k
+
+    def line(h, r, t):
+        return f"{h}\t{r}\t{t}"
+
+    train = [line(f"A{i}", "r1", f"B{i}") for i in range(10)] + [line("X", "r2", "X")]
+    test = ([line("A0", "r1", "B0"), line("A1", "r1", "B1")]  # in train
+            + [line(f"C{i}", "r1", f"D{i}") for i in range(3)]  # also in valid
+            + [line("E0", "r2", "F0"), line("E0", "r2", "F0")]  # repeated; its reverse in valid
+            + [line("G0", "r1", "G0")] + [line("A2", "r3", "NEW")])  # a self-loop; an unseen entity
+    valid = [line(f"C{i}", "r1", f"D{i}") for i in range(3)] + [line("F0", "r2", "E0"), line("A3", "r1", "B4")]
+    for name, lines in (("train.tsv", train), ("valid.tsv", valid), ("test.tsv", test)):
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    problems = read_pharmkg8k(tmp_path).problems
+    as_set = {name: {tuple(text.split("\t")) for text in lines} for name, lines in
+              (("train", train), ("valid", valid), ("test", test))}
+    seen = {e for h, _, t in as_set["train"] for e in (h, t)}
+    expected = {"repeated_lines_train": 0, "repeated_lines_valid": 0, "repeated_lines_test": 1,
+                "triples_in_test_and_valid": len(as_set["test"] & as_set["valid"]),
+                "test_triples_reversed_in_valid": len({(h, r, t) for h, r, t in as_set["test"]
+                                                       if (t, r, h) in as_set["valid"]}),
+                "triples_in_train_and_test": len(as_set["test"] & as_set["train"]),
+                "test_triples_with_entities_unseen_in_train": len({(h, r, t) for h, r, t in as_set["test"]
+                                                                   if h not in seen or t not in seen}),
+                "self_loops_train": 1, "self_loops_valid": 0, "self_loops_test": 1}
+    assert (expected["triples_in_train_and_test"], expected["triples_in_test_and_valid"],
+            expected["test_triples_reversed_in_valid"]) == (2, 3, 1)
+    assert {key: problems[key] for key in expected} == expected
+    assert set(problems) == set(expected)
+
+
+def test_biokg_reads_its_same_kind_interactions_as_undirected(tmp_path):
+    """BioKG's links_description.txt gives each file's format; the interactions between two
+    entities of one kind (<uniprot_acc> PPI <uniprot_acc>, <drugbank_id> DDI <drugbank_id>) are the
+    symmetric ones, stored once: the reader declares exactly those undirected, so a split filters a
+    test triple's reverse copy."""
+    from openbench.datasets.published.native.biokg import FILE, read_biokg
+
+    described = (KGS / "biokg" / "links_description.txt").read_text(encoding="utf-8").splitlines()
+    formats = [described[i + 1].split() for i, line in enumerate(described[:-1]) if line.startswith("# Format")]
+    same_kind = {relation for head, relation, tail in formats if head == tail}
+    assert same_kind == {"PPI", "DDI"}
+    rows = ["P1\tPPI\tP2", "DB1\tDDI\tDB2", "DB1\tDPI\tP1", "P1\tPROTEIN_DISEASE_ASSOCIATION\tD1"]
+    (tmp_path / FILE).write_text("\n".join(rows) + "\n")
+    graph = read_biokg(tmp_path)
+    assert set(graph.undirected) == same_kind

@@ -204,3 +204,19 @@ def test_the_library_refuses_what_the_command_line_cannot_pass():
     twice = pl.concat([a, a.head(1)])
     with pytest.raises(InputError, match="the same queries a different number of times"):
         compare_ranks(twice, pl.concat([b, b.head(1), b.head(1)]))
+
+
+@pytest.mark.parametrize("permutations", [1, 9, 999])
+def test_the_monte_carlo_p_value_is_never_below_one_over_permutations_plus_one(permutations):
+    """Issue 56: without the +1 correction p = 0 was printed for 40 queries each better by 0.2."""
+    differences = np.full(40, 0.2)  # only the all-plus and all-minus sign vectors reach the observed sum
+    p = sign_flip_p_value(differences, permutations, np.random.default_rng(0))
+    assert p == pytest.approx(1 / (1 + permutations), abs=1e-15)
+    rng, hits = np.random.default_rng(5), 0  # and in general (1 + hits) / (1 + permutations), hits by a loop
+    mixed = np.random.default_rng(2).normal(0.05, 1, size=EXACT_SIGN_FLIPS + 5)
+    p = sign_flip_p_value(mixed, permutations, rng)
+    replay = np.random.default_rng(5)
+    signs = 1.0 - 2.0 * replay.integers(0, 2, size=(permutations, mixed.size), dtype=np.int8)
+    for row in signs:
+        hits += abs(float(row @ mixed)) >= abs(float(mixed.sum())) - 1e-9 * float(np.abs(mixed).sum())
+    assert p == pytest.approx((1 + hits) / (1 + permutations), abs=1e-15) and p >= 1 / (1 + permutations)

@@ -121,3 +121,34 @@ def test_a_broken_confidence_block_is_refused(dataset, change, reason):
     change(broken["confidence"])
     with pytest.raises(RecordError, match=reason):
         validate_record(broken)
+
+
+def test_the_macro_interval_leaves_out_a_relation_a_resample_did_not_draw(tmp_path):
+    """Issue 56: relations of 60 … 1 test triples; a resample that draws no triple of a rare
+    relation averages over the relations it drew (counting the missing one as 0 moved the interval
+    down: [0.127, 0.192] instead of [0.136, 0.206] on a case like this)."""
+    import random
+
+    rng = random.Random(8)
+    entities = [f"NCBIGENE:{i}" for i in range(60)]
+    sizes = {"REL_A": 60, "REL_B": 20, "REL_C": 5, "REL_D": 2, "REL_E": 1, "REL_F": 1}
+    train = [(e, relation, entities[(i * 7 + 1) % 60]) for relation in sizes for i, e in enumerate(entities)]
+    train += [(rng.choice(entities), rng.choice(list(sizes)), rng.choice(entities)) for _ in range(300)]
+    seen = set(train)
+    test = []
+    for relation, size in sizes.items():
+        while sum(1 for _, r, _ in test if r == relation) < size:
+            triple = (rng.choice(entities), relation, rng.choice(entities))
+            if triple not in seen:
+                seen.add(triple)
+                test.append(triple)
+    data = load_dataset(write_samples(tmp_path / "unequal", {"train": train, "valid": [], "test": test},
+                                      negatives=False))
+    record = openbench.evaluate(data, _model(data), bootstrap=200, seed=4)
+    reference = _loop_intervals(record.ranks, 200, 4)
+    for name, interval in reference["macro_relation"].items():
+        assert record.confidence["macro_relation"][name] == pytest.approx(interval, abs=1e-12), name
+    # the case the property is about: most resamples miss one of the single-triple relations
+    draws = np.random.default_rng(4).integers(0, len(test), size=(200, len(test)), dtype=np.int32)
+    rare = {i for i, (_, r, _) in enumerate(sorted(test, key=lambda t: (t[1], t[0], t[2]))) if r in ("REL_E", "REL_F")}
+    assert sum(not rare <= set(row.tolist()) for row in draws) > 100

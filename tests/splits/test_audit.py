@@ -213,3 +213,96 @@ def test_a_file_with_a_line_past_the_bound_is_refused_and_nothing_is_written(tmp
     done = CliRunner().invoke(main, ["audit", str(path), "--format", "json"])
     assert done.exit_code == 1 and f"{path}, line 2: a line longer than 4096 bytes" in done.output, done.output
     assert len(done.output) < 400
+
+
+# -- issue 56: every section against an independent set computation, both orientations ---------
+
+HIERARCHY_SPLIT = {
+    "train": [("PUBCHEM.COMPOUND:3", "GENE_DRUG", "NCBIGENE:4"),  # parent, same orientation as a test child
+              ("PUBCHEM.COMPOUND:6", "DRUG_BINDING_GENE", "NCBIGENE:5"),  # child, reversed against a test parent
+              ("NCBIGENE:7", "GENE_DRUG", "PUBCHEM.COMPOUND:8"),  # parent, reversed against a test child
+              ("PUBCHEM.COMPOUND:10", "DRUG_BINDING_GENE", "NCBIGENE:9"),  # child, same orientation as a test sibling
+              ("NCBIGENE:11", "GENE_GENE", "NCBIGENE:12")],  # an unrelated relation on a test pair
+    "test": [("PUBCHEM.COMPOUND:3", "DRUG_INHIBITION_GENE", "NCBIGENE:4"),
+             ("NCBIGENE:5", "GENE_DRUG", "PUBCHEM.COMPOUND:6"),
+             ("PUBCHEM.COMPOUND:8", "DRUG_ACTIVATION_GENE", "NCBIGENE:7"),
+             ("PUBCHEM.COMPOUND:10", "DRUG_INHIBITION_GENE", "NCBIGENE:9"),  # siblings: not parent and child
+             ("NCBIGENE:11", "GENE_DRUG", "NCBIGENE:12"),
+             ("PUBCHEM.COMPOUND:3", "DRUG_BINDING_GENE", "NCBIGENE:99")],  # a related relation on another pair
+}
+
+
+def _super_property_reference(splits):
+    """{relation: count} of test triples whose unordered pair training holds under the relation's
+    parent or one of its children (OpenBioLink's edge-type hierarchy)."""
+    from graphgen.edge_types import EDGE_TYPES
+
+    related = {(name, edge.parent) for name, edge in EDGE_TYPES.items() if edge.parent != name}
+    related |= {(parent, child) for child, parent in related}
+    training = {(r, frozenset((h, t))) for h, r, t in splits["train"]}
+    counts = {}
+    for h, r, t in set(splits["test"]):
+        hit = any((r, r2) in related and (r2, frozenset((h, t))) in training for r2 in {x for x, _ in training})
+        counts[r] = counts.get(r, 0) + int(hit)
+    return counts
+
+
+def test_super_property_leakage_is_found_in_both_orientations(tmp_path):
+    report = audit(_split(tmp_path / "split", {**HIERARCHY_SPLIT, "valid": []}))
+    test = report["trivially_inferable"]["test"]
+    expected = _super_property_reference(HIERARCHY_SPLIT)
+    assert sum(expected.values()) == 3  # the same orientation, and reversed each way
+    assert test["by_rule"]["super_property"] == 3
+    for relation, count in expected.items():
+        found = test["by_relation"].get(relation, {}).get("by_rule", {}).get("super_property", 0)
+        assert found == count, relation
+
+
+def test_a_graph_storing_every_edge_both_ways_is_all_reverse_copies(tmp_path):
+    """``reverse_duplicates.fraction`` is the share of distinct triples whose reverse is stored:
+    1.0 here, as ``by_relation`` says (halved it read 0.5)."""
+    edges = [(_e(a), r, _e(b)) for a, b, r in ((0, 1, "x"), (2, 3, "x"), (4, 5, "y"), (1, 2, "y"), (6, 9, "x"))]
+    both = edges + [(t, r, h) for h, r, t in edges]
+    reverse = audit(_write(tmp_path / "both.tsv", both))["reverse_duplicates"]
+    distinct = set(both)
+    affected = {(h, r, t) for h, r, t in distinct if h != t and (t, r, h) in distinct}
+    assert reverse["count"] == len(affected) == 10 and reverse["pairs"] == 5
+    assert reverse["fraction"] == len(affected) / len(distinct) == 1.0
+    assert reverse["by_relation"] == {"x": {"count": 6, "fraction": 1.0}, "y": {"count": 4, "fraction": 1.0}}
+    half = edges + [(t, r, h) for h, r, t in edges[:2]]  # two of five stored both ways
+    reverse = audit(_write(tmp_path / "half.tsv", half))["reverse_duplicates"]
+    assert reverse["count"] == 4 and reverse["fraction"] == 4 / 7
+
+
+def test_the_rules_baselines_answers_are_the_patterns_definitions(tmp_path):
+    """implied_triples: the reverse of each triple of a symmetric relation, the reverse of each
+    inverse partner's triple, each duplicate partner's triple, against sets built from PLANTED's
+    pattern definitions; the rules model ranks a symmetric relation's reverses first."""
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.models.rules import rules_model
+    from splits.audit import implied_triples
+
+    train_triples = PLANTED + [(_e(6), "sym", _e(7))]  # sym: 6 of 7 triples stored both ways, coverage 0.86
+    folder = _split(tmp_path / "split", {"train": train_triples, "valid": [], "test": [(_e(7), "sym", _e(6))]})
+    dataset = load_dataset(folder)
+    report = audit(folder)
+    assert [item["relation"] for item in report["symmetric_relations"]] == ["sym"]
+    index = {label: i for i, label in enumerate(dataset.relation_labels)}
+    train = {(h, r, t) for h, r, t in dataset.triples["train"].tolist()}
+    expected = set()
+    for item in report["symmetric_relations"]:
+        expected |= {(t, r, h) for h, r, t in train if r == index[item["relation"]]}
+    for item in report["inverse_pairs"]:
+        r, partner = index[item["relation"]], index[item["inverse"]]
+        expected |= {(t, r, h) for h, r2, t in train if r2 == partner}
+        expected |= {(t, partner, h) for h, r2, t in train if r2 == r}
+    for item in report["duplicate_relations"]:
+        r, partner = index[item["relation"]], index[item["duplicate"]]
+        expected |= {(h, r, t) for h, r2, t in train if r2 == partner}
+        expected |= {(h, partner, t) for h, r2, t in train if r2 == r}
+    implied = {tuple(row) for row in implied_triples(dataset.triples["train"], dataset.relation_labels).tolist()}
+    assert implied == expected and len(expected) > len(train & expected)
+    # the test triple is the reverse of a training triple of the symmetric relation: ranked first both ways
+    record = evaluate(dataset, rules_model(dataset), device="cpu")
+    assert record.metric("both.realistic.mrr") == 1.0
