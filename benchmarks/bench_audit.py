@@ -14,14 +14,14 @@ section and the unseen entities on top).
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peak import run_measured  # noqa: E402
 
 ENTITIES, RELATIONS = 184_732, 28
 TARGET_SECONDS, TARGET_GB = 60.0, 4.0
@@ -61,15 +61,11 @@ def make_split(graph: Path, folder: Path, seed: int) -> None:
 
 
 def child(code: str) -> tuple:
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        out.seek(0), err.seek(0)
-        if os.waitstatus_to_exitcode(status):
-            raise RuntimeError(err.read()[-3000:])
-        return seconds, usage.ru_maxrss / 1024 ** 2, out.read()
+    """(wall seconds, the child's own peak RSS GB, stdout) of ``python -c code``."""
+    seconds, peak_gb, stdout, stderr, status = run_measured([sys.executable, "-c", code])
+    if status:
+        raise RuntimeError(stderr[-3000:])
+    return seconds, peak_gb, stdout
 
 
 def main() -> None:

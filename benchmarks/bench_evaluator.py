@@ -25,13 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peak import run_measured  # noqa: E402
 
 # the peer runs with the environment it was given; openbench, in process, as the openbench
 # command does (openbench/cli.py): OMP_WAIT_POLICY=PASSIVE unless set, before torch is imported
@@ -72,32 +74,12 @@ def make_dataset(folder: Path, seed: int, entities: int, relations: int, train: 
     np.save(folder / "relations.npy", (rng.standard_normal((relations, dim)) / np.sqrt(dim)).astype(np.float32))
 
 
-# Linux records a process's memory high-water mark across exec from the memory it was forked with:
-# a child forked from this (large, after the in-process runs) process would report this process's
-# peak as its own. A small launcher forks the command instead and reports the command's own peak.
-_LAUNCHER = ("import json, os, sys\n"
-             "pid = os.fork()\n"
-             "if pid == 0:\n"
-             "    os.execvp(sys.argv[2], sys.argv[2:])\n"
-             "_, status, usage = os.wait4(pid, 0)\n"
-             "open(sys.argv[1], 'w').write(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]))\n")
-
-
 def run_child(command: list, env: dict = None) -> tuple:
     """Run ``command``; return (wall seconds, its own peak RSS in GB, stdout). Raises with stderr on failure."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-            tempfile.TemporaryDirectory() as scratch:
-        report = Path(scratch) / "usage.json"
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", _LAUNCHER, str(report), *command], stdout=out, stderr=err,
-                       text=True, env=env, check=False)
-        seconds = time.perf_counter() - started
-        returncode, peak_kb = json.loads(report.read_text()) if report.is_file() else (-1, 0)
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({returncode}):\n{stderr[-3000:]}")
-    return seconds, peak_kb / 1024 ** 2, stdout
+    seconds, peak_gb, stdout, stderr, status = run_measured(command, env)
+    if status != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({status}):\n{stderr[-3000:]}")
+    return seconds, peak_gb, stdout
 
 
 def openbench_command(folder: Path, model: str, device: str, output: Path) -> list:

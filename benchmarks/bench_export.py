@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +24,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graphgen.edge_types import EDGE_TYPES  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peak import run_measured  # noqa: E402
 
 NODES = {"GENE": ("NCBIGENE:", 19_000, 1), "GO": ("GO:", 30_000, 1), "DIS": ("DOID:", 10_000, 1),
          "PHENOTYPE": ("HP:", 15_000, 1), "DRUG": ("PUBCHEM.COMPOUND:", 100_000, 1),
@@ -75,12 +77,10 @@ def make_graph(folder: Path, total: int, seed: int) -> int:
 def run_export(graph: Path, fmt: str, out: Path):
     command = [sys.executable, "-m", "openbench", "export", "--graph", str(graph), "--format", fmt,
                "--output", str(out)]
-    started = time.perf_counter()
-    process = subprocess.Popen(command)
-    _, status, usage = os.wait4(process.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    seconds, peak_gb, _, _, status = run_measured(command, capture=False)
+    if status != 0:
         raise SystemExit(f"openbench export --format {fmt} failed")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024 ** 2
+    return seconds, peak_gb
 
 
 def rdflib_peer(graph: Path, rows: int) -> float:

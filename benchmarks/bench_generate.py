@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import io
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +29,9 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from graphgen.recipes import SOURCES  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peak import run_measured  # noqa: E402
 
 REAL_ROWS = {
     "string_links": 11_759_454,     # 9606.protein.links.v11.0 (STRING download page)
@@ -244,13 +245,9 @@ def main() -> None:
     print(f"wrote {rows:,} source rows under {sources} in {time.perf_counter() - started:.1f} s")
     command = [sys.executable, "-m", "openbench", "generate", "--sources-dir", str(sources), "--no-download",
                "--output", str(workdir / "out"), "--no-progress", "--qual", "nq"]
-    started = time.perf_counter()
-    process = subprocess.Popen(command)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
+    seconds, peak_gb, _, _, status = run_measured(command, capture=False)
+    if status != 0:
         raise SystemExit("openbench generate failed")
-    peak_gb = usage.ru_maxrss / 1024 ** 2
     rate = rows / seconds
     print(f"openbench generate: {seconds:.1f} s, {rate / 1e6:.2f} million source rows/s (target >= 1.0), "
           f"peak memory {peak_gb:.2f} GB (target < 8)")

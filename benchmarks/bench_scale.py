@@ -29,13 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _peak import run_measured  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the openbench command sets it
 
@@ -126,17 +128,11 @@ def ensure_split(work: Path, name: str, seed: int, dim: int) -> Path:
 
 
 def run_child(command: list, env: dict) -> tuple:
-    """(wall seconds, peak RSS GB, stdout) of ``command``; raises with its stderr on failure."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if os.waitstatus_to_exitcode(status) != 0:
+    """(wall seconds, the command's own peak RSS GB, stdout) of ``command``; raises with its stderr on failure."""
+    seconds, peak_gb, stdout, stderr, status = run_measured(command, env)
+    if status != 0:
         raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{stderr[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024 ** 2, stdout
+    return seconds, peak_gb, stdout
 
 
 def evaluate_child(folder: Path, cache: Path, output: Path, device: str, extra=()) -> dict:
