@@ -192,6 +192,7 @@ def test_the_sweep_output_folder_may_exist_when_openbench_wrote_it(inputs, tmp_p
     assert (tmp_path / "results" / "a.json").is_file()
 
 
+@pytest.mark.slow  # four spawned openbench processes, one of them training: ~20 s
 def test_verbose_is_openbench_info_only_and_long_steps_announce_themselves(inputs, tmp_path):
     """Issue 37: -v printed third-party DEBUG lines and PyBEL's pkg_resources warning; `train` and
     the demo were silent for minutes where stderr is no terminal."""

@@ -261,6 +261,7 @@ def _served_mrr(dataset, served, lists):
 ATTACKS = ("promote", "demote", "drop")
 
 
+@pytest.mark.slow  # an attacker model fitted over every served query of three graphs: ~30 s
 @pytest.mark.parametrize("which", ["sample_split", "power_law", "same_type"])
 def test_what_the_served_queries_reveal_gives_an_attacker_nothing(which, request):
     """Issue 36's and issue 49's attacks against the served protocol, averaged over three fresh

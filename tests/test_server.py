@@ -255,6 +255,7 @@ def test_no_route_returns_a_hidden_answer_or_the_secret(world):
     assert answered and not named & answered
 
 
+@pytest.mark.slow  # a served board under 16 concurrent clients: ~6 s
 def test_concurrent_clients_lose_nothing(world, tmp_path):
     """16 clients x 25 submissions, each client its own team: every acknowledged row is stored."""
     db = world["db"]
@@ -279,6 +280,7 @@ def test_concurrent_clients_lose_nothing(world, tmp_path):
     assert set(acknowledged) <= stored
 
 
+@pytest.mark.slow  # waits out a rate-limit window on a running server: ~9 s
 def test_rate_limit_and_size_limit(world, tmp_path):
     server = Server(world["db"], world["folder"] / "split", "--rate", "0.5", "--burst", "2", "--max-body-mb",
                     "0.001").start()
@@ -304,6 +306,7 @@ def test_rate_limit_and_size_limit(world, tmp_path):
         server.stop()
 
 
+@pytest.mark.slow  # starts, loads and kill -9s a server process: ~7 s
 def test_a_killed_server_keeps_every_acknowledged_row(world, tmp_path):
     db = tmp_path / "board.sqlite"
     token = CliRunner().invoke(main, ["leaderboard", "token", "create", "--db", str(db), "--name", "k"]).output.strip()
@@ -474,6 +477,7 @@ def test_malformed_requests_get_a_4xx_and_leave_no_traceback(world, hardened):
     assert "Traceback" not in log and " 500 " not in log, log[-3000:]
 
 
+@pytest.mark.slow  # streams a gigabyte-inflating upload to a running server: ~6 s
 def test_an_npz_that_inflates_to_a_gigabyte_costs_no_memory(world, hardened):
     """Issue 36: a 1.04 MB .npz whose member expands to 1 GiB raised the server's peak from 271 to
     1,298 MB before the shape check refused it. Headers are read first now."""
