@@ -232,7 +232,8 @@ def test_show_formats(tmp_path, records):
     assert float(next(r for r in parsed if r["published"] == "False")["mrr_mean"]) == pytest.approx(
         ours["metrics"]["mrr"]["mean"])
     markdown = CliRunner().invoke(main, ["leaderboard", "show", "--format", "md", "--sort", "hits@10", "--db", db])
-    assert markdown.output.startswith("### HQ_DIR (ranking)\n\n| # | model |") and "TransE" in markdown.output
+    assert markdown.output.startswith("### HQ_DIR (ranking)\n\nwhat this table holds: ") and "TransE" in markdown.output
+    assert "\n\n| # | model |" in markdown.output
 
 
 def test_each_dataset_and_task_is_ranked_on_its_own(tmp_path, records):
@@ -248,10 +249,11 @@ def test_each_dataset_and_task_is_ranked_on_its_own(tmp_path, records):
     sections = table.split("\n\n")
     ours = next(part for part in sections if fingerprint[:8] in part)
     assert ours.splitlines()[0].startswith("dataset graph") and f"({fingerprint[:8]}) (ranking)" in ours
-    numbers = [line.split()[0] for line in ours.splitlines()[2:]]
+    assert ours.splitlines()[1].startswith("what this table holds: test set; ")
+    numbers = [line.split()[0] for line in ours.splitlines()[3:]]
     assert numbers == ["1", "2"] and "RESCAL" not in ours
     published = next(part for part in sections if part.startswith("dataset HQ_DIR"))
-    assert published.splitlines()[2].split()[0] == "1" and "DistMult " not in published.replace("DistMult†", "")
+    assert published.splitlines()[3].split()[0] == "1" and "DistMult " not in published.replace("DistMult†", "")
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -347,7 +349,8 @@ def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
     markdown = render(rows, "md")
     assert "<script>" not in markdown and "<b>" not in markdown and "<!--" not in markdown
     table_row = next(line for line in markdown.splitlines() if line.startswith("| 1 |"))
-    assert table_row.count(" | ") == markdown.splitlines()[2].count(" | ")  # a pipe in a name adds no column
+    header = next(line for line in markdown.splitlines() if line.startswith("| # |"))
+    assert table_row.count(" | ") == header.count(" | ")  # a pipe in a name adds no column
     parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
     assert not parsed[0]["name"].startswith(("=", "+", "-", "@"))
 

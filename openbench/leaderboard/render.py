@@ -163,12 +163,13 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
                  *([_interval(row), _versus_best(row)] if uncertain else []),
                  str(row["runs"]) if row["runs"] is not None else "-"] for i, row in enumerate(members, start=1)]
         if fmt == "md":
-            lines = [f"### {_markdown_cell(group)}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            lines = [f"### {_markdown_cell(group)}", "", _markdown_cell(_protocol_text(members)), "",
+                     "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
             lines += ["| " + " | ".join(_markdown_cell(cell) for cell in line) + " |" for line in body]
         else:
             body = [[_plain_cell(cell) for cell in line] for line in body]
             widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-            lines = [f"dataset {_plain_cell(group)}"]
+            lines = [f"dataset {_plain_cell(group)}", _plain_cell(_protocol_text(members))]
             lines += ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()
                       for line in [header, *body]]
         parts.append("\n".join(lines))
@@ -343,7 +344,7 @@ def _page_row(row: dict, table: str) -> dict:
 def _protocol_text(members: List[dict]) -> str:
     """The table's protocol line (:func:`~openbench.evaluation.statistics.describe.protocol_line`),
     or what a published row says of its protocol."""
-    first = members[0]
+    first = next((row for row in members if not row.get("published")), members[0])
     protocol = first.get("protocol")
     if first.get("family", "").startswith("classification") or first.get("rank_type") == "overall":
         return ("what this table holds: triple classification of the test positives and negatives, thresholds "
