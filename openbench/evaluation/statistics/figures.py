@@ -59,19 +59,24 @@ def _bootstrap(totals: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
     return float(low), float(high)
 
 
-def relation_intervals(ranks: pl.DataFrame, seed: int = 0, resamples: int = 1000) -> Dict[str, Dict[str, float]]:
-    """{relation: {"mrr", "low", "high", "queries"}}: each relation's realistic MRR and its 95 %
-    bootstrap interval over its triples (relations in sorted order, one generator seeded by ``seed``)."""
+def _per_relation(grouped: pl.DataFrame, seed: int, resamples: int, name: str) -> Dict[str, Dict[str, float]]:
+    """{relation: {name: mean over its queries, "low", "high", "queries"}} of :func:`_triples`'s
+    table, relations in sorted order, one generator seeded by ``seed`` drawing for each in turn."""
     rng = np.random.default_rng(seed)
-    grouped = _triples(ranks, 1.0 / pl.col("rank"))
     out = {}
     for relation in sorted(set(grouped["relation"].to_list())):
         part = grouped.filter(pl.col("relation") == relation)
         totals, counts = part["total"].to_numpy().astype(np.float64), part["queries"].to_numpy().astype(np.float64)
         low, high = _bootstrap(totals, counts, rng, resamples)
-        out[relation] = {"mrr": float(totals.sum() / counts.sum()), "low": low, "high": high,
+        out[relation] = {name: float(totals.sum() / counts.sum()), "low": low, "high": high,
                          "queries": int(counts.sum())}
     return out
+
+
+def relation_intervals(ranks: pl.DataFrame, seed: int = 0, resamples: int = 1000) -> Dict[str, Dict[str, float]]:
+    """{relation: {"mrr", "low", "high", "queries"}}: each relation's realistic MRR and its 95 %
+    bootstrap interval over its triples."""
+    return _per_relation(_triples(ranks, 1.0 / pl.col("rank")), seed, resamples, "mrr")
 
 
 def paired_relation_intervals(a: pl.DataFrame, b: pl.DataFrame, seed: int = 0,
@@ -84,16 +89,8 @@ def paired_relation_intervals(a: pl.DataFrame, b: pl.DataFrame, seed: int = 0,
     if joined.height != a.height or joined.height != b.height:
         raise InputError(f"the two ranks files hold different queries ({a.height} and {b.height}, {joined.height} "
                          "shared): a paired comparison needs the same queries")
-    rng = np.random.default_rng(seed)
-    grouped = _triples(joined, 1.0 / pl.col("rank_a") - 1.0 / pl.col("rank_b"))
-    out = {}
-    for relation in sorted(set(grouped["relation"].to_list())):
-        part = grouped.filter(pl.col("relation") == relation)
-        totals, counts = part["total"].to_numpy().astype(np.float64), part["queries"].to_numpy().astype(np.float64)
-        low, high = _bootstrap(totals, counts, rng, resamples)
-        out[relation] = {"difference": float(totals.sum() / counts.sum()), "low": low, "high": high,
-                         "queries": int(counts.sum())}
-    return out
+    return _per_relation(_triples(joined, 1.0 / pl.col("rank_a") - 1.0 / pl.col("rank_b")), seed, resamples,
+                         "difference")
 
 
 def rank_ecdf(ranks: pl.DataFrame) -> Dict[str, List[float]]:
