@@ -85,9 +85,15 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
     board.close()
     # one row per model and protocol: the full filtered ranking and the sampled (OGB) protocol
     assert sorted(row["name"] for row in submitted) == (["DistMult (demo, seed 0)"] * 2 + ["TransE-L2 (demo, seed 0)"] * 2
-                                                        + ["popularity (demo, seed 0)"])
+                                                        + ["popularity (demo, seed 0)", "rules (demo, seed 0)"])
     ranked = [row for row in submitted if row["group"].endswith("(ranking)")]
-    assert len(ranked) == 3 and all(row["interval"] is not None for row in ranked)  # the demo submits its ranks
+    assert len(ranked) == 4 and all(row["interval"] is not None for row in ranked)  # the demo submits its ranks
+    # the split's training set shows leakage patterns (the rules baseline has answers) and the split removed
+    # every test triple they give away: rules scores what popularity does, and the demo says so
+    rules = json.loads((out / "results" / "rules.json").read_text())
+    assert rules["model"]["params"]["implied_triples"] > 0
+    assert rules["metrics"]["both"]["realistic"] == popularity_metrics(out)
+    assert "reading: rules scores exactly what popularity does" in run.stdout
     best = max(ranked, key=lambda row: row["metrics"]["mrr"]["mean"])
     assert best["not_worse_than_best"] is True
     for model in ("DistMult", "TransE-L2"):
@@ -135,6 +141,10 @@ def test_the_demos_stdout_and_report_say_what_the_numbers_are(pipeline_runs):
     page = report.read_text()
     assert "What these numbers are: test set;" in page and "95 % interval [" in page
     assert page.count("<figure>") == 4 and "DistMult against TransE-L2, query by query" in page
+
+
+def popularity_metrics(out):
+    return json.loads((out / "results" / "popularity.json").read_text())["metrics"]["both"]["realistic"]
 
 
 def _board(path):
