@@ -525,11 +525,23 @@ def test_a_hosted_part_serving_one_side_is_no_scope():
     assert scope_of({"sides": ["tail"], "hosted_protocol": "served-v1", "relations": ["R"]}) == "relations R"
 
 
-def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
-    """Issue 51: the rows of an entity-held-out split form their own table, titled with the kind."""
+def _baselines_on_a_board(dataset, db):
+    """The popularity and structure baselines of ``dataset`` submitted to a new board at ``db``;
+    its non-published rows as ``show --format json`` gives them."""
     import openbench
     from openbench.evaluation.evaluate import evaluate
     from openbench.leaderboard.store import read_rows
+
+    board = open_leaderboard(db)
+    for name, model in (("popularity", openbench.popularity_model(dataset)),
+                        ("neighbours", openbench.neighbour_model(dataset))):
+        board.submit(evaluate(dataset, model, device="cpu").to_dict(), name=name)
+    board.close()
+    return [row for row in json.loads(render(read_rows(db), "json")) if not row["published"]]
+
+
+def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
+    """Issue 51: the rows of an entity-held-out split form their own table, titled with the kind."""
     from splits.entity_split import Selection, entity_split
     from tests.bases import sample_graph
 
@@ -538,12 +550,7 @@ def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
                  selection=Selection(node_type="DIS", fraction=0.3), seed=1)
     dataset = load_dataset(tmp_path / "entity")
     db = tmp_path / "board.sqlite"
-    board = open_leaderboard(db)
-    for name, model in (("popularity", openbench.popularity_model(dataset)),
-                        ("neighbours", openbench.neighbour_model(dataset))):
-        board.submit(evaluate(dataset, model, device="cpu").to_dict(), name=name)
-    board.close()
-    rows = [row for row in json.loads(render(read_rows(db), "json")) if not row["published"]]
+    rows = _baselines_on_a_board(dataset, db)
     assert {row["group"] for row in rows} == {rows[0]["group"]} and "entity split, " in rows[0]["group"]
     table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)]).output
     assert "entity split, " in table and "entities held out" in table
@@ -552,9 +559,6 @@ def test_an_entity_split_is_ranked_apart_and_says_its_kind(tmp_path):
 def test_an_inductive_split_is_ranked_apart_and_says_its_kind(tmp_path):
     """Issue 52: the rows of an inductive split form their own table, titled with the kind and the
     inference graph's entity count."""
-    import openbench
-    from openbench.evaluation.evaluate import evaluate
-    from openbench.leaderboard.store import read_rows
     from splits.inductive_split import inductive_split
     from tests.bases import sample_graph
 
@@ -562,15 +566,12 @@ def test_an_inductive_split_is_ranked_apart_and_says_its_kind(tmp_path):
     inductive_split(positives, tmp_path / "inductive", inference_fraction=0.4, test_fraction=0.2, seed=3)
     dataset = load_dataset(tmp_path / "inductive")
     db = tmp_path / "board.sqlite"
-    board = open_leaderboard(db)
-    for name, model in (("popularity", openbench.popularity_model(dataset)),
-                        ("neighbours", openbench.neighbour_model(dataset))):
-        board.submit(evaluate(dataset, model, device="cpu").to_dict(), name=name)
-    board.close()
-    rows = [row for row in json.loads(render(read_rows(db), "json")) if not row["published"]]
+    rows = _baselines_on_a_board(dataset, db)
     entities = int(dataset.inference_entities().shape[0])
     assert {row["group"] for row in rows} == {rows[0]["group"]}
     assert f"inductive split, {entities} inference-graph entities ranked" in rows[0]["group"]
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)]).output
+    assert f"full ranking against the {entities} inference-graph entities" in table and "chosen" not in table
 
 
 def test_an_empty_table_says_why_before_judging_the_sort_key(tmp_path):

@@ -39,6 +39,10 @@ def test_held_out_and_inductive_splits_are_named():
     inductive = dict(FULL, split={"kind": "inductive", "inference_graph": {"entities": 40}})
     line = protocol_line(inductive, entities=200)
     assert "inductive split" in line and "against the 40 inference-graph entities" in line and "200" not in line
+    # as the door writes it: the inference graph's entities are also the record's entity scope
+    as_recorded = dict(inductive, entities={"count": 40, "dropped_triples": 0, "of": "the inference graph"})
+    line = protocol_line(as_recorded, entities=200)
+    assert "against the 40 inference-graph entities" in line and "chosen" not in line
 
 
 def test_a_record_gives_its_own_counts():

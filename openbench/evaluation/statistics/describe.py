@@ -51,13 +51,14 @@ def _candidates(protocol: Mapping, entities: Optional[int]) -> str:
         counts = " / ".join(f"{per[side]} {side}" for side in ("head", "tail") if side in per)
         return (f"sampled protocol: each query against its own {counts} negatives, unfiltered "
                 f"({SAMPLED_WARNING})")
-    inference = (protocol.get("split") or {}).get("inference_graph") if isinstance(protocol.get("split"), Mapping) \
-        else None
-    scope = protocol.get("entities")
-    if isinstance(scope, Mapping) and scope.get("count") is not None:
+    scope = protocol.get("entities") if isinstance(protocol.get("entities"), Mapping) else {}
+    split = protocol.get("split") if isinstance(protocol.get("split"), Mapping) else {}
+    inference = split.get("inference_graph") or {}
+    if scope.get("of") == "the inference graph" or inference.get("entities") is not None:
+        # an inductive split's candidates: its inference graph (the door states them as an entity scope)
+        against = f"against the {scope.get('count', inference.get('entities'))} inference-graph entities"
+    elif scope.get("count") is not None:
         against = f"against {scope['count']} chosen entities"
-    elif isinstance(inference, Mapping) and inference.get("entities") is not None:
-        against = f"against the {inference['entities']} inference-graph entities"
     elif candidates == "typed":
         against = "against the entities of a type each relation admits"
     elif candidates == "all":
