@@ -21,8 +21,8 @@ from openbench.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",
-           "write_samples", "run_demo", "compare_models", "popularity_baseline", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
-           "results_table", "submit_to_leaderboard", "entity_heldout", "ENTITY_SPLIT", "write_report", "rules_baseline"]
+           "write_samples", "run_demo", "compare_models", "baseline_records", "train_and_evaluate", "trained_scorer", "PIPELINE_MODELS", "run_pipeline_demo",
+           "results_table", "submit_to_leaderboard", "entity_heldout", "ENTITY_SPLIT", "write_report"]
 
 logger = logging.getLogger(__name__)
 
@@ -244,40 +244,29 @@ def entity_heldout(out: Path, seed: int = 0, epochs: int = 60, dim: int = 32, de
     return "\n".join(rows)
 
 
-def popularity_baseline(out: Path, seed: int = 0, device: str = "auto") -> dict:
-    """Evaluate the popularity baseline (each candidate scored by its training degree) on the
-    demo's split: writes ``out/results/popularity.json`` and its ranks
-    ``out/results/popularity.ranks.parquet``; returns the record."""
-    from openbench.models.popularity import popularity_model
-
-    return _baseline(out, "popularity", popularity_model, seed, device)
-
-
-def rules_baseline(out: Path, seed: int = 0, device: str = "auto") -> Optional[dict]:
-    """The rules baseline (what the training set's leakage patterns alone predict) on the demo's
-    split, written as ``out/results/rules.json`` and its ranks, where the audit finds patterns
-    there (None where it finds none: the baseline would be popularity again)."""
-    from openbench.datasets.loader import load_dataset
-    from openbench.models.rules import rules_model
-
-    dataset = load_dataset(Path(out) / "split")
-    if rules_model(dataset).implied_count == 0:
-        return None
-    return _baseline(out, "rules", rules_model, seed, device)
-
-
-def _baseline(out: Path, name: str, build, seed: int, device: str) -> dict:
+def baseline_records(out: Path, seed: int = 0, device: str = "auto") -> Dict[str, dict]:
+    """The baselines on the demo's split, each written as ``out/results/<name>.json`` with its
+    ranks ``<name>.ranks.parquet``: popularity (each candidate scored by its training degree) and,
+    where the training set shows leakage patterns, rules (what those patterns alone predict;
+    without patterns it would be popularity again). Returns {name: record}."""
     from openbench._io import write_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluate import evaluate
     from openbench.evaluation.statistics.ranks_table import write_ranks
+    from openbench.models.popularity import popularity_model
+    from openbench.models.rules import rules_model
 
     dataset = load_dataset(Path(out) / "split")
-    evaluated = evaluate(dataset, build(dataset), device=device, seed=seed)
-    record = evaluated.to_dict()
-    write_json(Path(out) / "results" / f"{name}.json", record)
-    write_ranks(Path(out) / "results" / f"{name}.ranks.parquet", evaluated.ranks, record)
-    return record
+    models = {"popularity": popularity_model(dataset), "rules": rules_model(dataset)}
+    if models["rules"].implied_count == 0:
+        del models["rules"]
+    records = {}
+    for name, model in models.items():
+        evaluated = evaluate(dataset, model, device=device, seed=seed)
+        records[name] = evaluated.to_dict()
+        write_json(Path(out) / "results" / f"{name}.json", records[name])
+        write_ranks(Path(out) / "results" / f"{name}.ranks.parquet", evaluated.ranks, records[name])
+    return records
 
 
 def compare_models(out: Path, seed: int = 0) -> str:
@@ -312,8 +301,7 @@ def results_table(results: Dict[str, dict], baselines: Optional[Dict[str, dict]]
     """The demo's tables, each titled with what it holds (:mod:`openbench.evaluation.statistics.describe`):
     full filtered ranking of the trained models beside the ``baselines`` records (popularity,
     rules), the same models under the sampled protocol, and as triple classifiers."""
-    ranking = {model: result for model, result in results.items()}
-    ranking.update(baselines or {})
+    ranking = {**results, **(baselines or {})}
     first = next(iter(results.values()))
     explained = ["popularity: each candidate scored by its training degree"]
     if "rules" in ranking:

@@ -27,18 +27,15 @@ __all__ = ["demo"]
 @handle_errors
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
     """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
-    from openbench.demo import (compare_models, entity_heldout, popularity_baseline, results_table, rules_baseline,
-                                run_demo, run_pipeline_demo, submit_to_leaderboard, write_report)
+    from openbench.demo import (baseline_records, compare_models, entity_heldout, results_table, run_demo,
+                                run_pipeline_demo, submit_to_leaderboard, write_report)
     from openbench.evaluation.statistics.report import format_table
 
     quiet_pykeen()
     out = Path(out_dir)
     if not planted:
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
-        baselines = {"popularity": popularity_baseline(out, seed, device)}
-        rules = rules_baseline(out, seed, device)  # None where the split shows no leakage pattern
-        if rules is not None:
-            baselines["rules"] = rules
+        baselines = baseline_records(out, seed, device)
         click.echo(results_table(results, baselines))
         click.echo("\nthe two trained models compared query by query (openbench compare on their ranks files; "
                    "realistic reciprocal rank, the same test queries):\n" + compare_models(out, seed))
