@@ -186,10 +186,10 @@ STOPPING_CRITERION = ("PyKEEN's validation hits@10 (filtered by the training tri
 def _stopping(stopper, epochs_run: int, epochs: int) -> dict:
     """What early stopping did: whether it stopped before ``epochs``, at which epoch, the best
     epoch and its validation hits@10, and the criterion in words."""
-    best = getattr(stopper, "best_metric", None)
-    return {"stopped_early": bool(getattr(stopper, "stopped", False)) and epochs_run < epochs,
-            "epochs_run": epochs_run, "best_epoch": getattr(stopper, "best_epoch", None),
-            "best_validation_hits@10": None if best is None else float(best), "criterion": STOPPING_CRITERION}
+    best = stopper.best_metric  # PyKEEN's EarlyStopper: None before its first check
+    return {"stopped_early": bool(stopper.stopped) and epochs_run < epochs, "epochs_run": epochs_run,
+            "best_epoch": stopper.best_epoch, "best_validation_hits@10": None if best is None else float(best),
+            "criterion": STOPPING_CRITERION}
 
 
 def _validation_mrr(dataset: Dataset, model, factory, device: str) -> dict:

@@ -346,7 +346,7 @@ def _protocol_text(members: List[dict]) -> str:
     or what a published row says of its protocol."""
     first = next((row for row in members if not row.get("published")), members[0])
     protocol = first.get("protocol")
-    if first.get("family", "").startswith("classification") or first.get("rank_type") == "overall":
+    if first.get("family", "").startswith("classification"):
         return ("what this table holds: triple classification of the test positives and negatives, thresholds "
                 "per relation chosen on validation; AUROC 0.5 = chance")
     if isinstance(protocol, dict):

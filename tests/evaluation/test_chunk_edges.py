@@ -27,7 +27,8 @@ def dataset(tmp_path_factory):
     train = [(_label(i), relations[i % 3], _label((i * 5 + 3) % ENTITIES)) for i in range(ENTITIES)]
     train += [(_label((i * 3) % ENTITIES), relations[(i + 1) % 3], _label((i * 11 + 2) % ENTITIES)) for i in range(40)]
     test = [(_label(edges[(i + 3) % len(edges)]), relations[i % 3], _label(edge)) for i, edge in enumerate(edges)]
-    test = [triple for triple in dict.fromkeys(test) if triple not in set(train)]
+    known = set(train)
+    test = [triple for triple in dict.fromkeys(test) if triple not in known]
     folder = write_samples(tmp_path_factory.mktemp("chunks"), {"train": train, "valid": [], "test": test},
                            negatives=False)
     return load_dataset(folder)

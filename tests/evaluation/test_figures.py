@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
+from openbench.errors import InputError
 from openbench.evaluation.evaluate import evaluate
 from openbench.evaluation.statistics.figures import paired_relation_intervals, rank_ecdf, relation_intervals
 from openbench.evaluation.statistics.ranks_table import write_ranks
@@ -77,7 +78,7 @@ def test_paired_intervals_and_the_ecdf_equal_their_definitions(evaluated_pair):
     ranks = a["rank"].to_list()
     for k, share in zip(curve["rank"], curve["fraction"]):
         assert share == pytest.approx(sum(r <= k for r in ranks) / len(ranks))
-    with pytest.raises(Exception, match="different queries"):
+    with pytest.raises(InputError, match="different queries"):
         paired_relation_intervals(a, b.head(b.height - 1))
 
 
@@ -137,6 +138,20 @@ def test_bad_input_is_refused_and_nothing_is_written(evaluated_pair, tmp_path):
     (tmp_path / "m" / "DistMult.ranks.parquet").write_bytes((folder / "TransE-L2.ranks.parquet").read_bytes())
     done = CliRunner().invoke(main, ["report", str(tmp_path / "m" / "DistMult.json"), "--output", str(tmp_path / "out")])
     assert done.exit_code == 1 and "DistMult.ranks.parquet" in done.output and not (tmp_path / "out").exists()
+    # records of two datasets, and a classification record: each named and refused
+    other = json.loads(paths[1].read_text())
+    other["dataset"]["fingerprint"] = "f" * 64
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    done = CliRunner().invoke(main, ["report", str(paths[0]), str(tmp_path / "other.json"), "--output",
+                                     str(tmp_path / "out")])
+    assert done.exit_code == 1 and "different datasets" in done.output and not (tmp_path / "out").exists()
+    classified = dict(json.loads(paths[0].read_text()), task="classification")
+    (tmp_path / "classified.json").write_text(json.dumps(classified))
+    done = CliRunner().invoke(main, ["report", str(tmp_path / "classified.json"), "--output", str(tmp_path / "out")])
+    assert done.exit_code == 1 and "classified.json" in done.output and "a classification record" in done.output
+    assert not (tmp_path / "out").exists()
     # --output pointed at an input
+    before = sorted(p.name for p in folder.iterdir())
     done = CliRunner().invoke(main, ["report", str(paths[0]), "--output", str(folder)])
-    assert done.exit_code != 0 and paths[0].is_file()
+    assert done.exit_code == 2 and "holds an input of this command" in done.output
+    assert sorted(p.name for p in folder.iterdir()) == before

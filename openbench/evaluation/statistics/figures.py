@@ -64,8 +64,8 @@ def _per_relation(grouped: pl.DataFrame, seed: int, resamples: int, name: str) -
     table, relations in sorted order, one generator seeded by ``seed`` drawing for each in turn."""
     rng = np.random.default_rng(seed)
     out = {}
-    for relation in sorted(set(grouped["relation"].to_list())):
-        part = grouped.filter(pl.col("relation") == relation)
+    parts = grouped.partition_by("relation", as_dict=True, include_key=False)
+    for (relation,), part in sorted(parts.items()):
         totals, counts = part["total"].to_numpy().astype(np.float64), part["queries"].to_numpy().astype(np.float64)
         low, high = _bootstrap(totals, counts, rng, resamples)
         out[relation] = {name: float(totals.sum() / counts.sum()), "low": low, "high": high,
@@ -118,9 +118,9 @@ def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
     if record.get("task", "ranking") != "ranking":
         raise InputError("a classification record: the report draws ranking results", path)
     name = str((record.get("model") or {}).get("name") or path.stem)
-    ranks_path = path.with_name(path.name[:-len(".json")] + ".ranks.parquet") if path.name.endswith(".json") else None
+    ranks_path = path.with_suffix(".ranks.parquet")  # NAME.json -> NAME.ranks.parquet, as evaluate writes them
     ranks = None
-    if ranks_path is not None and ranks_path.is_file():
+    if path.suffix == ".json" and ranks_path.is_file():
         try:
             ranks, provenance = read_ranks(ranks_path)
             check_against_record(record, ranks, provenance, ranks_path)
@@ -212,8 +212,7 @@ def _figures(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], seed: int, 
     data: Dict[str, Any] = {
         "per_relation": {name: relation_intervals(ranks, seed, resamples) for name, ranks in with_ranks.items()},
         "rank_ecdf": {name: rank_ecdf(ranks) for name, ranks in with_ranks.items()},
-        "degree_strata": {name: _degree_strata(record) for name, (record, _) in models.items()
-                          if _degree_strata(record)},
+        "degree_strata": {name: strata for name, (record, _) in models.items() if (strata := _degree_strata(record))},
     }
     for name, (record, ranks) in models.items():  # without ranks: the record's points, no interval
         if ranks is None:
@@ -268,8 +267,7 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
             pngs["paired_relations"] = _png(figure)
             plt.close(figure)
     page = _page(models, comparison, pngs)
-    summary = {"seed": seed, "resamples": resamples, "figures": data,
-               "comparison": {k: v for k, v in comparison.items()}}
+    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": comparison}
 
     def fill(staging: Path) -> None:
         (staging / "index.html").write_text(page, encoding="utf-8")
