@@ -42,6 +42,11 @@ def _split_kind(protocol: Mapping) -> str:
     return f"{kind} split" if kind else ""
 
 
+def _mapping(value: object) -> Mapping:
+    """``value`` when it is a mapping, else an empty one (a record's optional protocol parts)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _candidates(protocol: Mapping, entities: Optional[int]) -> str:
     """How each query was ranked: full filtered ranking, typed, listed, or sampled negatives."""
     candidates = protocol.get("candidates", "all")
@@ -51,9 +56,8 @@ def _candidates(protocol: Mapping, entities: Optional[int]) -> str:
         counts = " / ".join(f"{per[side]} {side}" for side in ("head", "tail") if side in per)
         return (f"sampled protocol: each query against its own {counts} negatives, unfiltered "
                 f"({SAMPLED_WARNING})")
-    scope = protocol.get("entities") if isinstance(protocol.get("entities"), Mapping) else {}
-    split = protocol.get("split") if isinstance(protocol.get("split"), Mapping) else {}
-    inference = split.get("inference_graph") or {}
+    scope = _mapping(protocol.get("entities"))
+    inference = _mapping(_mapping(protocol.get("split")).get("inference_graph"))
     if scope.get("of") == "the inference graph" or inference.get("entities") is not None:
         # an inductive split's candidates: its inference graph (the door states them as an entity scope)
         against = f"against the {scope.get('count', inference.get('entities'))} inference-graph entities"
