@@ -73,31 +73,51 @@ def in_file_order(frame: pl.DataFrame) -> pl.DataFrame:
     return frame[order]
 
 
+def _row_codes(rows: pl.DataFrame) -> pl.DataFrame:
+    """(N, 4) integer codes of (id1, relation, id2, value): equal exactly where the text is equal
+    (categorical codes of one string cache), so that uniqueness and joins compare integers."""
+    return rows.select(*(pl.col(c).cast(pl.Categorical).to_physical() for c in KEY),
+                       (pl.col("value") == "1").alias("positive"))
+
+
 def remove_inconsistent(rows: pl.DataFrame) -> pl.DataFrame:
-    """Drop repeated rows, and every row whose (id1, relation, id2) occurs with both values."""
-    rows = rows.unique(KEY + ["value"], maintain_order=True)
-    both = (rows.filter(pl.col("value") == "1").select(KEY)
-            .join(rows.filter(pl.col("value") == "0").select(KEY), on=KEY, how="semi"))
-    if both.height == 0:
+    """Drop repeated rows (the first kept), and every row whose (id1, relation, id2) occurs with
+    both values; the rest in their order."""
+    codes = _row_codes(rows).with_row_index("_row")
+    first = codes.unique(KEY + ["positive"], keep="first", maintain_order=True)
+    both = (first.filter(pl.col("positive")).select(KEY)
+            .join(first.filter(~pl.col("positive")).select(KEY), on=KEY, how="semi"))
+    if both.height:
+        first = first.join(both, on=KEY, how="anti", maintain_order="left")
+    if first.height == rows.height:
         return rows
-    return rows.join(both, on=KEY, how="anti", maintain_order="left")
+    return rows[first.get_column("_row")]
 
 
 def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed: bool,
-                     seen_rule: str = "positives", patterns: Optional[dict] = None) -> SplitSet:
+                     seen_rule: str = "positives", patterns: Optional[dict] = None,
+                     leakage_removed: bool = False) -> SplitSet:
     """Hierarchy, reverse and relation-pattern leakage against ``training`` (``patterns``: those
     :func:`splits.leakage.relation_patterns` finds in it, computed when None), then nodes unseen
     in training (:func:`splits.leakage.drop_unseen_nodes`'s ``seen_rule``). Removing evaluation
-    rows changes nothing in training, so one pass leaves every kept node seen."""
+    rows changes nothing in training, so one pass leaves every kept node seen.
+
+    :param leakage_removed: the rows were cleaned of the three leakages, under the same
+        ``patterns``, against a superset of ``training``: each leakage step is a join that finds
+        fewer rows in a smaller training set, so only the unseen steps run (their counts 0).
+    """
     removed = {}
-    evaluation, dropped = drop_hierarchy_leakage(evaluation, training)
-    removed["hierarchy_leakage"] = dropped.height
-    if directed:
-        evaluation, dropped = drop_reverse_edges(evaluation, training)
-        removed["reverse_edges"] = dropped.height
-    patterns = relation_patterns(training) if patterns is None else patterns
-    evaluation, dropped = drop_pattern_leakage(evaluation, training, patterns, directed)
-    removed["relation_patterns"] = dropped.height
+    if leakage_removed:
+        removed.update({"hierarchy_leakage": 0, **({"reverse_edges": 0} if directed else {}), "relation_patterns": 0})
+    else:
+        evaluation, dropped = drop_hierarchy_leakage(evaluation, training)
+        removed["hierarchy_leakage"] = dropped.height
+        if directed:
+            evaluation, dropped = drop_reverse_edges(evaluation, training)
+            removed["reverse_edges"] = dropped.height
+        patterns = relation_patterns(training) if patterns is None else patterns
+        evaluation, dropped = drop_pattern_leakage(evaluation, training, patterns, directed)
+        removed["relation_patterns"] = dropped.height
     before = evaluation.height
     evaluation, unseen = drop_unseen_nodes(evaluation, training, seen_rule)
     removed["unseen_nodes"] = before - evaluation.height
@@ -180,7 +200,7 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
             chunks = np.array_split(order, n_folds)
             # as OpenBioLink: the whole train+validation set and the test set at the top, folds below
             info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes, eval_negatives, typed_negatives, seed)
+                                       seen_nodes, eval_negatives, typed_negatives, seed, patterns)
             info["folds"] = []
             for i in range(n_folds):
                 held_out = (n_folds - 1 + i) % n_folds
@@ -188,14 +208,14 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                 train_rows = np.sort(np.concatenate([c for j, c in enumerate(chunks) if j != held_out]))
                 info["folds"].append(write_fold(staging / f"fold_{i}", train_val[train_rows], train_val[val_rows],
                                                 test, directed, neg_train_val, neg_test, nodes, seen_nodes,
-                                                eval_negatives, typed_negatives, seed))
+                                                eval_negatives, typed_negatives, seed, patterns))
         elif val > 0:
             train, validation = _carve(train_val, val, rng)
             info["split"] = write_fold(staging, train, validation, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes, eval_negatives, typed_negatives, seed)
+                                       seen_nodes, eval_negatives, typed_negatives, seed, patterns)
         else:
             info["split"] = write_fold(staging, train_val, None, test, directed, neg_train_val, neg_test, nodes,
-                                       seen_nodes, eval_negatives, typed_negatives, seed)
+                                       seen_nodes, eval_negatives, typed_negatives, seed, patterns)
         (staging / "split_info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     replace_folder(output, fill, inputs=inputs, kind="split")
@@ -205,25 +225,30 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
 def write_fold(folder: Path, train: pl.DataFrame, validation: Optional[pl.DataFrame], test: SplitSet,
                directed: bool, neg_train_val: bool, neg_test: bool, nodes: pl.DataFrame,
                seen_nodes: str = "positives", eval_negatives: int = 0, typed_negatives: bool = False,
-               seed: int = 42) -> dict:
+               seed: int = 42, patterns: Optional[dict] = None) -> dict:
     """Clean the evaluation sets against this fold's training set and write the fold's files.
 
-    ``test`` was cleaned once against all non-test rows; carving the validation set out of them
-    can leave test nodes unseen, so it is cleaned again against ``train``. ``test_cleaning``
-    reports what both passes removed, per step; ``val_cleaning`` the validation set's.
+    ``patterns`` given (the random split): the relation patterns of all non-test rows, against
+    which ``test`` was already cleaned of leakage; carving the validation set out of them can
+    leave test nodes unseen, so only the unseen steps run on it again against ``train``, and the
+    validation set is cleaned under the same patterns (one set of patterns per split, the one
+    ``split_info.json`` records). None (the time split): the patterns of ``train``, and ``test``
+    cleaned in full. ``test_cleaning`` reports what both passes removed, per step;
+    ``val_cleaning`` the validation set's.
     With ``eval_negatives`` K, each evaluation set also gets K sampled negative heads and tails
     per triple (:mod:`splits.eval_negatives`) in ``valid_negatives.npz``/``test_negatives.npz``.
     """
     folder.mkdir(parents=True, exist_ok=True)
     counts: Dict[str, object] = {}
     sets = {}
-    patterns = relation_patterns(train)  # this fold's training set, for both evaluation sets
+    test_settled = patterns is not None
+    patterns = relation_patterns(train) if patterns is None else patterns
     if validation is not None:
         cleaned_val = clean_evaluation(validation, train, directed, seen_nodes, patterns)
         sets["val"] = cleaned_val
         counts["val_cleaning"] = cleaned_val.removed
     # against this fold's own training set
-    cleaned_test = clean_evaluation(test.rows, train, directed, seen_nodes, patterns)
+    cleaned_test = clean_evaluation(test.rows, train, directed, seen_nodes, patterns, leakage_removed=test_settled)
     sets["test"] = cleaned_test
     counts["test_cleaning"] = {step: test.removed.get(step, 0) + removed for step, removed in
                                cleaned_test.removed.items()}

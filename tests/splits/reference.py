@@ -7,6 +7,7 @@ compare both sides: every row the reference keeps is kept, every row it removes 
 ``split_info.json``'s per-step counts equal the reference's.
 """
 from collections import defaultdict
+from typing import Optional
 
 import polars as pl
 
@@ -45,8 +46,10 @@ def loop_patterns(training: list, threshold: float = 0.8):
     return duplicates, inverses, symmetric
 
 
-def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str = "positives"):
-    """(kept rows in their order, removed count per step) for ``evaluation`` against ``training``."""
+def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str = "positives",
+               pattern_rows: Optional[list] = None):
+    """(kept rows in their order, removed count per step) for ``evaluation`` against ``training``,
+    under the relation patterns of ``pattern_rows`` (default: ``training``)."""
     relations_of_pair = defaultdict(set)  # unordered pair -> {(relation, value)}
     for a, r, b, v in training:
         relations_of_pair[frozenset((a, b))].add((r, v))
@@ -59,7 +62,7 @@ def loop_clean(evaluation: list, training: list, directed: bool, seen_rule: str 
         return any(tv == v and tr != r and (tr == PARENT[r] or PARENT[tr] == r)
                    for tr, tv in relations_of_pair.get(frozenset((a, b)), ()))
 
-    duplicates, inverses, symmetric = loop_patterns(training)
+    duplicates, inverses, symmetric = loop_patterns(training if pattern_rows is None else pattern_rows)
 
     def pattern_leak(a, r, b, v):
         return (any((a, other, b, v) in training_set for other in duplicates[r])
@@ -119,15 +122,20 @@ def file_rows(folder, name: str) -> list:
     return rows
 
 
-def check_fold_against_reference(fold: dict, info_split: dict, seen_rule: str = "positives") -> None:
+def check_fold_against_reference(fold: dict, info_split: dict, seen_rule: str = "positives",
+                                 patterns_from: str = "train") -> None:
     """The written validation and test files of one fold hold exactly what the reference keeps of
-    the sets the fold was given, and the fold's cleaning counts equal the reference's."""
+    the sets the fold was given, and the fold's cleaning counts equal the reference's.
+
+    :param patterns_from: whose relation patterns clean the fold: ``"train"`` (the time split),
+        ``"train_and_validation"`` (the random split: every non-test row, as its split_info records)."""
     folder, directed = fold["folder"], fold["directed"]
+    pattern_rows = fold["train"] + (fold["validation"] or []) if patterns_from == "train_and_validation" else None
     if fold["validation"] is not None:
-        kept, removed = loop_clean(fold["validation"], fold["train"], directed, seen_rule)
+        kept, removed = loop_clean(fold["validation"], fold["train"], directed, seen_rule, pattern_rows)
         assert sorted(file_rows(folder, "val")) == sorted(kept)
         assert info_split["val_cleaning"] == removed
-    kept, removed = loop_clean(fold["test"], fold["train"], directed, seen_rule)
+    kept, removed = loop_clean(fold["test"], fold["train"], directed, seen_rule, pattern_rows)
     assert sorted(file_rows(folder, "test")) == sorted(kept)
     assert info_split["test_cleaning"] == add_counts(fold["test_removed"], removed)
     assert sorted(file_rows(folder, "train")) == sorted(fold["train"])

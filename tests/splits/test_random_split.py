@@ -71,7 +71,7 @@ def _split_against_reference(output, positives, tn, nodes, **options):
     for fold, fold_info in zip(recorder.folds, fold_infos):
         assert fold["test"] == kept and fold["test_removed"] == removed
         check_fold_against_reference(dict(fold, folder=output / fold["folder"].relative_to(root)), fold_info,
-                                     seen_rule)
+                                     seen_rule, patterns_from="train_and_validation")
     return info
 
 
