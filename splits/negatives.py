@@ -92,7 +92,8 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
         true_negatives = true_negatives.filter(~clash)
     meta = with_node_types(positives, nodes).group_by(["type1", "relation", "type2"]).len().sort(["type1", "relation", "type2"])
     typed_tn = with_node_types(true_negatives, nodes)
-    by_type = {kind: frame.get_column("id").cast(pl.String).sort().to_numpy()
+    # each type's ids in text order, kept categorical: a draw gathers codes, never builds strings
+    by_type = {kind: frame.get_column("id").cast(pl.String).sort().cast(pl.Categorical)
                for (kind,), frame in nodes.partition_by("node_type", as_dict=True).items()}
     family_pairs = {}  # holds only the current relation's pairs, to keep peak memory down
     parts = []
@@ -127,18 +128,19 @@ def sample_negatives(positives: pl.DataFrame, true_negatives: pl.DataFrame, node
     return pl.concat(parts).select(COLUMNS)
 
 
-def _corrupt(rng: np.random.Generator, relation: str, heads: np.ndarray, tails: np.ndarray, missing: int,
+def _corrupt(rng: np.random.Generator, relation: str, heads: pl.Series, tails: pl.Series, missing: int,
              forbidden: pl.DataFrame, already: pl.DataFrame, key: str, own: Optional[pl.DataFrame] = None,
              stats: Optional[Dict[str, int]] = None) -> pl.DataFrame:
-    """``missing`` random (head, tail) pairs of the given node pools, none forbidden or repeated.
+    """``missing`` random (head, tail) pairs of the given node pools (categorical ids in text
+    order), none forbidden or repeated.
     With ``own`` (the pairs of the graph's own positives), draws refused only because they are a
     pair of ``forbidden`` beyond ``own`` (another version's positives) count in ``stats``."""
     blocked = pl.concat([forbidden, already])
     found = pl.DataFrame(schema={"id1": pl.Categorical, "id2": pl.Categorical})
     for _ in range(MAX_ROUNDS):
         size = 2 * (missing - found.height) + 16
-        draw = pl.DataFrame({"id1": heads[rng.integers(0, len(heads), size)],
-                             "id2": tails[rng.integers(0, len(tails), size)]}).cast(pl.Categorical)
+        draw = pl.DataFrame({"id1": heads.gather(rng.integers(0, len(heads), size)),
+                             "id2": tails.gather(rng.integers(0, len(tails), size))})
         draw = draw.filter(pl.col("id1") != pl.col("id2"))
         draw = draw.with_columns(pl.min_horizontal("id1", "id2").alias("lo"), pl.max_horizontal("id1", "id2").alias("hi"))
         if own is not None and stats is not None:

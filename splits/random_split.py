@@ -128,8 +128,9 @@ def clean_evaluation(evaluation: pl.DataFrame, training: pl.DataFrame, directed:
 def _carve(rows: pl.DataFrame, fraction: float, rng: np.random.Generator):
     """(rest, carved): a seeded ``fraction`` of the rows carved out, both in their original order."""
     order = rng.permutation(rows.height)
-    cut = int(rows.height * fraction)
-    return rows[np.sort(order[cut:])], rows[np.sort(order[:cut])]
+    carved = np.zeros(rows.height, dtype=bool)
+    carved[order[:int(rows.height * fraction)]] = True  # a mask keeps the order without sorting the rows' indices
+    return rows.filter(pl.Series(~carved)), rows.filter(pl.Series(carved))
 
 
 def distinct_edges(edges: pl.DataFrame, what: str) -> Tuple[pl.DataFrame, int]:
