@@ -11,7 +11,9 @@ processes (peak RSS from ``wait4``):
   the filter index), then **warm**: the same command again (the cache read back);
 * the **machine's limit**: a plain blocked ``torch.mm`` of the evaluation's shape (2 × test queries
   × d × entities, tiles of 1,024 queries × 50,000 entities, one reused output buffer), on the same
-  threads; and the ratio warm evaluation / GEMM (target ≤ 1.15).
+  threads; warm evaluation and GEMM alternate for ``--repeats`` rounds (3 by default) and the
+  ratio warm evaluation / GEMM is the median round's, printed with its spread (target ≤ 1.15;
+  cold load ≤ 20 s and warm load < 1 s at 4.6 M entities).
 
 It prints per size: load (cold, warm), filter index (cold, warm), evaluation, GEMM, ratio, peak RSS
 against the embedding table + 3 GB, and, with ``--sampled``, the sampled protocol at
@@ -46,7 +48,7 @@ SIZES = {"20k": (20_000, 400_000), "200k": (200_000, 2_000_000), "1M": (1_000_00
          "4.6M": (4_594_485, 20_614_279)}
 RELATIONS, VALID, TEST, DIM = 822, 5_000, 5_000, 200
 ENTITY_EXPONENT, RELATION_EXPONENT = 0.75, 1.1  # Zipf exponents of entity popularity and relation size
-TARGET_RATIO, TARGET_EXTRA_GB, TARGET_WARM_LOAD, TARGET_COLD_LOAD = 1.15, 3.0, 2.0, 60.0
+TARGET_RATIO, TARGET_EXTRA_GB, TARGET_WARM_LOAD, TARGET_COLD_LOAD = 1.15, 3.0, 1.0, 20.0
 GEMM_QUERY_TILE, GEMM_ENTITY_TILE = 1024, 50_000
 FORMAT_VERSION = 1  # bump when the generated split changes
 
@@ -173,22 +175,33 @@ print(time.perf_counter() - started)
     return float(stdout.strip().splitlines()[-1])
 
 
-def measure_size(work: Path, name: str, seed: int, dim: int, device: str) -> dict:
+def measure_size(work: Path, name: str, seed: int, dim: int, device: str, repeats: int) -> dict:
+    """One size: a cold run, then ``repeats`` rounds of (warm evaluation, GEMM) alternating, so
+    that a loaded moment of the machine falls on one round, not on one side of the ratio. The
+    ratio is the median of the rounds' ratios, reported with their minimum and maximum."""
     folder = ensure_split(work, name, seed, dim)
     entities, train = SIZES[name]
+    warm_runs, gemms = [], []
     with tempfile.TemporaryDirectory(dir=work) as scratch:
         cache, output = Path(scratch) / "cache", Path(scratch) / "record.json"
         cold = evaluate_child(folder, cache, output, device)
-        warm = evaluate_child(folder, cache, output, device)
-    gemm = gemm_child(folder, warm["queries"], device)
+        for _ in range(repeats):
+            warm_runs.append(evaluate_child(folder, cache, output, device))
+            gemms.append(gemm_child(folder, warm_runs[-1]["queries"], device))
+    ratios = [run["stages"]["evaluation"] / gemm for run, gemm in zip(warm_runs, gemms)]
+    middle = sorted(range(repeats), key=lambda i: ratios[i])[repeats // 2]  # the median round (odd repeats)
+    warm = warm_runs[middle]
     table_gb = entities * dim * 4 / 1024 ** 3
     row = {"size": name, "entities": entities, "train": train, "dim": dim, "queries": warm["queries"],
            "load_cold": cold["stages"].get("load_dataset"), "load_warm": warm["stages"].get("load_dataset"),
            "filter_cold": cold["stages"].get("filter_index"), "filter_warm": warm["stages"].get("filter_index"),
            "evaluation": warm["stages"].get("evaluation"), "evaluation_cold": cold["stages"].get("evaluation"),
-           "wall_cold": cold["wall"], "wall_warm": warm["wall"], "gemm": gemm,
-           "peak_gb": max(cold["peak_gb"], warm["peak_gb"]), "table_gb": table_gb, "mrr": warm["mrr"]}
-    row["ratio"] = row["evaluation"] / gemm if row["evaluation"] else None
+           "wall_cold": cold["wall"], "wall_warm": warm["wall"], "gemm": gemms[middle],
+           "peak_gb": max([cold["peak_gb"]] + [run["peak_gb"] for run in warm_runs]), "table_gb": table_gb,
+           "mrr": warm["mrr"], "ratio": float(np.median(ratios)), "ratio_min": min(ratios), "ratio_max": max(ratios),
+           "ratios": ratios, "evaluations": [run["stages"]["evaluation"] for run in warm_runs], "gemms": gemms}
+    if len({run["mrr"] for run in [cold] + warm_runs}) != 1:
+        raise RuntimeError(f"{name}: the runs' MRRs differ: {[run['mrr'] for run in [cold] + warm_runs]}")
     return row
 
 
@@ -231,12 +244,14 @@ def _fmt(value, digits=1) -> str:
 def table_lines(rows: list) -> list:
     lines = ["| entities | train triples | queries | load cold / warm (s) | filter index cold / warm (s) | "
              "evaluation (s) | GEMM (s) | evaluation / GEMM | peak RSS (GB) | table + 3 GB |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # evaluation and GEMM: the median round
     for row in rows:
         lines.append(f"| {row['entities']:,} | {row['train']:,} | {row['queries']:,} | "
                      f"{_fmt(row['load_cold'])} / {_fmt(row['load_warm'], 2)} | "
                      f"{_fmt(row['filter_cold'], 2)} / {_fmt(row['filter_warm'], 2)} | {_fmt(row['evaluation'])} | "
-                     f"{_fmt(row['gemm'])} | {_fmt(row['ratio'], 2)} | {_fmt(row['peak_gb'], 2)} | "
+                     f"{_fmt(row['gemm'])} | {_fmt(row['ratio'], 2)} "
+                     f"({_fmt(row['ratio_min'], 2)}–{_fmt(row['ratio_max'], 2)}) | "
+                     f"{_fmt(row['peak_gb'], 2)} | "
                      f"{_fmt(row['table_gb'] + TARGET_EXTRA_GB, 2)} |")
     return lines
 
@@ -244,11 +259,11 @@ def table_lines(rows: list) -> list:
 def verdicts(rows: list) -> list:
     out = []
     for row in rows:
-        checks = {"evaluation/GEMM <= 1.15": row["ratio"] is not None and row["ratio"] <= TARGET_RATIO,
+        checks = {"median evaluation/GEMM <= 1.15": row["ratio"] is not None and row["ratio"] <= TARGET_RATIO,
                   "peak RSS <= table + 3 GB": row["peak_gb"] <= row["table_gb"] + TARGET_EXTRA_GB,
-                  "cold load <= 60 s": (row["load_cold"] or 0) <= TARGET_COLD_LOAD}
+                  f"cold load <= {TARGET_COLD_LOAD:.0f} s": (row["load_cold"] or 0) <= TARGET_COLD_LOAD}
         if row["size"] == "4.6M":
-            checks["warm load <= 2 s"] = (row["load_warm"] or 0) <= TARGET_WARM_LOAD
+            checks[f"warm load < {TARGET_WARM_LOAD:.0f} s"] = (row["load_warm"] or 0) < TARGET_WARM_LOAD
         out.append(f"{row['size']}: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in checks.items()))
     return out
 
@@ -282,11 +297,14 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--sampled", action="store_true", help="also the sampled protocol at ogbl-wikikg2's shape")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of (evaluation, GEMM) per size (odd, >= 3)")
     args = parser.parse_args()
     names = [name.strip() for name in args.sizes.split(",") if name.strip()]
     unknown = [name for name in names if name not in SIZES]
     if unknown:
         parser.error(f"unknown size(s) {', '.join(unknown)}; expected {', '.join(SIZES)}")
+    if args.repeats < 3 or args.repeats % 2 == 0:
+        parser.error("--repeats: an odd number of at least 3 rounds (a median of one round is one loaded moment)")
     if args.max_entities is not None:
         names = [name for name in names if SIZES[name][0] <= args.max_entities]
     args.work.mkdir(parents=True, exist_ok=True)
@@ -295,10 +313,11 @@ def main() -> None:
     print(f"bench_scale: {torch.get_num_threads()} threads, device {args.device}, DistMult d = {args.dim}", flush=True)
     rows = []
     for name in names:
-        row = measure_size(args.work, name, args.seed, args.dim, args.device)
+        row = measure_size(args.work, name, args.seed, args.dim, args.device, args.repeats)
         rows.append(row)
         print(f"  [{name}] evaluation {_fmt(row['evaluation'])} s, GEMM {_fmt(row['gemm'])} s, "
-              f"ratio {_fmt(row['ratio'], 2)}, load {_fmt(row['load_cold'])}/{_fmt(row['load_warm'], 2)} s, "
+              f"ratio {_fmt(row['ratio'], 2)} (rounds: {', '.join(_fmt(r, 2) for r in row['ratios'])}), "
+              f"load {_fmt(row['load_cold'])}/{_fmt(row['load_warm'], 2)} s, "
               f"peak {_fmt(row['peak_gb'], 2)} GB", flush=True)
     print("\n".join(table_lines(rows)))
     print("\n".join(verdicts(rows)))

@@ -100,10 +100,13 @@ def test_large_blocks_split_over_threads(dtype):
     rng = np.random.default_rng(0)
     scores = torch.tensor(rng.integers(0, 50, size=(300, 2000)), dtype=dtype)  # above the parallel threshold
     targets = scores[:, 5].clone()
-    results = {name: count(scores, targets, False) for name, count in _implementations()}
     expected = ((scores > targets[:, None]).sum(1), (scores == targets[:, None]).sum(1))
-    for name, (greater, equal) in results.items():
-        assert torch.equal(greater, expected[0]) and torch.equal(equal, expected[1]), name
+    for name, count in _implementations():
+        # threads are the C kernel's; Triton (here in its slow CPU interpreter) runs one program
+        # per row and span, so a few rows of the same width test all it does with this block
+        rows = 8 if name.startswith("triton") else scores.shape[0]
+        greater, equal = count(scores[:rows], targets[:rows], False)
+        assert torch.equal(greater, expected[0][:rows]) and torch.equal(equal, expected[1][:rows]), name
 
 
 def test_strided_rows_are_counted_in_place():
