@@ -475,11 +475,18 @@ def polars_source(path: Path):
     (:data:`MAX_LINE_BYTES`, CR-only endings: one streamed pass at memchr speed, nothing held),
     else the decompressed bytes, inflated through the bounded reader with the same checks
     (:func:`read_bytes` ``lines``). Every table reader goes through here: one line bound for all."""
+    return _checked_source(path)[0]
+
+
+def _checked_source(path: Path) -> Tuple[Union[Path, bytes], bool]:
+    """(:func:`polars_source`, whether its bytes hold a NUL), from the same pass."""
     if path.suffix in (".zip", ".gz"):
-        return read_bytes(path, lines=True)
-    for _ in _checked_lines(path):
-        pass
-    return path
+        data = read_bytes(path, lines=True)
+        return data, b"\x00" in data
+    holds_nul = False
+    for chunk in _checked_lines(path):
+        holds_nul = holds_nul or b"\x00" in chunk
+    return path, holds_nul
 
 
 def read_table(path: PathLike, selection: Optional[Selection] = None, *, separator: str = "\t",
@@ -515,8 +522,9 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
         scan()
         raise InputError(default, path)
 
+    source, holds_nul = _checked_source(path)
     try:
-        frame = pl.read_csv(polars_source(path), separator=separator, has_header=False, quote_char=quote_char,
+        frame = pl.read_csv(source, separator=separator, has_header=False, quote_char=quote_char,
                             infer_schema=False, skip_rows=skip, truncate_ragged_lines=False)
     except pl.exceptions.NoDataError:
         frame = pl.DataFrame()
@@ -554,8 +562,8 @@ def read_table(path: PathLike, selection: Optional[Selection] = None, *, separat
         if len(broken):
             raise InputError("a quoted field holds a line break; expected one record per line", path,
                              _quoted_line_of_row(path, int(broken[0]), skip, separator, quote_char))
-    nul = result.select(pl.any_horizontal([pl.col(c).str.contains("\x00", literal=True) for c in result.columns])
-                        .arg_true()).to_series()
+    nul = (result.select(pl.any_horizontal([pl.col(c).str.contains("\x00", literal=True) for c in result.columns])
+                         .arg_true()).to_series() if holds_nul else pl.Series(dtype=pl.UInt32))  # bytes without a NUL: no row
     if len(nul):
         raise InputError("a NUL byte: expected text (is this a binary file?)", path,
                          line_of_row(path, int(nul[0]), comments, skip))

@@ -35,6 +35,7 @@ from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError, option
 from openbench.progress import stage
 from openbench.datasets.cache import cached_dataset, dataset_files
+from openbench.datasets.coding import code_splits, coded_fingerprint, first_occurrences, lookup_of
 from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
 from openbench.datasets.id_maps import labels_by_id
@@ -490,10 +491,7 @@ def _without_duplicates(frame: pl.DataFrame, split: str, path: Path, warnings: L
     """The frame's first occurrence of each row. Repeats of the evaluated split would count a query
     twice: a warning counts them; elsewhere (filter sets, training) a repeat changes nothing."""
     unique = frame.unique(maintain_order=True)
-    repeats = frame.height - unique.height
-    if repeats and evaluated:
-        warnings.append(f"removed {repeats} repeated {split} triple(s) of {path.name} (each triple counts once)")
-        logger.warning(warnings[-1])
+    _warn_repeats(frame.height - unique.height, split, path, warnings, evaluated)
     return unique
 
 
@@ -507,23 +505,82 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
         file = folder / name
         if file.is_file():
             announce("reading %s (%.0f MB)", file, file.stat().st_size / 1e6)
-            labelled[split] = _without_duplicates(read_sample_triples(file), split, file, warnings,
-                                                  split == evaluation_split)
+            labelled[split] = read_sample_triples(file)
             logger.info("read %d triples from %s", labelled[split].height, file)
         else:
             labelled[split] = pl.DataFrame(schema={n: pl.String for n in TRIPLE_COLUMNS})
     if labelled["train"].height == 0:
         raise InputError("the training file holds no triples (no rows with value 1)", folder / SAMPLE_FILES["train"])
-    train = labelled["train"]
-    every = pl.concat([labelled[split] for split in SPLITS]) if all_entities else train
-    entities = read_id_map(entity_map, "entity") if entity_map else _entity_labels(every)
-    relations = read_id_map(relation_map, "relation") if relation_map else _sorted_labels(train.get_column("r"))
-    entity_series = pl.Series(entities, dtype=pl.String)  # once for the three splits
+    announce("coding the labels")
+    coded = code_splits(labelled)
+    if coded is None:  # two labels share a hash: the string path, a few times slower
+        logger.info("two labels share a 64-bit hash; mapping the labels as text")
+        return _load_sample_strings(path, folder, labelled, entity_map, relation_map, drop_unknown, evaluation_split,
+                                    all_entities, warnings)
+    keys = {}
+    for split in SPLITS:
+        keys[split] = coded.key(split)
+        keep = first_occurrences(coded, split, keys[split])
+        if keep is not None:
+            labelled[split] = labelled[split].filter(pl.Series(keep))
+            coded.filter(split, keep)
+            key = keys[split]
+            keys[split] = key[keep] if key is not None else None
+            _warn_repeats(len(keep) - int(keep.sum()), split, folder / SAMPLE_FILES[split], warnings,
+                          split == evaluation_split)
+    every = SPLITS if all_entities else ("train",)
+    if entity_map:
+        entities = read_id_map(entity_map, "entity")
+        entity_lookup = lookup_of(coded.entities, entities)
+    else:
+        entity_lookup, entities = _present(coded, every, (0, 2), len(coded.entities), coded.entities)
+    if relation_map:
+        relations = read_id_map(relation_map, "relation")
+        relation_lookup = lookup_of(coded.relations, relations)
+    else:
+        relation_lookup, relations = _present(coded, ("train",), (1,), len(coded.relations), coded.relations)
     announce("mapping %d entities and %d relations to ids", len(entities), len(relations))
+    mapped = {}
+    for split in SPLITS:
+        ids = np.empty((coded.columns[split][0].shape[0], 3), dtype=np.int64)
+        for column, (codes, lookup) in enumerate(zip(coded.columns[split], (entity_lookup, relation_lookup,
+                                                                             entity_lookup))):
+            np.take(lookup, codes, out=ids[:, column])
+        mapped[split] = (torch.from_numpy(ids), pl.Series(ids.min(axis=1) < 0))
+    triples, dropped = _known_triples(folder, labelled, mapped, entity_map, relation_map, drop_unknown,
+                                      evaluation_split, warnings)
+    announce("fingerprinting the triples")
+    fingerprint = coded_fingerprint(coded, keys)
+    return Dataset(path=str(path), layout="samples", entity_labels=entities, relation_labels=relations,
+                   triples=triples, fingerprint=fingerprint if fingerprint is not None else triples_fingerprint(labelled),
+                   id_map_sha256=id_map_fingerprint(entities, relations), dropped=dropped, warnings=warnings)
+
+
+def _present(coded, splits: Sequence[str], columns: Sequence[int], size: int, labels: pl.Series):
+    """((size,) int64 lookup from code to id, the labels in id order): the codes occurring in
+    ``columns`` of ``splits``, numbered in code order (the labels' sorted order)."""
+    present = np.zeros(size, dtype=bool)
+    for split in splits:
+        for column in columns:
+            present[coded.columns[split][column]] = True
+    lookup = np.where(present, np.cumsum(present) - 1, -1)
+    return lookup, labels.filter(pl.Series(present)).to_list()
+
+
+def _warn_repeats(repeats: int, split: str, path: Path, warnings: List[str], evaluated: bool) -> None:
+    if repeats and evaluated:
+        warnings.append(f"removed {repeats} repeated {split} triple(s) of {path.name} (each triple counts once)")
+        logger.warning(warnings[-1])
+
+
+def _known_triples(folder: Path, labelled: Dict[str, pl.DataFrame], mapped: Dict[str, tuple], entity_map,
+                   relation_map, drop_unknown: bool, evaluation_split: str, warnings: List[str]):
+    """({split: (n, 3) ids of the triples whose labels are all known}, {split: dropped count}):
+    unknown labels in the evaluated split are an error unless ``drop_unknown``."""
     triples, dropped = {}, {}
     for split in SPLITS:
         frame = labelled[split]
-        ids, unknown = map_labels(frame, entity_series, relations)
+        ids, unknown = mapped[split]
         n_unknown = int(unknown.sum()) if len(unknown) else 0
         if n_unknown and split == evaluation_split and not drop_unknown:
             raise InputError(
@@ -541,7 +598,23 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
         triples[split] = ids
     if triples[evaluation_split].shape[0] == 0:
         raise InputError(f"no {evaluation_split} triples to evaluate", folder / SAMPLE_FILES[evaluation_split])
-    announce("fingerprinting the triples")
+    return triples, dropped
+
+
+def _load_sample_strings(path: Path, folder: Path, labelled: Dict[str, pl.DataFrame], entity_map, relation_map,
+                         drop_unknown: bool, evaluation_split: str, all_entities: bool, warnings: List[str]) -> Dataset:
+    """The sample layout mapped by label text (joins and a text sort): where labels cannot be coded."""
+    for split in SPLITS:
+        labelled[split] = _without_duplicates(labelled[split], split, folder / SAMPLE_FILES[split], warnings,
+                                              split == evaluation_split)
+    train = labelled["train"]
+    every = pl.concat([labelled[split] for split in SPLITS]) if all_entities else train
+    entities = read_id_map(entity_map, "entity") if entity_map else _entity_labels(every)
+    relations = read_id_map(relation_map, "relation") if relation_map else _sorted_labels(train.get_column("r"))
+    entity_series = pl.Series(entities, dtype=pl.String)  # once for the three splits
+    mapped = {split: map_labels(labelled[split], entity_series, relations) for split in SPLITS}
+    triples, dropped = _known_triples(folder, labelled, mapped, entity_map, relation_map, drop_unknown,
+                                      evaluation_split, warnings)
     return Dataset(path=str(path), layout="samples", entity_labels=entities, relation_labels=relations,
                    triples=triples, fingerprint=triples_fingerprint(labelled),
                    id_map_sha256=id_map_fingerprint(entities, relations), dropped=dropped, warnings=warnings)
