@@ -181,8 +181,8 @@ def reciprocal_scorer_class(base: Type[EmbeddingScorer]) -> Type[EmbeddingScorer
         def score_chunk(self, queries, side, start, stop, out=None, keys=False):
             return super().score_chunk(queries, "tail", start, stop, out=out, keys=keys)
 
-        def provably_finite(self, queries, side):
-            return super().provably_finite(queries, "tail")
+        def provably_finite(self, queries, side, candidate_max=None):
+            return super().provably_finite(queries, "tail", candidate_max)
 
     Reciprocal.__name__ = Reciprocal.__qualname__ = f"Reciprocal{base.__name__}"
     return Reciprocal

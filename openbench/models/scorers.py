@@ -192,17 +192,20 @@ class EmbeddingScorer:
                 self._candidate_norms[side] = squared_norms(self._candidates[side])
         return self._candidates[side]
 
-    def provably_finite(self, queries: torch.Tensor, side: str) -> bool:
+    def provably_finite(self, queries: torch.Tensor, side: str, candidate_max: Optional[float] = None) -> bool:
         """True when no score of ``queries`` (B, d') against any candidate can be NaN or ±inf.
 
         Bounds every score from the largest magnitudes: ``|q·c| <= d·max|q|·max|c|`` (dot),
         ``‖q - c‖² <= d·(max|q| + max|c|)²`` (l2), ``‖q - c‖₁ <= d·(max|q| + max|c|)`` (l1).
+
+        :param candidate_max: max |c| over the candidate vectors of ``side`` where the caller read
+            it already (exact ranks' one pass over the table); else it is read here, once.
         """
         if queries.numel() == 0:
             return True
-        candidates = self._cached_candidates(side)
         if side not in self._candidate_max:
-            self._candidate_max[side] = _largest_magnitude(candidates)
+            self._candidate_max[side] = (_largest_magnitude(self._cached_candidates(side)) if candidate_max is None
+                                         else candidate_max)
         c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
         if not (math.isfinite(c_max) and math.isfinite(q_max)):
             if queries.dtype == torch.float64 and math.isfinite(c_max) and self._tables_finite():

@@ -350,3 +350,433 @@ int64_t openbench_fraction_bits_f64(const double *values, int64_t count)
     }
     return best;
 }
+
+/* ------------------------------------------------------------------------------------------
+ * The fused chunk count (chain.py's embedding path): one call per block of candidates, made
+ * right after the block's GEMM while its scores are still in cache. Per row i of the block
+ * (candidates start .. start + width - 1):
+ *
+ * 1. the excluded entries (the true answer's column, and the known answers of the row that fall
+ *    in this chunk: known_cols[known_offsets[i] .. known_offsets[i + 1]), sorted global ids) are
+ *    read; with a window they are overwritten with the worst value first (so that the scan
+ *    records none of them), a NaN among them counted in nans[i];
+ * 2. the row is scanned once: candidates beyond the window on the better side, inside it
+ *    (and NaN where nans is given), the inside ones' global ids appended to positions[i, ...]
+ *    while fill[i] < capacity (fill[i] counts all of them, across the chunks of a side; a point
+ *    window, low == high, records none: its inside candidates are exact ties);
+ * 3. better[i] and inside[i] grow by the scan's counts less the excluded entries' own.
+ *
+ * true_differs[i] (may be NULL) tells whether the true column held a value other than
+ * true_scores[i] (fast ranks: a score computed differently); untouched when the true answer is
+ * elsewhere. Without a window (window == 0) lows == highs are the true scores and nothing is
+ * overwritten. Same contract as counts.py's count_block (its reference), summed over chunks.
+ */
+#include <string.h>
+
+static int64_t lower_bound_i64(const int64_t *values, int64_t first, int64_t last, int64_t key)
+{
+    while (first < last) {
+        const int64_t middle = first + (last - first) / 2;
+        if (values[middle] < key) first = middle + 1;
+        else last = middle;
+    }
+    return first;
+}
+
+/* The portable scan of one row: counts beyond / inside / NaN, and positions as above. */
+#define SCAN_ROW(NAME, T)                                                                           \
+    static void NAME(const T *row, int64_t width, T low, T high, int lower_is_better, int check_nan, \
+                     int64_t start, int64_t *out, int64_t *fill, int64_t capacity, int64_t *g_out,  \
+                     int64_t *e_out, int64_t *n_out)                                                \
+    {                                                                                               \
+        int64_t g = 0, e = 0, n = 0;                                                                \
+        for (int64_t first = 0; first < width; first += SPAN) {                                     \
+            const int64_t last = first + SPAN < width ? first + SPAN : width;                       \
+            int32_t gs = 0, es = 0, ns = 0;                                                         \
+            if (!check_nan) {                                                                       \
+                int32_t reached = 0;                                                                \
+                if (lower_is_better) {                                                              \
+                    for (int64_t j = first; j < last; ++j) {                                        \
+                        gs += row[j] < low;                                                         \
+                        reached += row[j] <= high;                                                  \
+                    }                                                                               \
+                } else {                                                                            \
+                    for (int64_t j = first; j < last; ++j) {                                        \
+                        gs += row[j] > high;                                                        \
+                        reached += row[j] >= low;                                                   \
+                    }                                                                               \
+                }                                                                                   \
+                es = reached - gs;                                                                  \
+            } else if (lower_is_better) {                                                           \
+                for (int64_t j = first; j < last; ++j) {                                            \
+                    const T x = row[j];                                                             \
+                    gs += x < low;                                                                  \
+                    es += (x >= low) & (x <= high);                                                 \
+                    ns += x != x;                                                                   \
+                }                                                                                   \
+            } else {                                                                                \
+                for (int64_t j = first; j < last; ++j) {                                            \
+                    const T x = row[j];                                                             \
+                    gs += x > high;                                                                 \
+                    es += (x >= low) & (x <= high);                                                 \
+                    ns += x != x;                                                                   \
+                }                                                                                   \
+            }                                                                                       \
+            if (es && out) {                                                                        \
+                for (int64_t j = first; j < last; ++j) {                                            \
+                    const T x = row[j];                                                             \
+                    if (x >= low && x <= high) {                                                    \
+                        if (*fill < capacity) out[*fill] = start + j;                               \
+                        ++*fill;                                                                    \
+                    }                                                                               \
+                }                                                                                   \
+            }                                                                                       \
+            g += gs;                                                                                \
+            e += es;                                                                                \
+            n += ns;                                                                                \
+        }                                                                                           \
+        *g_out = g;                                                                                 \
+        *e_out = e;                                                                                 \
+        *n_out = n;                                                                                 \
+    }
+
+SCAN_ROW(scan_row_f32, float)
+SCAN_ROW(scan_row_f64, double)
+
+/* AVX-512 scans (x86-64 with GCC or clang): the counters stay in vector lanes for the whole row
+ * and each span only asks its inside mask whether to record positions, so no horizontal sum is
+ * taken before the row ends. Chosen at run time where the CPU has AVX-512F. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_AVX512_SCAN 1
+#include <immintrin.h>
+
+/* One row, one direction and NaN policy: BETTER_OP against BETTER_BOUND counts the candidates
+ * beyond the window, REACHED_OP against REACHED_BOUND those beyond or inside it; their lane-wise
+ * difference, compared with the previous span's, tells whether a span holds an inside candidate. */
+#define SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, BETTER_OP,      \
+                         BETTER_BOUND, REACHED_OP, REACHED_BOUND, NAN)                                  \
+    for (int64_t first = 0; first < width; first += SPAN) {                                         \
+        const int64_t last = first + SPAN < width ? first + SPAN : width;                           \
+        int64_t j = first;                                                                          \
+        for (; j + LANES <= last; j += LANES) {                                                     \
+            const VEC x = LOADU(row + j);                                                           \
+            acc_g = ACCADD(acc_g, CMP(x, BETTER_BOUND, BETTER_OP));                                 \
+            acc_r = ACCADD(acc_r, CMP(x, REACHED_BOUND, REACHED_OP));                               \
+            if (NAN) acc_n = ACCADD(acc_n, CMP(x, x, _CMP_UNORD_Q));                                \
+        }                                                                                           \
+        if (j < last) {                                                                             \
+            const MASK valid = (MASK)(((uint64_t)1 << (last - j)) - 1);                             \
+            const VEC x = MASKZ_LOADU(valid, row + j);                                              \
+            acc_g = ACCADD(acc_g, (MASK)(valid & CMP(x, BETTER_BOUND, BETTER_OP)));                 \
+            acc_r = ACCADD(acc_r, (MASK)(valid & CMP(x, REACHED_BOUND, REACHED_OP)));               \
+            if (NAN) acc_n = ACCADD(acc_n, (MASK)(valid & CMP(x, x, _CMP_UNORD_Q)));                \
+        }                                                                                           \
+        const __m512i held = SUB(acc_r, acc_g);                                                     \
+        if (out && CMPI(held, held_before)) {                                                       \
+            for (int64_t k = first; k < last; ++k) {                                                \
+                const T y = row[k];                                                                 \
+                if (y >= low && y <= high) {                                                        \
+                    if (*fill < capacity) out[*fill] = start + k;                                   \
+                    ++*fill;                                                                        \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        held_before = held;                                                                         \
+    }
+
+#define SCAN_ROW_AVX512(NAME, T, VEC, LANES, MASK, SETONE, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, ACCSUM) \
+    __attribute__((target("avx512f"))) static void NAME(                                           \
+        const T *row, int64_t width, T low, T high, int lower_is_better, int check_nan, int64_t start, \
+        int64_t *out, int64_t *fill, int64_t capacity, int64_t *g_out, int64_t *e_out, int64_t *n_out) \
+    {                                                                                               \
+        const VEC lo = SETONE(low), hi = SETONE(high);                                              \
+        __m512i acc_g = _mm512_setzero_si512(), acc_r = _mm512_setzero_si512();                     \
+        __m512i acc_n = _mm512_setzero_si512(), held_before = _mm512_setzero_si512();               \
+        if (lower_is_better && check_nan) {                                                         \
+            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_LT_OQ, lo, \
+                             _CMP_LE_OQ, hi, 1)                                                     \
+        } else if (lower_is_better) {                                                               \
+            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_LT_OQ, lo, \
+                             _CMP_LE_OQ, hi, 0)                                                     \
+        } else if (check_nan) {                                                                     \
+            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_GT_OQ, hi, \
+                             _CMP_GE_OQ, lo, 1)                                                     \
+        } else {                                                                                    \
+            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_GT_OQ, hi, \
+                             _CMP_GE_OQ, lo, 0)                                                     \
+        }                                                                                           \
+        *g_out = ACCSUM(acc_g);                                                                     \
+        *e_out = ACCSUM(acc_r) - *g_out;                                                            \
+        *n_out = ACCSUM(acc_n);                                                                     \
+    }
+
+/* float: 16 lanes of int32 counters; double: 8 lanes of int64 */
+__attribute__((target("avx512f"))) static inline __m512i add_ones_epi32(__m512i acc, __mmask16 mask)
+{
+    return _mm512_mask_add_epi32(acc, mask, acc, _mm512_set1_epi32(1));
+}
+__attribute__((target("avx512f"))) static inline __m512i add_ones_epi64(__m512i acc, __mmask8 mask)
+{
+    return _mm512_mask_add_epi64(acc, mask, acc, _mm512_set1_epi64(1));
+}
+__attribute__((target("avx512f"))) static inline int64_t sum_epi32(__m512i acc)
+{
+    return (int64_t)_mm512_reduce_add_epi32(acc);
+}
+__attribute__((target("avx512f"))) static inline int64_t sum_epi64(__m512i acc)
+{
+    return (int64_t)_mm512_reduce_add_epi64(acc);
+}
+#define CMP_PS(a, b, op) _mm512_cmp_ps_mask(a, b, op)
+#define CMP_PD(a, b, op) _mm512_cmp_pd_mask(a, b, op)
+#define DIFFER_EPI32(a, b) _mm512_cmpneq_epi32_mask(a, b)
+#define DIFFER_EPI64(a, b) _mm512_cmpneq_epi64_mask(a, b)
+
+SCAN_ROW_AVX512(scan_row_f32_avx512, float, __m512, 16, __mmask16, _mm512_set1_ps, _mm512_loadu_ps,
+                _mm512_maskz_loadu_ps, CMP_PS, DIFFER_EPI32, _mm512_sub_epi32, add_ones_epi32, sum_epi32)
+SCAN_ROW_AVX512(scan_row_f64_avx512, double, __m512d, 8, __mmask8, _mm512_set1_pd, _mm512_loadu_pd,
+                _mm512_maskz_loadu_pd, CMP_PD, DIFFER_EPI64, _mm512_sub_epi64, add_ones_epi64, sum_epi64)
+#endif
+
+/* -1: not chosen yet; 0: the portable scan; 1: AVX-512 */
+static int scan_isa = -1;
+
+static int chosen_isa(void)
+{
+    if (scan_isa < 0) {
+#ifdef HAVE_AVX512_SCAN
+        __builtin_cpu_init();
+        scan_isa = __builtin_cpu_supports("avx512f") ? 1 : 0;
+#else
+        scan_isa = 0;
+#endif
+    }
+    return scan_isa;
+}
+
+/* Which scan the chunk count uses: 0 the portable one, 1 AVX-512 where the CPU has it (tests
+ * compare them); returns the one now in use. A negative value only asks. */
+int openbench_chunk_scan(int isa)
+{
+    if (isa >= 0) {
+        scan_isa = -1;
+        const int best = chosen_isa();
+        scan_isa = isa && best;
+    }
+    return chosen_isa();
+}
+
+#define COUNT_CHUNK(NAME, T, SCAN, SCAN_AVX512)                                                    \
+    void NAME(T *scores, int64_t stride, int64_t width, int64_t start, int64_t row_begin,          \
+              int64_t row_end, const T *lows, const T *highs, int lower_is_better, int window,      \
+              const int64_t *true_ids, const T *true_scores, const int64_t *known_offsets,          \
+              const int64_t *known_cols, int64_t *better, int64_t *inside, int64_t *nans,           \
+              uint8_t *true_differs, int64_t *positions, int64_t *fill, int64_t capacity)           \
+    {                                                                                               \
+        const T worst = lower_is_better ? (T)INFINITY : (T)-INFINITY;                               \
+        const int avx512 = chosen_isa();                                                            \
+        for (int64_t i = row_begin; i < row_end; ++i) {                                             \
+            T *row = scores + i * stride;                                                           \
+            const T low = lows[i], high = highs[i];                                                 \
+            int64_t minus_g = 0, minus_e = 0, hidden_nan = 0;                                       \
+            const int64_t known_first = lower_bound_i64(known_cols, known_offsets[i],               \
+                                                        known_offsets[i + 1], start);               \
+            const int64_t known_last = lower_bound_i64(known_cols, known_first, known_offsets[i + 1], \
+                                                       start + width);                              \
+            const int64_t true_local = true_ids[i] - start;                                         \
+            const int true_here = true_local >= 0 && true_local < width;                            \
+            if (true_here && true_differs) true_differs[i] = row[true_local] != true_scores[i];     \
+            for (int64_t k = known_first - (true_here ? 1 : 0); k < known_last; ++k) {              \
+                const int64_t column = k < known_first ? true_local : known_cols[k] - start;        \
+                T value = row[column];                                                              \
+                if (window) {                                                                       \
+                    hidden_nan += value != value;                                                   \
+                    row[column] = value = worst;                                                    \
+                }                                                                                   \
+                minus_g += lower_is_better ? value < low : value > high;                            \
+                minus_e += (value >= low) & (value <= high);                                        \
+            }                                                                                       \
+            int64_t g, e, n;                                                                        \
+            /* a point window's inside candidates are exact ties: nothing to record */           \
+            int64_t *out = positions && low != high ? positions + i * capacity : 0;                 \
+            int64_t *row_fill = out ? fill + i : 0;                                                 \
+            if (avx512 == 1) SCAN_AVX512(row, width, low, high, lower_is_better, nans != 0, start,  \
+                                         out, row_fill, capacity, &g, &e, &n);                      \
+            else SCAN(row, width, low, high, lower_is_better, nans != 0, start, out, row_fill,      \
+                      capacity, &g, &e, &n);                                                        \
+            better[i] += g - minus_g;                                                               \
+            inside[i] += e - minus_e;                                                               \
+            if (nans) nans[i] += n + hidden_nan;                                                    \
+        }                                                                                           \
+    }
+
+#ifdef HAVE_AVX512_SCAN
+COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32_avx512)
+COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64_avx512)
+#else
+COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32)
+COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64)
+#endif
+
+/* ------------------------------------------------------------------------------------------
+ * One pass over a candidate table (rows row_begin .. row_end - 1) for everything the evaluation
+ * needs of it once: each row's norms (as openbench_row_norms: sqrt of the sum of squares plus
+ * width * 2^-1074, and the sum of magnitudes, in float64, the same partial sums in the same
+ * order), the largest magnitude (NaN if a value is NaN) and the fewest binary fraction digits of
+ * every value (as openbench_fraction_bits; -1 when a value is not finite). The caller splits the
+ * rows over threads and combines the per-range maxima.
+ */
+/* openbench_fraction_bits_f32 on 16 values at a time (AVX-512F and CD: the trailing zeros of a
+ * significand are 31 minus the leading zeros of its lowest set bit), used by the table summary
+ * where the chunk count's AVX-512 scan is chosen and the CPU has AVX-512CD. */
+#ifdef HAVE_AVX512_SCAN
+__attribute__((target("avx512f,avx512cd"))) static int64_t fraction_bits_f32_avx512(const float *values,
+                                                                                    int64_t count)
+{
+    const __m512i exponent_mask = _mm512_set1_epi32(0xFF), fraction_mask = _mm512_set1_epi32(0x7FFFFF);
+    const __m512i implicit = _mm512_set1_epi32(0x800000), one = _mm512_set1_epi32(1);
+    const __m512i top = _mm512_set1_epi32(150 + 31), zero = _mm512_setzero_si512();
+    __m512i best = zero;
+    __mmask16 bad = 0;
+    for (int64_t j = 0; j < count; j += 16) {
+        const int64_t left = count - j;
+        const __mmask16 valid = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i u = _mm512_maskz_loadu_epi32(valid, values + j);
+        const __m512i exponent = _mm512_and_si512(_mm512_srli_epi32(u, 23), exponent_mask);
+        bad |= _mm512_mask_cmpeq_epi32_mask(valid, exponent, exponent_mask);
+        const __mmask16 normal = _mm512_cmpneq_epi32_mask(exponent, zero);
+        const __m512i significand = _mm512_mask_or_epi32(_mm512_and_si512(u, fraction_mask), normal,
+                                                         _mm512_and_si512(u, fraction_mask), implicit);
+        const __mmask16 nonzero = _mm512_mask_cmpneq_epi32_mask(valid, significand, zero);
+        const __m512i lowest = _mm512_and_si512(significand, _mm512_sub_epi32(zero, significand));
+        /* 150 - max(E, 1) - (31 - lzcnt(lowest)) */
+        const __m512i digits = _mm512_sub_epi32(_mm512_add_epi32(_mm512_sub_epi32(top, _mm512_max_epi32(exponent, one)),
+                                                                 _mm512_lzcnt_epi32(lowest)),
+                                                _mm512_set1_epi32(62));
+        best = _mm512_mask_max_epi32(best, nonzero, best, digits);
+    }
+    if (bad) return -1;
+    return (int64_t)_mm512_reduce_max_epi32(best);
+}
+#endif
+
+static int vector_bits = -1;
+
+static int64_t fraction_bits_f32_chosen(const float *values, int64_t count)
+{
+#ifdef HAVE_AVX512_SCAN
+    if (vector_bits < 0) {
+        __builtin_cpu_init();
+        vector_bits = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd");
+    }
+    if (vector_bits && chosen_isa() == 1) return fraction_bits_f32_avx512(values, count);
+#endif
+    return openbench_fraction_bits_f32(values, count);
+}
+
+/* One row's norm terms as NORM_TERM sums them (partial sums 0..3 over the coordinates k mod 4,
+ * each in order, then the tail into sum 0), the four partial sums in one vector register (AVX):
+ * the same additions in the same order, so the same bits as the portable loop. */
+#ifdef HAVE_AVX512_SCAN
+#define ROW_NORMS_AVX(NAME, T, LOAD4)                                                               \
+    __attribute__((target("avx2"))) static void NAME(const T *c, int64_t width, double *sums)      \
+    {                                                                                               \
+        __m256d sq = _mm256_setzero_pd(), ab = _mm256_setzero_pd();                                 \
+        const __m256d sign = _mm256_set1_pd(-0.0);                                                  \
+        int64_t k = 0;                                                                              \
+        for (; k + 4 <= width; k += 4) {                                                            \
+            const __m256d x = LOAD4(c + k);                                                         \
+            sq = _mm256_add_pd(sq, _mm256_mul_pd(x, x));                                            \
+            ab = _mm256_add_pd(ab, _mm256_andnot_pd(sign, x));                                      \
+        }                                                                                           \
+        double lanes_sq[4], lanes_ab[4];                                                            \
+        _mm256_storeu_pd(lanes_sq, sq);                                                             \
+        _mm256_storeu_pd(lanes_ab, ab);                                                             \
+        for (; k < width; ++k) {                                                                    \
+            const double x = (double)c[k];                                                          \
+            lanes_sq[0] += x * x;                                                                   \
+            lanes_ab[0] += fabs(x);                                                                 \
+        }                                                                                           \
+        sums[0] = (lanes_sq[0] + lanes_sq[1]) + (lanes_sq[2] + lanes_sq[3]);                        \
+        sums[1] = (lanes_ab[0] + lanes_ab[1]) + (lanes_ab[2] + lanes_ab[3]);                        \
+    }
+#define LOAD4_F32(p) _mm256_cvtps_pd(_mm_loadu_ps(p))
+#define LOAD4_F64(p) _mm256_loadu_pd(p)
+ROW_NORMS_AVX(row_norms_f32_avx, float, LOAD4_F32)
+ROW_NORMS_AVX(row_norms_f64_avx, double, LOAD4_F64)
+#endif
+
+#define ROW_NORMS_PORTABLE(NAME, T)                                                                 \
+    static void NAME(const T *c, int64_t width, double *sums)                                       \
+    {                                                                                               \
+        double sq0 = 0.0, sq1 = 0.0, sq2 = 0.0, sq3 = 0.0;                                          \
+        double ab0 = 0.0, ab1 = 0.0, ab2 = 0.0, ab3 = 0.0;                                          \
+        int64_t k = 0;                                                                              \
+        for (; k + 4 <= width; k += 4) {                                                            \
+            NORM_TERM(k, 0) NORM_TERM(k + 1, 1) NORM_TERM(k + 2, 2) NORM_TERM(k + 3, 3)             \
+        }                                                                                           \
+        for (; k < width; ++k) NORM_TERM(k, 0)                                                      \
+        sums[0] = (sq0 + sq1) + (sq2 + sq3);                                                        \
+        sums[1] = (ab0 + ab1) + (ab2 + ab3);                                                        \
+    }
+ROW_NORMS_PORTABLE(row_norms_f32_portable, float)
+ROW_NORMS_PORTABLE(row_norms_f64_portable, double)
+
+#ifdef HAVE_AVX512_SCAN
+static int vector_norms = -1;
+
+#define ROW_NORMS_CHOSEN(NAME, PORTABLE, VECTOR, T)                                                 \
+    static void NAME(const T *c, int64_t width, double *sums)                                       \
+    {                                                                                               \
+        if (vector_norms < 0) {                                                                     \
+            __builtin_cpu_init();                                                                   \
+            vector_norms = __builtin_cpu_supports("avx2");                                          \
+        }                                                                                           \
+        if (vector_norms && chosen_isa() == 1) VECTOR(c, width, sums);                              \
+        else PORTABLE(c, width, sums);                                                              \
+    }
+ROW_NORMS_CHOSEN(row_norms_f32_chosen, row_norms_f32_portable, row_norms_f32_avx, float)
+ROW_NORMS_CHOSEN(row_norms_f64_chosen, row_norms_f64_portable, row_norms_f64_avx, double)
+#else
+#define row_norms_f32_chosen row_norms_f32_portable
+#define row_norms_f64_chosen row_norms_f64_portable
+#endif
+
+#define TABLE_SUMMARY(NAME, T, U, ABS_BITS, INF_BITS, BITS_OF, NORMS_OF)                                     \
+    void NAME(const T *table, int64_t stride, int64_t width, int64_t row_begin, int64_t row_end,   \
+              double *norm2, double *norm1, double *largest, int64_t *bits)                         \
+    {                                                                                               \
+        U most_bits = 0;                                                                            \
+        int64_t digits = 0, nan_seen = 0;                                                           \
+        for (int64_t p = row_begin; p < row_end; ++p) {                                             \
+            const T *c = table + p * stride;                                                        \
+            double sums[2];                                                                         \
+            NORMS_OF(c, width, sums);                                                               \
+            norm2[p] = sqrt(sums[0] + (double)width * SUBNORMAL_MIN);                               \
+            norm1[p] = sums[1];                                                                     \
+            int64_t k;                                                                              \
+            /* the largest magnitude from the bit patterns: |x| ordered as unsigned integers, NaN   \
+               above infinity's pattern (an integer maximum vectorises; a float one would not) */  \
+            const U *pattern = (const U *)c;                                                        \
+            U row_most = 0;                                                                         \
+            for (k = 0; k < width; ++k) {                                                           \
+                const U magnitude = pattern[k] & ABS_BITS;                                          \
+                row_most = magnitude > row_most ? magnitude : row_most;                             \
+            }                                                                                       \
+            if (row_most > INF_BITS) nan_seen = 1;                                                  \
+            else if (row_most > most_bits) most_bits = row_most;                                    \
+            if (digits >= 0) {                                                                      \
+                const int64_t row_digits = BITS_OF(c, width);                                       \
+                digits = row_digits < 0 ? -1 : (row_digits > digits ? row_digits : digits);         \
+            }                                                                                       \
+        }                                                                                           \
+        T most;                                                                                     \
+        memcpy(&most, &most_bits, sizeof most);                                                     \
+        *largest = nan_seen ? NAN : (double)most;                                                   \
+        *bits = digits;                                                                             \
+    }
+
+TABLE_SUMMARY(openbench_table_summary_f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800000u, fraction_bits_f32_chosen,
+              row_norms_f32_chosen)
+TABLE_SUMMARY(openbench_table_summary_f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
+              openbench_fraction_bits_f64, row_norms_f64_chosen)

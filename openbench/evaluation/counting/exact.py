@@ -32,6 +32,7 @@ covered by an absolute term per operation.
 """
 from __future__ import annotations
 
+import ctypes
 import decimal
 import logging
 from dataclasses import dataclass, field, fields
@@ -40,14 +41,15 @@ from typing import Any, Callable, NamedTuple, Optional, Tuple
 import numpy as np
 import torch
 
-from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, split_rows
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
-           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows"]
+           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
 
 logger = logging.getLogger(__name__)
 
 RANK_MODES = ("exact", "fast")
+ctypes_double, ctypes_int64, ctypes_address = ctypes.c_double, ctypes.c_int64, ctypes.addressof
 UNIT_ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0 ** -24,
                  torch.float64: 2.0 ** -53}
 # the spacing of subnormal numbers: the absolute error one operation may add near underflow
@@ -164,11 +166,16 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
     function = library.openbench_pair_keys_f32 if table.dtype == torch.float32 else library.openbench_pair_keys_f64
     if truths is not None:
         truths = truths.contiguous()
-    # one thread: splitting these calls over threads measured slower (torch's workers are still
-    # spinning after the score GEMM)
-    function(KEY_KINDS[kind], queries.data_ptr(), None if truths is None else truths.data_ptr(), width,
-             table.data_ptr(), table.stride(0), rows.data_ptr(), cols.data_ptr(), count, keys.data_ptr(),
-             two.data_ptr(), one.data_ptr(), None if identical is None else identical.data_ptr())
+    truths_pointer = None if truths is None else truths.data_ptr()
+
+    def run(bounds):  # pairs begin .. end - 1 (the OpenMP workers of the score GEMMs sleep: OMP_WAIT_POLICY)
+        begin, end = bounds
+        function(KEY_KINDS[kind], queries.data_ptr(), truths_pointer, width, table.data_ptr(), table.stride(0),
+                 rows.data_ptr() + 8 * begin, cols.data_ptr() + 8 * begin, end - begin, keys.data_ptr() + 8 * begin,
+                 two.data_ptr() + 8 * begin, one.data_ptr() + 8 * begin,
+                 None if identical is None else identical.data_ptr() + begin)
+
+    split_rows(count, count * width, run)
     return PairKeys(keys, *_widened(two, one, width), None if identical is None else identical.bool())
 
 
@@ -265,6 +272,54 @@ def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
     return bits
 
 
+class TableSummary(NamedTuple):
+    """What evaluation needs of a candidate table once, from :func:`table_summary`: bounds
+    ``norm2``/``norm1`` (N,) float64 on each row's norms (as :func:`norm_bounds`), the
+    ``largest`` magnitude (NaN when a value is NaN) and the table's :func:`fraction_bits`."""
+
+    norm2: torch.Tensor
+    norm1: torch.Tensor
+    largest: float
+    bits: Optional[int]
+
+
+def table_summary(table: torch.Tensor) -> TableSummary:
+    """:class:`TableSummary` of the rows of ``table`` (N, d): one read of the table by the C
+    kernel (rows split over threads), else :func:`norm_bounds` in chunks, a min/max pass and
+    :func:`fraction_bits`."""
+    rows, width = table.shape
+    library = COUNTING_LIBRARY.get()
+    if (library is None or table.device.type != "cpu" or table.dtype not in (torch.float32, torch.float64)
+            or not rows or (width > 1 and table.stride(1) != 1)):
+        norm2 = torch.zeros(rows, dtype=torch.float64, device=table.device)
+        norm1 = torch.zeros_like(norm2)
+        step = max(1, NORM_CHUNK_ELEMENTS // max(1, width))
+        for start in range(0, rows, step):
+            norm2[start:start + step], norm1[start:start + step] = norm_bounds(table[start:start + step])
+        if not table.numel():
+            largest = 0.0
+        else:
+            extremes = torch.aminmax(table)
+            low, high = float(extremes.min), float(extremes.max)
+            largest = float("nan") if np.isnan(low) or np.isnan(high) else max(-low, high)
+        return TableSummary(norm2, norm1, largest, fraction_bits(table.contiguous()))
+    norm2, norm1 = torch.empty(rows, dtype=torch.float64), torch.empty(rows, dtype=torch.float64)
+    function = library.openbench_table_summary_f32 if table.dtype == torch.float32 else library.openbench_table_summary_f64
+    parts: list = []
+
+    def run(bounds):
+        largest, bits = ctypes_double(), ctypes_int64()
+        function(table.data_ptr(), table.stride(0) if rows > 1 else width, width, bounds[0], bounds[1],
+                 norm2.data_ptr(), norm1.data_ptr(), ctypes_address(largest), ctypes_address(bits))
+        parts.append((largest.value, bits.value))
+
+    split_rows(rows, rows * width, run)
+    largest = float("nan") if any(np.isnan(part[0]) for part in parts) else max(part[0] for part in parts)
+    bits = None if any(part[1] < 0 for part in parts) else max(part[1] for part in parts)
+    two, one = _widened(norm2, norm1, width)
+    return TableSummary(two, one, largest, bits)
+
+
 @dataclass
 class _Queries:
     """One batch side's queries in float64, from :meth:`ExactRanks.prepare` for its re-scoring.
@@ -347,33 +402,42 @@ class ExactRanks:
         self._scorer = scorer  # whose candidate rows this process holds: entities entity_offset ..
         self.entity_offset = entity_offset
         self._norms: dict = {}
-        self._entity_norms: dict = {}
+        self._summaries: dict = {}
         self._queries: Optional[_Queries] = None
         self._window: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.stats = ExactStats()
 
     @property
     def grid_bits(self) -> Optional[int]:
-        """:func:`fraction_bits` of the scorer's tables, computed on first use."""
+        """:func:`fraction_bits` of the scorer's tables, computed on first use: the entity table's
+        from its candidate vectors' summary (the stored values, rearranged), the relations' apart."""
         if not self._grid_known:
-            self._grid_bits, self._grid_known = fraction_bits(*self._tables), True
+            entity_bits = self.summary("tail").bits
+            relation_bits = fraction_bits(self._tables[1])
+            self._grid_bits = None if entity_bits is None or relation_bits is None else max(entity_bits, relation_bits)
+            self._grid_known = True
         return self._grid_bits
 
     # -- step 1: the window ----------------------------------------------------------------
+    def summary(self, side: str) -> TableSummary:
+        """:func:`table_summary` of this process's candidate vectors of ``side`` (the evaluator's
+        scorer's, never a query scorer's): one pass over the table, shared by the sides whose
+        candidate vectors are the same tensor."""
+        candidates = self._scorer._cached_candidates(side)
+        key = (candidates.data_ptr(), tuple(candidates.shape), tuple(candidates.stride()), candidates.dtype)
+        if key not in self._summaries:
+            self._summaries[key] = table_summary(candidates)
+        return self._summaries[key]
+
     def entity_norms(self, side: str) -> Tuple[torch.Tensor, torch.Tensor]:
         """Bounds (‖c‖₂ (E,), ‖c‖₁ (E,)) in float64 on the norms of this process's candidate vectors
-        of ``side`` (the evaluator's scorer's, never a query scorer's), computed once, in chunks."""
-        if side not in self._entity_norms:
-            candidates = self._scorer._cached_candidates(side)
-            rows = candidates.shape[0]
-            norms = (torch.zeros(rows, dtype=torch.float64, device=candidates.device),
-                     torch.zeros(rows, dtype=torch.float64, device=candidates.device))
-            step = max(1, NORM_CHUNK_ELEMENTS // max(1, candidates.shape[1]))
-            for start in range(0, rows, step):
-                two, one = norm_bounds(candidates[start:start + step])
-                norms[0][start:start + step], norms[1][start:start + step] = two, one
-            self._entity_norms[side] = norms
-        return self._entity_norms[side]
+        of ``side`` (from :meth:`summary`)."""
+        found = self.summary(side)
+        return found.norm2, found.norm1
+
+    def candidate_max(self, side: str) -> float:
+        """The largest magnitude of this process's candidate vectors of ``side`` (NaN: one is NaN)."""
+        return self.summary(side).largest
 
     def candidate_norms(self, side: str) -> Tuple[float, float]:
         """(max ‖c‖₂, max ‖c‖₁) over the candidate vectors of ``side`` (all ranks' under sharding)."""
@@ -555,6 +619,28 @@ class ExactRanks:
         :param block: (B, w) fast scores of candidates ``start .. start + w - 1``.
         :param positions: (B, K) window columns the C kernel recorded (-1: none), or None.
         """
+        rows = self.undecided_rows(counts[1], window)
+        if not rows.numel():
+            return self.settle_pairs(counts, window, rows, rows, true_ids, filter_pairs, num_entities, scorer)
+        pair_rows, pair_ids = self._window_pairs(block, rows, window[0], window[1], positions)
+        return self.settle_pairs(counts, window, pair_rows, pair_ids + start, true_ids, filter_pairs, num_entities,
+                                 scorer)
+
+    @staticmethod
+    def undecided_rows(inside: torch.Tensor, window: Tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """(U,) the rows with candidates inside a window that is not a point (a point window's
+        inside candidates are exact ties)."""
+        lows, highs = window
+        return ((inside > 0) & (lows != highs)).nonzero().squeeze(1)
+
+    def settle_pairs(self, counts: Tuple[torch.Tensor, torch.Tensor], window: Tuple[torch.Tensor, torch.Tensor],
+                     pair_rows: torch.Tensor, pair_ids: torch.Tensor, true_ids: torch.Tensor,
+                     filter_pairs: Tuple[torch.Tensor, torch.Tensor], num_entities: int,
+                     scorer) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(n_greater, n_equal) (B,), exact, from ``counts`` (beyond the window, inside it) (B,)
+        and every candidate inside a window that is not a point: ``pair_rows`` (P,) their batch
+        rows, ``pair_ids`` (P,) their global entity ids (each pair once; the true and the known
+        answers among them only where the window reaches the worst value they were given)."""
         greater, inside = counts
         lows, highs = window
         point = lows == highs  # computed exactly (or a non-finite true score): the ties are exact
@@ -562,8 +648,6 @@ class ExactRanks:
         rows = ((inside > 0) & ~point).nonzero().squeeze(1)
         if not rows.numel():
             return greater, exact_ties
-        pair_rows, pair_ids = self._window_pairs(block, rows, lows, highs, positions)
-        pair_ids = pair_ids + start
         # count_block gave the true and the known answers the worst value: inside a window only
         # where the window reaches it (an unbounded one); drop them there
         worst = float("inf") if self.lower_is_better else float("-inf")

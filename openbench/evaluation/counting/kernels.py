@@ -26,7 +26,8 @@ import torch
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "kernel_name", "row_counts"]
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "ChunkTally", "kernel_name", "row_counts",
+           "chunk_scan", "split_rows"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,21 @@ def _configure(library) -> None:
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         function.restype = None
+    for name in ("openbench_count_chunk_f32", "openbench_count_chunk_f64"):  # the fused chunk count (ChunkTally)
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_int64]
+        function.restype = None
+    for name in ("openbench_table_summary_f32", "openbench_table_summary_f64"):  # exact.py's table_summary
+        function = getattr(library, name)
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        function.restype = None
+    library.openbench_chunk_scan.argtypes = [ctypes.c_int]
+    library.openbench_chunk_scan.restype = ctypes.c_int
     for name in ("openbench_pair_keys_f32", "openbench_pair_keys_f64"):  # exact ranks' re-scoring (exact.py)
         function = getattr(library, name)
         function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
@@ -176,16 +192,84 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None, check_na
         function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
                  *pointers[3:], position_pointer, capacity)
 
-    workers = max(1, torch.get_num_threads())
-    if workers == 1 or rows < 2 or rows * width < PARALLEL_MIN_ELEMENTS:
-        run((0, rows))
-    else:
-        edges = [rows * k // workers for k in range(workers + 1)]
-        list(_thread_pool(workers).map(run, zip(edges[:-1], edges[1:])))
+    split_rows(rows, rows * width, run)
     bad = nans.nonzero()
     if bad.numel():
         raise NonFiniteRows(int(bad[0, 0]), "NaN score")
     return greater, equal
+
+
+def chunk_scan(isa: Optional[str] = None) -> Optional[str]:
+    """The row scan :class:`ChunkTally`'s C kernel uses: ``"avx512"`` or ``"portable"`` (None
+    where the kernel is not built); ``isa`` chooses one (``"avx512"`` only where the CPU has it).
+    The tests compare both."""
+    library = COUNTING_LIBRARY.get()
+    if library is None:
+        return None
+    chosen = library.openbench_chunk_scan(-1 if isa is None else int(isa == "avx512"))
+    return "avx512" if chosen == 1 else "portable"
+
+
+class ChunkTally:
+    """Counts of one batch side, accumulated chunk by chunk by the C kernel in one call per block
+    (``openbench_count_chunk``): the excluded entries (each row's true answer and known answers
+    in the chunk) handled in the same pass as the scan, so nothing but the scores' one read
+    happens while the block is in cache. The reference is
+    :func:`~openbench.evaluation.counting.counts.count_block`, summed over the chunks.
+
+    :param true_ids: (B,) int64 true answers; ``true_scores`` (B,) their scores (fast ranks
+        compare each block's true column with them).
+    :param known: (offsets (B + 1,), cols (M,)) each row's known answers, sorted global ids.
+    :param lows: (B,) and ``highs`` (B,) the windows (exact ranks; ``window=True``) or the true
+        scores twice; in the blocks' dtype.
+    :param capacity: window columns recorded per row across the chunks (0: none).
+    :param check_nan: count NaN scores (the caller raises on them).
+    """
+
+    def __init__(self, true_ids: torch.Tensor, true_scores: torch.Tensor, known: Tuple[torch.Tensor, torch.Tensor],
+                 lows: torch.Tensor, highs: torch.Tensor, lower_is_better: bool, window: bool, capacity: int,
+                 check_nan: bool, dtype: torch.dtype):
+        rows = true_ids.shape[0]
+        self.true_ids = true_ids.contiguous()
+        self.true_scores = true_scores.to(dtype).contiguous()
+        self.offsets, self.cols = (part.contiguous() for part in known)
+        self.lows, self.highs = lows.to(dtype).contiguous(), highs.to(dtype).contiguous()
+        self.lower_is_better, self.window = lower_is_better, window
+        self.greater = torch.zeros(rows, dtype=torch.long)
+        self.inside = torch.zeros(rows, dtype=torch.long)
+        self.nans = torch.zeros(rows, dtype=torch.long) if check_nan else None
+        self.differs = torch.zeros(rows, dtype=torch.uint8)
+        self.capacity = capacity
+        self.positions = torch.empty((rows, capacity), dtype=torch.long) if capacity else None
+        self.fill = torch.zeros(rows, dtype=torch.long)
+        library = COUNTING_LIBRARY.get()
+        assert library is not None  # the caller chose the C path
+        self._function = (library.openbench_count_chunk_f32 if dtype == torch.float32
+                          else library.openbench_count_chunk_f64)
+
+    def add(self, block: torch.Tensor, start: int) -> None:
+        """Count ``block`` (B, w), candidates ``start .. start + w - 1`` (may overwrite it)."""
+        rows, width = block.shape
+        stride = block.stride(0) if rows > 1 else width
+        pointers = (self.lows.data_ptr(), self.highs.data_ptr(), int(self.lower_is_better), int(self.window),
+                    self.true_ids.data_ptr(), self.true_scores.data_ptr(), self.offsets.data_ptr(),
+                    self.cols.data_ptr(), self.greater.data_ptr(), self.inside.data_ptr(),
+                    None if self.nans is None else self.nans.data_ptr(), self.differs.data_ptr(),
+                    None if self.positions is None else self.positions.data_ptr(), self.fill.data_ptr(),
+                    self.capacity)
+        data = block.data_ptr()
+
+        def run(bounds):
+            self._function(data, stride, width, start, bounds[0], bounds[1], *pointers)
+
+        split_rows(rows, rows * width, run)
+
+    def first_nan_row(self) -> Optional[int]:
+        """The first row that met a NaN score (None: none, or not checked)."""
+        if self.nans is None:
+            return None
+        bad = self.nans.nonzero()
+        return int(bad[0, 0]) if bad.numel() else None
 
 
 def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
@@ -198,6 +282,17 @@ def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):
     better = (scores < low) if lower_is_better else (scores > high)
     inside = (scores >= low) & (scores <= high)
     return better.sum(dim=1), inside.sum(dim=1)
+
+
+def split_rows(rows: int, elements: int, run) -> None:
+    """``run((begin, end))`` over ``rows`` split evenly across torch's threads (one call where the
+    ``elements`` are too few for the hand-off to pay)."""
+    workers = max(1, torch.get_num_threads())
+    if workers == 1 or rows < 2 or elements < PARALLEL_MIN_ELEMENTS:
+        run((0, rows))
+        return
+    edges = [rows * k // workers for k in range(workers + 1)]
+    list(_thread_pool(workers).map(run, zip(edges[:-1], edges[1:])))
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
