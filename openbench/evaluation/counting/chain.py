@@ -15,26 +15,52 @@ source and every sharding goes through :func:`count_batch`; they differ only in 
 """
 from __future__ import annotations
 
+import math
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.exact import ExactRanks
-from openbench.evaluation.counting.kernels import kernel_name
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, ChunkTally, kernel_name
 from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts, count_block, true_ids_of
 from openbench.evaluation.candidates import Filter, RankingSetup
 
-__all__ = ["BlockSource", "SidePass", "RowBlocks", "EmbeddingBlocks", "count_batch", "count_side", "MIN_FULL_ROWS"]
+__all__ = ["BlockSource", "SidePass", "RowBlocks", "EmbeddingBlocks", "BlockTally", "FusedTally", "count_batch",
+           "count_side", "MIN_FULL_ROWS"]
 
 MIN_FULL_ROWS = 8  # full (E,) rows per batch the block budget must hold for unchunked scoring
+INITIAL_RECORD, MAX_RECORD = 64, 4096  # window columns a fused count records per row (FusedTally)
 
 Window = Optional[Tuple[torch.Tensor, torch.Tensor]]
+_pool: Optional[ThreadPoolExecutor] = None
+
+
+def _chunk_pool(workers: int) -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None or _pool._max_workers != workers:
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openbench-chunks")
+    return _pool
+
+
+@contextmanager
+def one_torch_thread():
+    """torch (and its BLAS) on one thread while the chain's own threads each run a GEMM."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 class SidePass:
-    """One side of one batch, as a block source serves it to the chain."""
+    """One side of one batch, as a block source serves it to the chain (``setup``, ``side``)."""
 
+    setup: RankingSetup
+    side: str
     check_nan = True  # look for NaN in the blocks (a source that proves them finite may skip it)
 
     def true_scores(self) -> torch.Tensor:
@@ -62,6 +88,18 @@ class SidePass:
         """(n_greater, n_equal) (B,) over every process's candidates (here: this one's are all)."""
         return greater, equal
 
+    def tally(self, setup: RankingSetup, true_ids: torch.Tensor, true_scores: torch.Tensor, filter_pairs: Filter,
+              window: Window) -> "BlockTally":
+        """What counts this side's blocks: the block-by-block reference here."""
+        return BlockTally(self, setup, true_ids, true_scores, filter_pairs, window)
+
+    def count_into(self, tally, batch: torch.Tensor, true_ids: torch.Tensor) -> None:
+        """Every block of this side into ``tally``, in order, the entries typed candidates or the
+        entity scope do not admit excluded first."""
+        for start, block in self.blocks():
+            self.setup.exclude_untyped(block, batch, self.side, start, true_ids)
+            tally.add(block, start)
+
 
 class BlockSource:
     """Serves a scorer's scores to the chain, one :class:`SidePass` per batch and side."""
@@ -80,23 +118,127 @@ def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, si
     true_ids = true_ids_of(batch, side)
     true_scores = work.true_scores()
     window = work.window(true_scores)
-    greater = torch.zeros(batch.shape[0], dtype=torch.long, device=batch.device)
-    equal = torch.zeros_like(greater)
-    mismatched = 0
-    for start, block in work.blocks():
-        setup.exclude_untyped(block, batch, side, start, true_ids)
-        positions = work.positions(block)
-        counts = count_block(block, start, true_ids, true_scores, *filter_pairs, setup.lower_is_better,
-                             work.check_nan, window, positions)
-        chunk_greater, chunk_equal = work.settle(block, start, counts[:2], window, true_ids, filter_pairs, positions)
-        greater += chunk_greater.to(greater.device)
-        equal += chunk_equal.to(equal.device)
-        if window is None:  # fast ranks compare with the true score itself (exact ranks: the window)
-            mismatched += int(counts[2].sum())
+    tally = work.tally(setup, true_ids, true_scores, filter_pairs, window)
+    work.count_into(tally, batch, true_ids)
+    greater, equal, mismatched = tally.finish()
     greater, equal = work.reduce(greater, equal)
     if mismatched:
         setup.warn(f"{mismatched} true score(s) differed between two computations of the same chunk")
     return greater, setup.untie_worst(equal, true_scores, batch, side, filter_pairs)
+
+
+class BlockTally:
+    """A side's counts block by block: :func:`~openbench.evaluation.counting.counts.count_block`
+    on each, the undecided candidates of exact ranks settled per block (the reference, and the
+    path of full rows and of other devices)."""
+
+    def __init__(self, work: SidePass, setup: RankingSetup, true_ids: torch.Tensor, true_scores: torch.Tensor,
+                 filter_pairs: Filter, window: Window):
+        self.work, self.setup, self.true_ids, self.true_scores = work, setup, true_ids, true_scores
+        self.filter_pairs, self.window = filter_pairs, window
+        self.greater = torch.zeros(true_ids.shape[0], dtype=torch.long, device=true_ids.device)
+        self.equal = torch.zeros_like(self.greater)
+        self.mismatched = 0
+
+    def add(self, block: torch.Tensor, start: int) -> None:
+        """Count ``block`` (B, w), candidates ``start .. start + w - 1`` (may overwrite it)."""
+        positions = self.work.positions(block)
+        counts = count_block(block, start, self.true_ids, self.true_scores, *self.filter_pairs,
+                             self.setup.lower_is_better, self.work.check_nan, self.window, positions)
+        greater, equal = self.work.settle(block, start, counts[:2], self.window, self.true_ids, self.filter_pairs,
+                                          positions)
+        self.greater += greater.to(self.greater.device)
+        self.equal += equal.to(self.equal.device)
+        if self.window is None:  # fast ranks compare with the true score itself (exact ranks: the window)
+            self.mismatched += int(counts[2].sum())
+
+    def finish(self) -> Tuple[torch.Tensor, torch.Tensor, int]:
+        """(n_greater (B,), n_equal (B,), true scores that differed from a block's)."""
+        return self.greater, self.equal, self.mismatched
+
+
+class FusedTally:
+    """A side's counts by the C kernel's fused chunk count (:class:`~openbench.evaluation.counting.
+    kernels.ChunkTally`): one call per block right after its GEMM, while the block is in cache,
+    the excluded entries handled in the same pass. ``workers`` threads may each compute and count
+    their own blocks (:meth:`_EmbeddingPass.count_into`), each into its own part; the parts add.
+    The window's candidates are recorded across the chunks and settled once per side; a row
+    whose record fills up has its columns taken out (the current block's by a scan of the row,
+    while it is still there) and kept for the settling.
+
+    :param capacity: window columns recorded per row (exact ranks; fast ranks record none)."""
+
+    def __init__(self, work: "_EmbeddingPass", setup: RankingSetup, true_ids: torch.Tensor, true_scores: torch.Tensor,
+                 filter_pairs: Filter, window: Window, capacity: int, workers: int = 1):
+        self.work, self.setup, self.true_ids, self.filter_pairs, self.window = work, setup, true_ids, filter_pairs, window
+        rows, num_entities = true_ids.shape[0], setup.num_entities
+        filter_rows, filter_cols = filter_pairs
+        known = (filter_rows * num_entities + filter_cols).sort().values  # grouped by row, sorted within
+        offsets = torch.zeros(rows + 1, dtype=torch.long)
+        torch.cumsum(torch.bincount(filter_rows, minlength=rows), 0, out=offsets[1:])
+        lows, highs = (true_scores, true_scores) if window is None else window
+        exact = window is not None
+        self.parts = [ChunkTally(true_ids, true_scores, (offsets, known % max(1, num_entities)), lows, highs,
+                                 setup.lower_is_better, exact, capacity if exact else 0, work.check_nan, work.dtype)
+                      for _ in range(workers)]
+        self.taken: list = [[] for _ in range(workers)]  # per part: (rows, ids) of rows whose record filled up
+        self.most_recorded = 0
+
+    @property
+    def workers(self) -> int:
+        return len(self.parts)
+
+    def add(self, block: torch.Tensor, start: int, part: int = 0) -> None:
+        """Count ``block`` (B, w), candidates ``start .. start + w - 1``, into ``part`` (may
+        overwrite the block); a NaN score raises :class:`NonFiniteRows` naming the block's first such row."""
+        tally = self.parts[part]
+        before = tally.fill.clone() if tally.capacity else None
+        tally.add(block, start)
+        bad = tally.first_nan_row()
+        if bad is not None:
+            raise NonFiniteRows(bad, "NaN score")
+        if before is not None and int(tally.fill.max()) > tally.capacity:
+            self._take_full_rows(tally, block, start, before, self.taken[part])
+
+    @staticmethod
+    def _recorded(tally: ChunkTally, rows: torch.Tensor, fill: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(batch rows (P,), global ids (P,)) of the first ``fill`` (R,) recorded columns of ``rows`` (R,)."""
+        assert tally.positions is not None
+        recorded = tally.positions.index_select(0, rows)
+        valid = torch.arange(recorded.shape[1])[None, :] < fill[:, None]
+        return rows.repeat_interleave(fill), recorded[valid]
+
+    def _take_full_rows(self, tally: ChunkTally, block: torch.Tensor, start: int, before: torch.Tensor,
+                        taken: list) -> None:
+        """The rows whose record overflowed in ``block``: their earlier chunks' columns (``before``
+        of them, all recorded) and this block's, found by a scan of the rows, kept aside."""
+        over = (tally.fill > tally.capacity).nonzero().squeeze(1)
+        self.most_recorded = max(self.most_recorded, int(tally.fill.max()))
+        earlier_rows, earlier_ids = self._recorded(tally, over, before[over])
+        sub = block.index_select(0, over)
+        local, columns = ((sub >= tally.lows[over, None]) & (sub <= tally.highs[over, None])).nonzero(as_tuple=True)
+        taken.append((torch.cat([earlier_rows, over[local]]), torch.cat([earlier_ids, columns + start])))
+        tally.fill[over] = 0
+
+    def finish(self) -> Tuple[torch.Tensor, torch.Tensor, int]:
+        """(n_greater (B,), n_equal (B,), true scores that differed from a block's): the parts
+        added, exact ranks' window candidates settled in one call."""
+        greater = torch.stack([part.greater for part in self.parts]).sum(dim=0)
+        inside = torch.stack([part.inside for part in self.parts]).sum(dim=0)
+        if self.window is None:
+            return greater, inside, int(sum(int(part.differs.sum()) for part in self.parts))
+        rows = ExactRanks.undecided_rows(inside, self.window)
+        pairs = []
+        for part, taken in zip(self.parts, self.taken):
+            self.most_recorded = max(self.most_recorded, int(part.fill.max()) if part.fill.numel() else 0)
+            pairs.append(self._recorded(part, rows, part.fill[rows]))
+            pairs.extend(taken)
+        pair_rows = torch.cat([rows for rows, _ in pairs])
+        pair_ids = torch.cat([ids for _, ids in pairs])
+        self.work.recorded(self.most_recorded)
+        greater, equal = self.work.settle_pairs((greater, inside), self.window, pair_rows, pair_ids, self.true_ids,
+                                                self.filter_pairs)
+        return greater, equal, 0
 
 
 def count_batch(setup: RankingSetup, source: BlockSource, batch: torch.Tensor) -> Dict[str, RankCounts]:
@@ -119,8 +261,8 @@ def count_batch(setup: RankingSetup, source: BlockSource, batch: torch.Tensor) -
 
 
 class _RowPass(SidePass):
-    def __init__(self, rows: torch.Tensor, true_ids: torch.Tensor):
-        self.rows, self.true_ids = rows, true_ids
+    def __init__(self, rows: torch.Tensor, true_ids: torch.Tensor, setup: RankingSetup, side: str):
+        self.rows, self.true_ids, self.setup, self.side = rows, true_ids, setup, side
 
     def true_scores(self) -> torch.Tensor:
         """(B,) the true answers' entries of the rows."""
@@ -149,7 +291,7 @@ class RowBlocks(BlockSource):
             raise ScoreError(f"the model returned {side} scores of shape {tuple(rows.shape)}; expected {expected}")
         if not rows.is_floating_point() or rows.dtype not in (torch.float32, torch.float64):
             rows = rows.to(torch.float32 if rows.is_floating_point() else torch.float64)
-        work = _RowPass(rows, true_ids_of(batch, side))
+        work = _RowPass(rows, true_ids_of(batch, side), setup, side)
         if self.check is not None:
             self.check(batch, side, rows, work.true_scores())
         return work
@@ -166,23 +308,34 @@ class EmbeddingBlocks(BlockSource):
     :param entity_range: [start, stop) of the candidates this process holds (an entity shard);
         with it, ``gather_rows(tensor)`` sums a (B, ...) tensor over the processes (each row comes
         from its one owner, zeros elsewhere) and ``reduce`` the counts.
+    :param fused: count CPU blocks with :class:`FusedTally` (False: :class:`BlockTally`).
     """
 
     def __init__(self, scorer, exact: Optional[ExactRanks], width: Callable[[int], int],
                  entity_range: Optional[Tuple[int, int]] = None,
                  gather_rows: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-                 reduce: Optional[Callable[..., list]] = None):
-        self.scorer, self.exact, self.width = scorer, exact, width
+                 reduce: Optional[Callable[..., list]] = None, fused: bool = True):
+        self.scorer, self.exact, self.width, self.fused = scorer, exact, width, fused
         self.entity_range = entity_range or (0, scorer.num_entities)
         self.gather_rows, self.reduce_counts = gather_rows, reduce
-        self._buffer: Optional[torch.Tensor] = None
+        self._buffers: Dict[int, torch.Tensor] = {}
+        # window columns a fused count records per row before it settles them: grown to what the
+        # windows of earlier sides held, so that a flush (a second look at a block) stays rare
+        self.record_capacity = INITIAL_RECORD
 
-    def scratch_block(self, rows: int, width: int) -> torch.Tensor:
-        """A contiguous (rows, width) view of one reusable buffer (avoids page faults)."""
+    def recorded(self, most: int) -> None:
+        """A side's fused count recorded up to ``most`` columns in one row: room for more next time."""
+        if most > self.record_capacity:
+            self.record_capacity = min(MAX_RECORD, 1 << int(math.ceil(math.log2(most * 1.25))))
+
+    def scratch_block(self, rows: int, width: int, worker: int = 0) -> torch.Tensor:
+        """A contiguous (rows, width) view of ``worker``'s reusable buffer (avoids page faults)."""
         needed = rows * width
-        if self._buffer is None or self._buffer.numel() < needed:
-            self._buffer = torch.empty(needed, dtype=self.scorer.entities.real.dtype, device=self.scorer.device)
-        return self._buffer[:needed].view(rows, width)
+        buffer = self._buffers.get(worker)
+        if buffer is None or buffer.numel() < needed:
+            buffer = self._buffers[worker] = torch.empty(needed, dtype=self.scorer.entities.real.dtype,
+                                                         device=self.scorer.device)
+        return buffer[:needed].view(rows, width)
 
     def begin(self, setup: RankingSetup, batch: torch.Tensor, side: str) -> SidePass:
         """Query vectors (an entity shard's from the anchors' owners) and the exact window's
@@ -203,7 +356,8 @@ class _EmbeddingPass(SidePass):
         # where the scorer proves every score finite, the counting pass looks for no NaN (the C
         # kernel then makes two comparisons per score instead of three, torch skips a pass); scores
         # that can overflow float64 are refused here, before any window is computed from them
-        self.check_nan = not scorer.provably_finite(self.queries, side)
+        self.check_nan = not scorer.provably_finite(
+            self.queries, side, None if source.exact is None else source.exact.candidate_max(side))
         if source.exact is not None:
             true_rows = scorer.entities.index_select(0, self.true_ids - source.entity_range[0])
             source.exact.prepare(scorer, batch, side, self.queries, true_rows)
@@ -211,8 +365,8 @@ class _EmbeddingPass(SidePass):
         self.width = min(source.width(batch.shape[0]), self.total)
         self._full: Optional[torch.Tensor] = None
 
-    def _block(self, start: int, stop: int) -> torch.Tensor:
-        out = self.source.scratch_block(self.batch.shape[0], stop - start)
+    def _block(self, start: int, stop: int, worker: int = 0) -> torch.Tensor:
+        out = self.source.scratch_block(self.batch.shape[0], stop - start, worker)
         return self.source.scorer.score_chunk(self.queries, self.side, start, stop, out=out, keys=self.keys)
 
     def true_scores(self) -> torch.Tensor:
@@ -266,6 +420,65 @@ class _EmbeddingPass(SidePass):
         return self.source.exact.settle(block, start, counts, window, true_ids, filter_pairs,
                                         self.setup.num_entities, self.query_scorer, positions)
 
+    def settle_pairs(self, counts, window, pair_rows, pair_ids, true_ids, filter_pairs):
+        """Exact ranks: the window candidates ``pair_rows``, ``pair_ids`` (P,) re-scored exactly."""
+        assert self.source.exact is not None
+        return self.source.exact.settle_pairs(counts, window, pair_rows, pair_ids, true_ids, filter_pairs,
+                                              self.setup.num_entities, self.query_scorer)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The blocks' dtype (the entity table's real precision)."""
+        return self.source.scorer.entities.real.dtype
+
+    def tally(self, setup, true_ids, true_scores, filter_pairs, window):
+        """The fused C count where it applies (CPU blocks of float32/float64), else block by block;
+        exact ranks over several chunks on several threads: one part per thread."""
+        fused = (self.source.fused and COUNTING_LIBRARY.get() is not None and self.batch.device.type == "cpu"
+                 and self.dtype in (torch.float32, torch.float64))
+        if not fused:
+            return BlockTally(self, setup, true_ids, true_scores, filter_pairs, window)
+        chunks = -(-self.total // self.width)
+        workers = min(torch.get_num_threads(), chunks) if window is not None and self._full is None else 1
+        return FusedTally(self, setup, true_ids, true_scores, filter_pairs, window, self.source.record_capacity,
+                          max(1, workers))
+
+    def count_into(self, tally, batch: torch.Tensor, true_ids: torch.Tensor) -> None:
+        """Serially, or with a :class:`FusedTally` of several parts on as many threads: each
+        thread computes its share of the chunks (every ``workers``-th, one torch thread each, so
+        that a block is counted by the core that computed it, from its cache) into its own part.
+        A NaN raises as the serial order would: the first chunk holding one, its first row."""
+        if not isinstance(tally, FusedTally) or tally.workers == 1:
+            super().count_into(tally, batch, true_ids)
+            return
+        workers = tally.workers
+        starts = list(range(0, self.total, self.width))
+        first_bad = [len(starts)]  # the earliest chunk found to hold a NaN score
+        errors: Dict[int, NonFiniteRows] = {}
+
+        def run(worker: int) -> None:
+            for index in range(worker, len(starts), workers):
+                if index > first_bad[0]:  # the serial order would have stopped before this chunk
+                    return
+                start = starts[index]
+                block = self._block(start, min(start + self.width, self.total), worker)
+                self.setup.exclude_untyped(block, batch, self.side, start, true_ids)
+                try:
+                    tally.add(block, start, worker)
+                except NonFiniteRows as error:
+                    errors[index] = error
+                    first_bad[0] = min(first_bad[0], index)
+                    return
+
+        with one_torch_thread():
+            list(_chunk_pool(workers).map(run, range(workers)))
+        if errors:
+            raise errors[min(errors)]
+
+    def recorded(self, most: int) -> None:
+        """A fused count recorded up to ``most`` window columns in one row (the capacity follows)."""
+        self.source.recorded(most)
+
 
 class _ShardPass(_EmbeddingPass):
     """An entity shard: the anchor rows and the true answers' rows and scores come from their
@@ -296,7 +509,7 @@ class _ShardPass(_EmbeddingPass):
             true_rows = torch.zeros_like(rows)
             true_rows[self.here] = scorer.entities[self.true_ids[self.here] - start]
             source.exact.prepare(self.query_scorer, local_batch, side, self.queries, self._gather(true_rows))
-        self.total = stop - start
+        self.total = self.width = stop - start  # one block: this process's candidates
         self.check_nan = True
 
     def true_scores(self) -> torch.Tensor:

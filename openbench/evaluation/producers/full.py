@@ -13,6 +13,7 @@ import torch
 from openbench.errors import InputError
 from openbench.evaluation.counting.chain import MIN_FULL_ROWS, BlockSource, EmbeddingBlocks, RowBlocks, count_batch
 from openbench.evaluation.counting.exact import RANK_MODES, ExactRanks
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts
 from openbench.evaluation.producers.base import Producer, is_out_of_memory, take_warnings
 from openbench.evaluation.candidates import RankingSetup, block_elements
@@ -20,7 +21,9 @@ from openbench.models.scorers import EmbeddingScorer
 from openbench.progress import progress
 from openbench.record import Protocol
 
-__all__ = ["FullRanking", "QUERY_TILE"]
+__all__ = ["FullRanking", "QUERY_TILE", "FUSED_QUERY_TILE", "FUSED_BLOCK_ELEMENTS", "COUNTING_MODES"]
+
+COUNTING_MODES = ("fused", "blocks")
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +32,11 @@ logger = logging.getLogger(__name__)
 # tall makes the GEMM of each entity chunk compute-bound (at 1 M entities, full rows of 8 queries
 # streamed the whole table from memory once per 8 queries: 12× slower than the tiled GEMM)
 QUERY_TILE = 1024
+# exact ranks on the CPU: queries per tile and scores per block and thread, each block counted by
+# the core that computed it right after its GEMM (16 MB of float32, from that core's cache rather
+# than memory; a taller tile reads each chunk of the table fewer times; benchmarks/bench_scale.py:
+# 1024 x 2048 took 3 % longer at 200 k entities)
+FUSED_QUERY_TILE, FUSED_BLOCK_ELEMENTS = 2048, 2 ** 22
 
 
 class FullRanking(Producer):
@@ -40,11 +48,18 @@ class FullRanking(Producer):
         values decides, :mod:`openbench.evaluation.counting.exact`) or ``"fast"`` (as the scores computed in
         the embeddings' precision compare).
     :param entity_chunk: candidates per block (default: by the block budget).
+    :param counting: ``"fused"`` (embeddings on the CPU with the C kernel: each block counted in one
+        pass right after its GEMM, :class:`~openbench.evaluation.counting.chain.FusedTally`; elsewhere
+        as ``"blocks"``) or ``"blocks"`` (:func:`~openbench.evaluation.counting.counts.count_block`
+        per block, the reference). Both give the same record.
     """
 
-    def __init__(self, scorer, *, ranks: str = "exact", entity_chunk: Optional[int] = None):
+    def __init__(self, scorer, *, ranks: str = "exact", entity_chunk: Optional[int] = None, counting: str = "fused"):
         if ranks not in RANK_MODES:
             raise InputError(f"unknown ranks mode {ranks!r}; expected one of {', '.join(RANK_MODES)}")
+        if counting not in COUNTING_MODES:
+            raise InputError(f"unknown counting {counting!r}; expected one of {', '.join(COUNTING_MODES)}")
+        self.counting = counting
         self.scorer, self.ranks, self.entity_chunk = scorer, ranks, entity_chunk
         self.exact: Optional[ExactRanks] = None
         self.source: Optional[BlockSource] = None
@@ -84,26 +99,41 @@ class FullRanking(Producer):
             exact = False
         self.exact = ExactRanks(self.scorer, setup.lower_is_better, reduce_max, entity_offset=start) if exact else None
         self.source = EmbeddingBlocks(self.scorer, self.exact, self.chunk_width, self.entity_range,
-                                      gather_rows, reduce)
+                                      gather_rows, reduce, fused=self.counting == "fused")
+
+    @property
+    def fused_counting(self) -> bool:
+        """Exact ranks of an embedding scorer on the CPU, counted by the C kernel's fused chunk count."""
+        return (self.counting == "fused" and self.exact is not None and self._bound is not None
+                and self._bound.device.type == "cpu"
+                and self.scorer.entities.real.dtype in (torch.float32, torch.float64)
+                and COUNTING_LIBRARY.get() is not None)
 
     # -- sizes ------------------------------------------------------------------------------
     def default_batch_size(self, setup: RankingSetup) -> int:
-        """Queries per batch: embeddings, as many full (E,) score rows as the block budget holds
+        """Queries per batch: the fused count's :data:`FUSED_QUERY_TILE`; other embeddings, as many
+        full (E,) score rows as the block budget holds
         (at most 4096) where that is at least :data:`QUERY_TILE` of them, else a tile of
         :data:`QUERY_TILE` queries scored in entity chunks (so each candidate row is read from
         memory once per tile, not once per handful of queries); rows, at most 1024."""
         budget = self._block_budget
         if not self.embeddings:
             return max(1, min(budget // max(setup.num_entities, 1), 1024))
+        if self.fused_counting:
+            return FUSED_QUERY_TILE
         if setup.num_entities * QUERY_TILE <= budget:
             return max(1, min(budget // setup.num_entities, 4096))
         return QUERY_TILE
 
     def chunk_width(self, batch_size: int) -> int:
-        """Candidates per block for ``batch_size`` queries (all of them where they fit)."""
+        """Candidates per block for ``batch_size`` queries: exact ranks on the CPU with the C
+        kernel, blocks of :data:`FUSED_BLOCK_ELEMENTS` (counted by the thread that computed them);
+        otherwise all of them where they fit the block budget."""
         total = self.scorer.num_entities
         if self.entity_chunk:
             return min(self.entity_chunk, total)
+        if self.fused_counting:
+            return max(1, min(total, FUSED_BLOCK_ELEMENTS // max(1, batch_size)))
         budget = self._block_budget
         if batch_size * total <= max(budget, MIN_FULL_ROWS * total):
             return total
