@@ -47,13 +47,16 @@ setup(
         "docs": ["sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],
     },
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
-    # torch (counting), polars (row writing) and numpy/polars (edge order) implementations of the same contracts are used
+    # torch (counting), polars (row writing), numpy/polars (edge order) and polars (label coding)
+    # implementations of the same contracts are used
     ext_modules=[Extension("openbench.evaluation.counting._counting", sources=["openbench/evaluation/counting/_counting.c"],
                            # no fused multiply-adds: exact.py's C and numpy query formulas agree bit for bit
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],
                            extra_compile_args=["-O3"], optional=True),
                  Extension("graphgen._order", sources=["graphgen/_order.c"], extra_compile_args=["-O3"],
-                           optional=True)],
+                           optional=True),
+                 Extension("openbench.datasets._coding", sources=["openbench/datasets/_coding.c"],
+                           extra_compile_args=["-O3"], optional=True)],
     entry_points={"console_scripts": ["openbench = openbench.entry:main", "meta-eval = openbench.entry:metaeval_main"]},
 )

@@ -541,12 +541,18 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
         relation_lookup, relations = _present(coded, ("train",), (1,), len(coded.relations), coded.relations)
     announce("mapping %d entities and %d relations to ids", len(entities), len(relations))
     mapped = {}
+    # where every label has an id, in code order (every entity in training, no map), ids are codes
+    lookups = [None if _is_identity(lookup) else lookup for lookup in (entity_lookup, relation_lookup)]
     for split in SPLITS:
         ids = np.empty((coded.columns[split][0].shape[0], 3), dtype=np.int64)
-        for column, (codes, lookup) in enumerate(zip(coded.columns[split], (entity_lookup, relation_lookup,
-                                                                             entity_lookup))):
-            np.take(lookup, codes, out=ids[:, column])
-        mapped[split] = (torch.from_numpy(ids), pl.Series(ids.min(axis=1) < 0))
+        for column, (codes, lookup) in enumerate(zip(coded.columns[split], (lookups[0], lookups[1], lookups[0]))):
+            if lookup is None:
+                ids[:, column] = codes
+            else:
+                np.take(lookup, codes, out=ids[:, column])
+        unknown = (pl.Series(np.zeros(ids.shape[0], dtype=bool)) if lookups[0] is None and lookups[1] is None
+                   else pl.Series(ids.min(axis=1) < 0))
+        mapped[split] = (torch.from_numpy(ids), unknown)
     triples, dropped = _known_triples(folder, labelled, mapped, entity_map, relation_map, drop_unknown,
                                       evaluation_split, warnings)
     announce("fingerprinting the triples")
@@ -554,6 +560,11 @@ def _load_sample_layout(path: Path, folder: Path, entity_map, relation_map, drop
     return Dataset(path=str(path), layout="samples", entity_labels=entities, relation_labels=relations,
                    triples=triples, fingerprint=fingerprint if fingerprint is not None else triples_fingerprint(labelled),
                    id_map_sha256=id_map_fingerprint(entities, relations), dropped=dropped, warnings=warnings)
+
+
+def _is_identity(lookup: np.ndarray) -> bool:
+    """Whether the code-to-id ``lookup`` (U,) maps every code to itself."""
+    return bool(np.array_equal(lookup, np.arange(lookup.shape[0], dtype=lookup.dtype)))
 
 
 def _present(coded, splits: Sequence[str], columns: Sequence[int], size: int, labels: pl.Series):

@@ -204,6 +204,9 @@ class FusedTally:
     def _recorded(tally: ChunkTally, rows: torch.Tensor, fill: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(batch rows (P,), global ids (P,)) of the first ``fill`` (R,) recorded columns of ``rows`` (R,)."""
         assert tally.positions is not None
+        if fill.numel() and int(fill.max()) > tally.capacity:  # their columns past the record are lost
+            raise RuntimeError(f"{int(fill.max())} window columns in one row, {tally.capacity} recorded: "
+                               "an overflowing row was not taken out")
         recorded = tally.positions.index_select(0, rows)
         valid = torch.arange(recorded.shape[1])[None, :] < fill[:, None]
         return rows.repeat_interleave(fill), recorded[valid]
