@@ -199,8 +199,7 @@ def _digest_rendered(library, digest, split: str, blobs, columns, order: np.ndar
     heads, kinds, tails = (np.ascontiguousarray(column, dtype=np.int64) for column in columns)
     order = np.ascontiguousarray(order, dtype=np.int64)
     prefix = split.encode("utf-8")
-    capacity = RENDER_BYTES
-    buffers = [np.empty(capacity, dtype=np.uint8), np.empty(capacity, dtype=np.uint8)]
+    buffers = [np.empty(RENDER_BYTES, dtype=np.uint8), np.empty(RENDER_BYTES, dtype=np.uint8)]
     written = ctypes.c_int64()
     pending = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openbench-fingerprint") as hashing:
@@ -220,7 +219,7 @@ def _digest_rendered(library, digest, split: str, blobs, columns, order: np.ndar
                 continue
             if pending is not None:
                 pending.result()
-            pending = hashing.submit(digest.update, memoryview(buffer)[:written.value])
+            pending = hashing.submit(digest.update, buffer[:written.value].data)
             start, turn = stop, 1 - turn
         if pending is not None:
             pending.result()
