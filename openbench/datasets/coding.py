@@ -3,7 +3,7 @@
 A large split (Wikidata5M: 20.6 M training triples over 4.6 M entities) costs seconds per pass
 over its label strings, so :func:`code_labels` touches each string column a fixed number of
 times: 64-bit hashes of the labels (one pass), the distinct hashes grouped in order of first
-occurrence (integers: one pass of the C helper ``_grouping.c``'s hash table, else polars'
+occurrence (integers: one pass of the C helper ``_coding.c``'s hash table, else polars'
 ``arg_unique`` and an integer join), those few labels sorted, every row's code by an integer
 gather, and one equality check of each row's label against the label its code names. A code is a label's position among the sorted
 distinct labels (byte order, as :func:`openbench.datasets.loader` numbers entities), so codes
