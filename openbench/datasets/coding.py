@@ -172,7 +172,7 @@ def coded_fingerprint(coded: Coded, keys: Dict[str, Optional[np.ndarray]]) -> Op
         heads, kinds, tails = coded.columns[split]
         key = keys[split]
         order = pl.Series(key).arg_sort().to_numpy() if key is not None else np.lexsort((tails, kinds, heads))
-        if library is not None and blobs is not None:
+        if blobs is not None:
             _digest_rendered(library, digest, split, blobs, coded.columns[split], order)
             continue
         for start in range(0, order.shape[0], RENDER_ROWS):
@@ -211,10 +211,7 @@ def _digest_rendered(library, digest, split: str, blobs, columns, order: np.ndar
                 relation_offsets.ctypes.data, heads.ctypes.data, kinds.ctypes.data, tails.ctypes.data,
                 order.ctypes.data, start, order.shape[0], buffer.ctypes.data, buffer.shape[0],
                 ctypes.addressof(written))
-            if stop == start:  # one line longer than the buffer: a larger one for it
-                if pending is not None:
-                    pending.result()
-                    pending = None
+            if stop == start:  # one line longer than the buffer: a larger one for it (the pending hash reads the other)
                 buffers[turn] = np.empty(2 * buffer.shape[0], dtype=np.uint8)
                 continue
             if pending is not None:
