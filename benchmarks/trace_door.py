@@ -15,6 +15,7 @@ import collections
 import sys
 import tempfile
 from pathlib import Path
+from typing import List, Tuple
 
 import torch
 
@@ -40,7 +41,12 @@ def one_query_dataset(folder: Path):
     return load_dataset(folder)
 
 
-def trace(ranks: str, tree: bool) -> collections.Counter:
+SIDE_PASS = ("openbench.evaluation.counting.chain", "count_side")  # one side of one batch
+
+
+def trace(ranks: str, tree: bool) -> Tuple[collections.Counter, List[collections.Counter]]:
+    """(crossings into each module over the whole evaluation, the crossings within each side
+    pass of a batch: one Counter per call of the chain's ``count_side``)."""
     with tempfile.TemporaryDirectory() as scratch:
         dataset = one_query_dataset(Path(scratch))
         generator = torch.Generator().manual_seed(0)
@@ -48,7 +54,9 @@ def trace(ranks: str, tree: bool) -> collections.Counter:
                                           torch.randn(dataset.num_relations, 8, generator=generator))
         openbench.evaluate(dataset, model, ranks=ranks)  # imports and caches warmed: only the run is traced
         entries: collections.Counter = collections.Counter()
+        sides: List[collections.Counter] = []
         stack: list = []
+        side_depth = [-1]  # the stack depth of the open side pass (-1: none)
 
         def profile(frame, event, _arg):
             if event == "call":
@@ -56,19 +64,26 @@ def trace(ranks: str, tree: bool) -> collections.Counter:
                 caller = stack[-1] if stack else None
                 if module is not None and module != caller:
                     entries[module] += 1
+                    if side_depth[0] >= 0:
+                        sides[-1][module] += 1
                     if tree:
                         depth = sum(1 for above, below in zip([None] + stack, stack) if above != below)
                         print("  " * depth + f"{module}.{frame.f_code.co_name}")
+                if side_depth[0] < 0 and (module, frame.f_code.co_name) == SIDE_PASS:
+                    side_depth[0] = len(stack)
+                    sides.append(collections.Counter())
                 stack.append(module if module is not None else caller)
             elif event == "return" and stack:
                 stack.pop()
+                if len(stack) == side_depth[0]:
+                    side_depth[0] = -1
 
         sys.setprofile(profile)
         try:
             openbench.evaluate(dataset, model, ranks=ranks)
         finally:
             sys.setprofile(None)
-    return entries
+    return entries, sides
 
 
 def main() -> None:
@@ -76,11 +91,15 @@ def main() -> None:
     parser.add_argument("--ranks", default="exact", choices=("exact", "fast"))
     parser.add_argument("--tree", action="store_true", help="print every crossing into a module")
     args = parser.parse_args()
-    entries = trace(args.ranks, args.tree)
+    entries, sides = trace(args.ranks, args.tree)
     print(f"modules entered while one query is evaluated ({args.ranks} ranks): {len(entries)}; "
           f"entered more than once: {sum(1 for count in entries.values() if count > 1)}")
     for module, count in entries.most_common():
         print(f"{count:4d}  {module}")
+    for index, side in enumerate(sides):
+        again = sorted(module for module, count in side.items() if count > 1)
+        print(f"side pass {index + 1} of {len(sides)}: {len(side)} modules entered, "
+              f"{len(again)} of them more than once" + (f": {', '.join(again)}" if again else ""))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import polars as pl
@@ -23,12 +23,12 @@ from openbench.datasets.loader import Dataset
 from openbench.datasets.negatives import SampledNegatives
 from openbench.errors import InputError, ScoreError, option
 from openbench.evaluation.counting.device import resolve_device
-from openbench.evaluation.counting.counts import candidate_counts, other_known, true_ids_of
 from openbench.progress import stage
 from openbench.record import Protocol
 from openbench.vocabulary import CANDIDATE_MODES, QUERY_SIDES, SPLITS
 
-__all__ = ["ALL_TYPES", "TypedCandidates", "DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "Filter", "RankingSetup", "block_elements",
+__all__ = ["ALL_TYPES", "TypedCandidates", "Exclusion", "SideCandidates", "true_ids_of", "other_known",
+           "candidate_counts", "DEFAULT_HITS_AT", "CPU_BLOCK_ELEMENTS", "GPU_BLOCK_FRACTION", "Filter", "RankingSetup", "block_elements",
            "with_reverses"]
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,49 @@ LARGE_FILTER_TRIPLES = 5_000_000  # known triples from which the filter index's 
 GPU_BLOCK_FRACTION = 0.25
 
 Filter = Tuple[torch.Tensor, torch.Tensor]  # (rows (M,), entity ids (M,)) of known answers other than the true one
+
+
+def true_ids_of(batch: torch.Tensor, side: str) -> torch.Tensor:
+    """(B,) the true answers of ``batch`` (B, 3) for ``side``: heads for head queries, else tails."""
+    return batch[:, 0] if side == "head" else batch[:, 2]
+
+
+def other_known(filter_rows: torch.Tensor, filter_cols: torch.Tensor,
+                true_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Drop the pairs (row, col) of a filter list whose column is the row's own true answer."""
+    keep = filter_cols != true_ids[filter_rows]
+    return filter_rows[keep], filter_cols[keep]
+
+
+def candidate_counts(num_entities: int, filter_rows: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """(B,) candidates left per query: all entities less the filtered ones (pairs must exclude the true one)."""
+    removed = torch.bincount(filter_rows, minlength=batch_size)
+    return num_entities - removed
+
+
+class Exclusion(NamedTuple):
+    """The candidates typed candidates or the entity scope exclude for one side of a batch of B
+    queries: candidate ``c`` is admitted for query ``i`` exactly where ``query_bits[i, 0] &
+    entity_bits[c]`` is not 0, and the true answer always. The counting writes ``fill`` (the worst
+    score) over the excluded entries of each block and takes back, from a true score equal to
+    ``fill``, its ties with the ``unfiltered`` (B,) excluded entities that are not known answers
+    (the filtered ones were taken back by the filter correction)."""
+
+    query_bits: torch.Tensor  # (B, 1) int16: the type bits each query's relation admits on this side
+    entity_bits: torch.Tensor  # (E,) int16: each entity's type bit (0: outside the entity scope)
+    fill: float
+    unfiltered: torch.Tensor  # (B,) int64
+
+
+class SideCandidates(NamedTuple):
+    """What one side's B queries rank against (:meth:`RankingSetup.side_candidates`): plain values,
+    so that the counting reads them without calling back."""
+
+    side: str
+    true_ids: torch.Tensor  # (B,) the true answers
+    filter_pairs: Filter  # (rows (M,), cols (M,)) known answers other than the true one
+    n_candidates: torch.Tensor  # (B,) int64 candidates left, the true answer included
+    exclusion: Optional[Exclusion]  # None: every entity is a candidate
 
 
 def block_elements(device: torch.device) -> int:
@@ -111,21 +154,6 @@ class TypedCandidates:
                                                   for mask in self.relation_bits[side].tolist()])
                                if len(relation_labels) else torch.zeros(0, dtype=torch.long, device=device)
                                for side in ("head", "tail")}
-
-    def excluded(self, relations: torch.Tensor, side: str, start: int, stop: int,
-                 true_ids: torch.Tensor) -> torch.Tensor:
-        """(B, stop - start) bool: candidates ``start .. stop - 1`` the queries do not admit."""
-        allowed = self.relation_bits[side][relations][:, None] & self.entity_bits[None, start:stop]
-        excluded = allowed == 0
-        inside = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
-        excluded[inside, true_ids[inside] - start] = False
-        return excluded
-
-    def apply(self, block: torch.Tensor, relations: torch.Tensor, side: str, start: int, true_ids: torch.Tensor,
-              lower_is_better: bool) -> None:
-        """Overwrite the excluded entries of ``block`` (B, w), candidates from ``start`` on, with the worst value."""
-        excluded = self.excluded(relations, side, start, start + block.shape[1], true_ids)
-        block.masked_fill_(excluded, float("inf") if lower_is_better else float("-inf"))
 
     def excluded_unfiltered(self, relations: torch.Tensor, side: str, true_ids: torch.Tensor,
                             filter_pairs: Tuple[torch.Tensor, torch.Tensor], num_entities: int) -> torch.Tensor:
@@ -291,36 +319,20 @@ class RankingSetup:
             cols = torch.cat([cols, query_entity[extra]])
         return rows, cols
 
-    def candidates_of(self, batch: torch.Tensor, side: str, filter_pairs: Filter) -> torch.Tensor:
-        """(B,) candidates left per query of ``batch`` (B, 3): the entities, less the filtered
-        known answers, less the ones typed candidates or the entity scope exclude."""
+    def side_candidates(self, batch: torch.Tensor, side: str) -> "SideCandidates":
+        """What the ``side`` queries of ``batch`` (B, 3) rank against, computed once per side of a
+        batch and passed down to the counting as values (:class:`SideCandidates`)."""
+        true_ids = true_ids_of(batch, side)
+        filter_pairs = self.filter_pairs(batch, side)
         candidates = candidate_counts(self.num_entities, filter_pairs[0], batch.shape[0])
+        exclusion = None
         if self.admitted is not None:
-            candidates = candidates - self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side),
-                                                                     filter_pairs, self.num_entities)
-        return candidates
-
-    def exclude_untyped(self, block: torch.Tensor, batch: torch.Tensor, side: str, start: int,
-                        true_ids: torch.Tensor) -> None:
-        """With typed candidates: overwrite the non-admitted entries of ``block`` (B, w), candidates
-        ``start .. start + w - 1`` of the ``batch`` (B, 3) queries, with the worst value."""
-        if self.admitted is not None:
-            self.admitted.apply(block, batch[:, 1], side, start, true_ids, self.lower_is_better)
-
-    def untie_worst(self, eq: torch.Tensor, true_scores: torch.Tensor, batch: torch.Tensor, side: str,
-                    filter_pairs: Filter) -> torch.Tensor:
-        """``eq`` (B,) less the ties a true score equal to the fill value had with every excluded
-        entry (``true_scores`` (B,)); excluded entries that are also filtered were already taken
-        back by the filter correction."""
-        if self.admitted is None:
-            return eq
-        worst = float("inf") if self.lower_is_better else float("-inf")
-        at_worst = true_scores == worst
-        if not bool(at_worst.any()):
-            return eq
-        unfiltered = self.admitted.excluded_unfiltered(batch[:, 1], side, true_ids_of(batch, side), filter_pairs,
-                                                    self.num_entities)
-        return eq - torch.where(at_worst, unfiltered, torch.zeros_like(unfiltered))
+            relations = batch[:, 1]
+            unfiltered = self.admitted.excluded_unfiltered(relations, side, true_ids, filter_pairs, self.num_entities)
+            candidates = candidates - unfiltered
+            exclusion = Exclusion(self.admitted.relation_bits[side][relations][:, None], self.admitted.entity_bits,
+                                  float("inf") if self.lower_is_better else float("-inf"), unfiltered)
+        return SideCandidates(side, true_ids, filter_pairs, candidates, exclusion)
 
     # -- what the record says ---------------------------------------------------------------
     def protocol(self) -> Protocol:

@@ -25,11 +25,11 @@ import torch
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.exact import ExactRanks
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, ChunkTally, kernel_name
-from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts, count_block, true_ids_of
-from openbench.evaluation.candidates import Filter, RankingSetup
+from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts, count_block
+from openbench.evaluation.candidates import Exclusion, Filter, RankingSetup, SideCandidates
 
 __all__ = ["BlockSource", "SidePass", "RowBlocks", "EmbeddingBlocks", "BlockTally", "FusedTally", "count_batch",
-           "count_side", "MIN_FULL_ROWS"]
+           "count_side", "exclude", "untie_worst", "MIN_FULL_ROWS"]
 
 MIN_FULL_ROWS = 8  # full (E,) rows per batch the block budget must hold for unchunked scoring
 INITIAL_RECORD, MAX_RECORD = 64, 4096  # window columns a fused count records per row (FusedTally)
@@ -93,38 +93,62 @@ class SidePass:
         """What counts this side's blocks: the block-by-block reference here."""
         return BlockTally(self, setup, true_ids, true_scores, filter_pairs, window)
 
-    def count_into(self, tally, batch: torch.Tensor, true_ids: torch.Tensor) -> None:
+    def count_into(self, tally, candidates: SideCandidates) -> None:
         """Every block of this side into ``tally``, in order, the entries typed candidates or the
         entity scope do not admit excluded first."""
         for start, block in self.blocks():
-            self.setup.exclude_untyped(block, batch, self.side, start, true_ids)
+            exclude(block, start, candidates)
             tally.add(block, start)
 
 
 class BlockSource:
     """Serves a scorer's scores to the chain, one :class:`SidePass` per batch and side."""
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, side: str) -> SidePass:
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
+        """The side pass of ``candidates.side`` for ``batch`` (B, 3)."""
         raise NotImplementedError
 
 
-def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, side: str,
-               filter_pairs: Filter) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(n_greater, n_equal), each (B,) int64, of the ``side`` queries of ``batch`` (B, 3).
-
-    :param filter_pairs: (rows (M,), cols (M,)) known answers other than the true one.
-    """
-    work = source.begin(setup, batch, side)
-    true_ids = true_ids_of(batch, side)
+def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, side: str) -> RankCounts:
+    """RankCounts (B,) of the ``side`` queries of ``batch`` (B, 3): the side's candidates read once
+    (:meth:`~openbench.evaluation.candidates.RankingSetup.side_candidates`), passed down as values."""
+    candidates = setup.side_candidates(batch, side)
+    work = source.begin(setup, batch, candidates)
+    true_ids, filter_pairs = candidates.true_ids, candidates.filter_pairs
     true_scores = work.true_scores()
     window = work.window(true_scores)
     tally = work.tally(setup, true_ids, true_scores, filter_pairs, window)
-    work.count_into(tally, batch, true_ids)
+    work.count_into(tally, candidates)
     greater, equal, mismatched = tally.finish()
     greater, equal = work.reduce(greater, equal)
     if mismatched:
         setup.warn(f"{mismatched} true score(s) differed between two computations of the same chunk")
-    return greater, setup.untie_worst(equal, true_scores, batch, side, filter_pairs)
+    return RankCounts(greater, untie_worst(equal, true_scores, candidates.exclusion), candidates.n_candidates)
+
+
+def exclude(block: torch.Tensor, start: int, candidates: SideCandidates) -> None:
+    """Overwrite the entries of ``block`` (B, w), candidates ``start .. start + w - 1``, that the
+    side's :class:`~openbench.evaluation.candidates.Exclusion` does not admit with its fill value."""
+    exclusion = candidates.exclusion
+    if exclusion is None:
+        return
+    stop = start + block.shape[1]
+    excluded = (exclusion.query_bits & exclusion.entity_bits[None, start:stop]) == 0
+    true_ids = candidates.true_ids
+    inside = ((true_ids >= start) & (true_ids < stop)).nonzero().squeeze(1)
+    excluded[inside, true_ids[inside] - start] = False
+    block.masked_fill_(excluded, exclusion.fill)
+
+
+def untie_worst(equal: torch.Tensor, true_scores: torch.Tensor, exclusion: Optional[Exclusion]) -> torch.Tensor:
+    """``equal`` (B,) less the ties a true score (B,) equal to the fill value had with every
+    excluded entry that is not a known answer (those were taken back by the filter correction)."""
+    if exclusion is None:
+        return equal
+    at_worst = true_scores == exclusion.fill
+    if not bool(at_worst.any()):
+        return equal
+    return equal - torch.where(at_worst, exclusion.unfiltered, torch.zeros_like(exclusion.unfiltered))
 
 
 class BlockTally:
@@ -249,13 +273,11 @@ def count_batch(setup: RankingSetup, source: BlockSource, batch: torch.Tensor) -
     raises :class:`~openbench.evaluation.counting.kernels.NonFiniteRows` naming its row and side."""
     counts = {}
     for side in setup.sides:
-        filter_pairs = setup.filter_pairs(batch, side)
         try:
-            greater, equal = count_side(setup, source, batch, side, filter_pairs)
+            counts[side] = count_side(setup, source, batch, side)
         except NonFiniteRows as error:
             error.side = side
             raise
-        counts[side] = RankCounts(greater, equal, setup.candidates_of(batch, side, filter_pairs))
     return counts
 
 
@@ -286,15 +308,16 @@ class RowBlocks(BlockSource):
     def __init__(self, scorer, check: Optional[Callable] = None):
         self.scorer, self.check = scorer, check
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, side: str) -> SidePass:
-        """The scorer's rows for ``side``, checked for shape and made float32 or float64 exactly."""
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
+        """The scorer's rows for ``candidates.side``, checked for shape and made float32 or float64 exactly."""
+        side = candidates.side
         rows = torch.as_tensor(self.scorer.score_rows(batch, side), device=setup.device)
         expected = (batch.shape[0], setup.num_entities)
         if tuple(rows.shape) != expected:
             raise ScoreError(f"the model returned {side} scores of shape {tuple(rows.shape)}; expected {expected}")
         if not rows.is_floating_point() or rows.dtype not in (torch.float32, torch.float64):
             rows = rows.to(torch.float32 if rows.is_floating_point() else torch.float64)
-        work = _RowPass(rows, true_ids_of(batch, side), setup, side)
+        work = _RowPass(rows, candidates.true_ids, setup, side)
         if self.check is not None:
             self.check(batch, side, rows, work.true_scores())
         return work
@@ -340,21 +363,22 @@ class EmbeddingBlocks(BlockSource):
                                                          device=self.scorer.device)
         return buffer[:needed].view(rows, width)
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, side: str) -> SidePass:
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
         """Query vectors (an entity shard's from the anchors' owners) and the exact window's
         float64 work, done while the query rows are in cache."""
         if self.gather_rows is not None:
-            return _ShardPass(self, setup, batch, side)
-        return _EmbeddingPass(self, setup, batch, side)
+            return _ShardPass(self, setup, batch, candidates)
+        return _EmbeddingPass(self, setup, batch, candidates)
 
 
 class _EmbeddingPass(SidePass):
-    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, side: str):
+    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates):
+        side = candidates.side
         self.source, self.setup, self.batch, self.side = source, setup, batch, side
         scorer = source.scorer
         self.query_scorer = scorer
         self.queries = scorer.query_vectors(batch, side)
-        self.true_ids = true_ids_of(batch, side)
+        self.true_ids = candidates.true_ids
         self.keys = source.exact is not None  # exact ranks compare ranking keys (no square root for L2)
         # where the scorer proves every score finite, the counting pass looks for no NaN (the C
         # kernel then makes two comparisons per score instead of three, torch skips a pass); scores
@@ -446,13 +470,13 @@ class _EmbeddingPass(SidePass):
         return FusedTally(self, setup, true_ids, true_scores, filter_pairs, window, self.source.record_capacity,
                           max(1, workers))
 
-    def count_into(self, tally, batch: torch.Tensor, true_ids: torch.Tensor) -> None:
+    def count_into(self, tally, candidates: SideCandidates) -> None:
         """Serially, or with a :class:`FusedTally` of several parts on as many threads: each
         thread computes its share of the chunks (every ``workers``-th, one torch thread each, so
         that a block is counted by the core that computed it, from its cache) into its own part.
         A NaN raises as the serial order would: the first chunk holding one, its first row."""
         if not isinstance(tally, FusedTally) or tally.workers == 1:
-            super().count_into(tally, batch, true_ids)
+            super().count_into(tally, candidates)
             return
         workers = tally.workers
         starts = list(range(0, self.total, self.width))
@@ -465,7 +489,7 @@ class _EmbeddingPass(SidePass):
                     return
                 start = starts[index]
                 block = self._block(start, min(start + self.width, self.total), worker)
-                self.setup.exclude_untyped(block, batch, self.side, start, true_ids)
+                exclude(block, start, candidates)
                 try:
                     tally.add(block, start, worker)
                 except NonFiniteRows as error:
@@ -487,7 +511,8 @@ class _ShardPass(_EmbeddingPass):
     """An entity shard: the anchor rows and the true answers' rows and scores come from their
     owners, this process counts its own candidates, the counts are summed over the processes."""
 
-    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, side: str):
+    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates):
+        side = candidates.side
         self.source, self.setup, self.batch, self.side = source, setup, batch, side
         if source.gather_rows is None or source.reduce_counts is None:
             raise ValueError("an entity shard needs gather_rows and reduce")
@@ -505,7 +530,7 @@ class _ShardPass(_EmbeddingPass):
         local_batch[:, anchor_column] = torch.arange(batch.shape[0], device=batch.device)
         self.query_scorer = scorer.with_tables(rows, scorer.relations)
         self.queries = self.query_scorer.query_vectors(local_batch, side)
-        self.true_ids = true_ids_of(batch, side)
+        self.true_ids = candidates.true_ids
         self.here = ((self.true_ids >= start) & (self.true_ids < stop)).nonzero().squeeze(1)
         self.keys = source.exact is not None
         if source.exact is not None:  # the true answers' stored rows, from their owners

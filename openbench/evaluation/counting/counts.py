@@ -22,10 +22,10 @@ from typing import Optional, Tuple
 
 import torch
 
+from openbench.evaluation.candidates import candidate_counts, other_known
 from openbench.evaluation.counting.kernels import NonFiniteRows, kernel_name, row_counts
 
-__all__ = ["COUNT_FIELDS", "RankCounts", "NonFiniteRows", "count_block", "rank_counts", "other_known", "candidate_counts",
-           "true_ids_of"]
+__all__ = ["COUNT_FIELDS", "RankCounts", "NonFiniteRows", "count_block", "rank_counts"]
 
 
 COUNT_FIELDS = ("n_greater", "n_equal", "n_candidates")
@@ -51,24 +51,6 @@ class RankCounts:
 
     def to(self, device) -> "RankCounts":
         return RankCounts(self.n_greater.to(device), self.n_equal.to(device), self.n_candidates.to(device))
-
-
-def true_ids_of(batch: torch.Tensor, side: str) -> torch.Tensor:
-    """(B,) the true answers of ``batch`` (B, 3) for ``side``: heads for head queries, else tails."""
-    return batch[:, 0] if side == "head" else batch[:, 2]
-
-
-def other_known(filter_rows: torch.Tensor, filter_cols: torch.Tensor,
-                true_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Drop the pairs (row, col) of a filter list whose column is the row's own true answer."""
-    keep = filter_cols != true_ids[filter_rows]
-    return filter_rows[keep], filter_cols[keep]
-
-
-def candidate_counts(num_entities: int, filter_rows: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """(B,) candidates left per query: all entities less the filtered ones (pairs must exclude the true one)."""
-    removed = torch.bincount(filter_rows, minlength=batch_size)
-    return num_entities - removed
 
 
 def count_block(scores: torch.Tensor, start: int, true_ids: torch.Tensor, true_scores: torch.Tensor,

@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from openbench.evaluation.statistics.metrics import strata
-from openbench.evaluation.counting.counts import RankCounts, true_ids_of
+from openbench.evaluation.candidates import true_ids_of
+from openbench.evaluation.counting.counts import RankCounts
 
 __all__ = ["training_degree", "degree_bucket_labels", "degree_buckets", "node_types", "stratified"]
 
