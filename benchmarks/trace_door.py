@@ -3,8 +3,10 @@
 Issue 50's done-when asks that following one query enters each module once on its way down
 (none entered, left and re-entered within a batch). This script evaluates one test triple of the
 demo's planted graph with a small DistMult scorer under ``sys.setprofile`` and counts, per module
-of the project, how often a call crossed into it from another module; ``--tree`` prints each
-crossing, indented by the depth of crossings above it.
+of the project, how often a call crossed into it from another module, over the whole evaluation
+and within each side pass of a batch (one call of the chain's ``count_side``: the side's
+candidates, its scores, their count); ``--tree`` prints each crossing, indented by the depth of
+crossings above it. Only the calling thread is traced (the chunk workers' threads are not).
 
     python benchmarks/trace_door.py [--ranks exact|fast] [--tree]
 """

@@ -106,7 +106,7 @@ def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
     producer = FullRanking(scorer)
     producer.bind(setup)
     batch = dataset.triples["test"]
-    counts = count_batch(setup, producer.source, batch)
+    counts = count_batch(setup, producer.source, batch, producer.chunk_width(batch.shape[0]))
     known = {tuple(t) for name in ("train", "valid", "test") for t in dataset.triples[name].tolist()}
     for i, (h, r, t) in enumerate(batch.tolist()):
         admitted = ADMITTED.get(dataset.relation_labels[r])

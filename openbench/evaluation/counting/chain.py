@@ -104,16 +104,17 @@ class SidePass:
 class BlockSource:
     """Serves a scorer's scores to the chain, one :class:`SidePass` per batch and side."""
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
-        """The side pass of ``candidates.side`` for ``batch`` (B, 3)."""
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates, width: int) -> SidePass:
+        """The side pass of ``candidates.side`` for ``batch`` (B, 3), blocks of ``width`` candidates."""
         raise NotImplementedError
 
 
-def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, side: str) -> RankCounts:
-    """RankCounts (B,) of the ``side`` queries of ``batch`` (B, 3): the side's candidates read once
-    (:meth:`~openbench.evaluation.candidates.RankingSetup.side_candidates`), passed down as values."""
+def count_side(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, side: str, width: int) -> RankCounts:
+    """RankCounts (B,) of the ``side`` queries of ``batch`` (B, 3), in blocks of ``width``
+    candidates: the side's candidates read once (:meth:`~openbench.evaluation.candidates.
+    RankingSetup.side_candidates`) and passed down as values."""
     candidates = setup.side_candidates(batch, side)
-    work = source.begin(setup, batch, candidates)
+    work = source.begin(setup, batch, candidates, width)
     true_ids, filter_pairs = candidates.true_ids, candidates.filter_pairs
     true_scores = work.true_scores()
     window = work.window(true_scores)
@@ -217,8 +218,7 @@ class FusedTally:
         overwrite the block); a NaN score raises :class:`NonFiniteRows` naming the block's first such row."""
         tally = self.parts[part]
         before = tally.fill.clone() if tally.capacity else None
-        tally.add(block, start)
-        bad = tally.first_nan_row()
+        bad = tally.add(block, start)
         if bad is not None:
             raise NonFiniteRows(bad, "NaN score")
         if before is not None and int(tally.fill.max()) > tally.capacity:
@@ -268,13 +268,15 @@ class FusedTally:
         return greater, equal, 0
 
 
-def count_batch(setup: RankingSetup, source: BlockSource, batch: torch.Tensor) -> Dict[str, RankCounts]:
-    """{side: RankCounts (B,)} of the queries of ``batch`` (B, 3) under ``setup``; a NaN score
-    raises :class:`~openbench.evaluation.counting.kernels.NonFiniteRows` naming its row and side."""
+def count_batch(setup: RankingSetup, source: BlockSource, batch: torch.Tensor, width: int) -> Dict[str, RankCounts]:
+    """{side: RankCounts (B,)} of the queries of ``batch`` (B, 3) under ``setup``, scored in blocks
+    of ``width`` candidates (the producer's choice for this batch size: a value, not a callback);
+    a NaN score raises :class:`~openbench.evaluation.counting.kernels.NonFiniteRows` naming its
+    row and side."""
     counts = {}
     for side in setup.sides:
         try:
-            counts[side] = count_side(setup, source, batch, side)
+            counts[side] = count_side(setup, source, batch, side, width)
         except NonFiniteRows as error:
             error.side = side
             raise
@@ -308,8 +310,8 @@ class RowBlocks(BlockSource):
     def __init__(self, scorer, check: Optional[Callable] = None):
         self.scorer, self.check = scorer, check
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
-        """The scorer's rows for ``candidates.side``, checked for shape and made float32 or float64 exactly."""
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates, width: int) -> SidePass:
+        """The scorer's rows for ``candidates.side`` (one block: ``width`` does not apply), checked for shape and made float32 or float64 exactly."""
         side = candidates.side
         rows = torch.as_tensor(self.scorer.score_rows(batch, side), device=setup.device)
         expected = (batch.shape[0], setup.num_entities)
@@ -328,20 +330,25 @@ class RowBlocks(BlockSource):
 
 
 class EmbeddingBlocks(BlockSource):
-    """An embedding scorer's scores in blocks of ``width`` candidates (all of them when
-    :data:`MIN_FULL_ROWS` full rows fit the budget), exact ranks where ``exact`` is given.
+    """An embedding scorer's scores in blocks of the batch's ``width`` candidates, exact ranks where
+    ``exact`` is given.
 
     :param entity_range: [start, stop) of the candidates this process holds (an entity shard);
         with it, ``gather_rows(tensor)`` sums a (B, ...) tensor over the processes (each row comes
         from its one owner, zeros elsewhere) and ``reduce`` the counts.
     :param fused: count CPU blocks with :class:`FusedTally` (False: :class:`BlockTally`).
+    :param candidate_max: exact ranks: {side: ``exact.candidate_max(side)``} of every evaluated side.
     """
 
-    def __init__(self, scorer, exact: Optional[ExactRanks], width: Callable[[int], int],
+    def __init__(self, scorer, exact: Optional[ExactRanks],
                  entity_range: Optional[Tuple[int, int]] = None,
                  gather_rows: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
-                 reduce: Optional[Callable[..., list]] = None, fused: bool = True):
-        self.scorer, self.exact, self.width, self.fused = scorer, exact, width, fused
+                 reduce: Optional[Callable[..., list]] = None, fused: bool = True,
+                 candidate_max: Optional[Dict[str, float]] = None):
+        self.scorer, self.exact, self.fused = scorer, exact, fused
+        self.device = scorer.device
+        # exact ranks: per side the largest magnitude of the candidate vectors, read once at bind
+        self.candidate_max = candidate_max or {}
         self.entity_range = entity_range or (0, scorer.num_entities)
         self.gather_rows, self.reduce_counts = gather_rows, reduce
         self._buffers: Dict[int, torch.Tensor] = {}
@@ -360,19 +367,20 @@ class EmbeddingBlocks(BlockSource):
         buffer = self._buffers.get(worker)
         if buffer is None or buffer.numel() < needed:
             buffer = self._buffers[worker] = torch.empty(needed, dtype=self.scorer.entities.real.dtype,
-                                                         device=self.scorer.device)
+                                                         device=self.device)
         return buffer[:needed].view(rows, width)
 
-    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> SidePass:
+    def begin(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates, width: int) -> SidePass:
         """Query vectors (an entity shard's from the anchors' owners) and the exact window's
         float64 work, done while the query rows are in cache."""
         if self.gather_rows is not None:
             return _ShardPass(self, setup, batch, candidates)
-        return _EmbeddingPass(self, setup, batch, candidates)
+        return _EmbeddingPass(self, setup, batch, candidates, width)
 
 
 class _EmbeddingPass(SidePass):
-    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates):
+    def __init__(self, source: EmbeddingBlocks, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates,
+                 width: int):
         side = candidates.side
         self.source, self.setup, self.batch, self.side = source, setup, batch, side
         scorer = source.scorer
@@ -384,12 +392,12 @@ class _EmbeddingPass(SidePass):
         # kernel then makes two comparisons per score instead of three, torch skips a pass); scores
         # that can overflow float64 are refused here, before any window is computed from them
         self.check_nan = not scorer.provably_finite(
-            self.queries, side, None if source.exact is None else source.exact.candidate_max(side))
+            self.queries, side, None if source.exact is None else source.candidate_max[side])
         if source.exact is not None:
             true_rows = scorer.entities.index_select(0, self.true_ids - source.entity_range[0])
             source.exact.prepare(scorer, batch, side, self.queries, true_rows)
         self.total = source.entity_range[1] - source.entity_range[0]
-        self.width = min(source.width(batch.shape[0]), self.total)
+        self.width = min(width, self.total)
         self._full: Optional[torch.Tensor] = None
 
     def _block(self, start: int, stop: int, worker: int = 0) -> torch.Tensor:

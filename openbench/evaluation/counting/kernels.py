@@ -247,8 +247,9 @@ class ChunkTally:
         self._function = (library.openbench_count_chunk_f32 if dtype == torch.float32
                           else library.openbench_count_chunk_f64)
 
-    def add(self, block: torch.Tensor, start: int) -> None:
-        """Count ``block`` (B, w), candidates ``start .. start + w - 1`` (may overwrite it)."""
+    def add(self, block: torch.Tensor, start: int) -> Optional[int]:
+        """Count ``block`` (B, w), candidates ``start .. start + w - 1`` (may overwrite it); the
+        first row that has met a NaN score so far (:meth:`first_nan_row`), or None."""
         rows, width = block.shape
         stride = block.stride(0) if rows > 1 else width
         pointers = (self.lows.data_ptr(), self.highs.data_ptr(), int(self.lower_is_better), int(self.window),
@@ -263,6 +264,7 @@ class ChunkTally:
             self._function(data, stride, width, start, bounds[0], bounds[1], *pointers)
 
         split_rows(rows, rows * width, run)
+        return self.first_nan_row()
 
     def first_nan_row(self) -> Optional[int]:
         """The first row that met a NaN score (None: none, or not checked)."""

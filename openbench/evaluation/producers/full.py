@@ -98,8 +98,9 @@ class FullRanking(Producer):
                            self.scorer.name, type(self.scorer).__name__)
             exact = False
         self.exact = ExactRanks(self.scorer, setup.lower_is_better, reduce_max, entity_offset=start) if exact else None
-        self.source = EmbeddingBlocks(self.scorer, self.exact, self.chunk_width, self.entity_range,
-                                      gather_rows, reduce, fused=self.counting == "fused")
+        candidate_max = {} if self.exact is None else {side: self.exact.candidate_max(side) for side in setup.sides}
+        self.source = EmbeddingBlocks(self.scorer, self.exact, self.entity_range, gather_rows, reduce,
+                                      fused=self.counting == "fused", candidate_max=candidate_max)
 
     @property
     def fused_counting(self) -> bool:
@@ -164,7 +165,8 @@ class FullRanking(Producer):
             while position < total:
                 batch = triples[position:position + size]
                 try:
-                    counts = count_batch(setup, source, batch)
+                    width = self.chunk_width(batch.shape[0]) if self.embeddings else setup.num_entities
+                    counts = count_batch(setup, source, batch, width)
                 except NonFiniteRows as error:
                     raise setup.nan_error(position + error.row, str(error), getattr(error, "side", None)) from None
                 except (RuntimeError, MemoryError) as error:
