@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Dict, Optional, Tuple, Type
+from typing import Dict, NamedTuple, Optional, Tuple, Type
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ import torch
 from openbench.errors import InputError, ScoreError
 from openbench import vocabulary
 
-__all__ = ["COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
+__all__ = ["ExactQueries", "SideScores", "COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
            "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
            "get_scorer_class", "file_sha256", "array_sha256", "build_scorer"]
 
@@ -47,6 +47,33 @@ TRIPLE_BATCH = 65536  # triples per score_triples step
 FINITE_BOUND = 1e37
 _FLOAT64_MAX = float(torch.finfo(torch.float64).max)
 UNIT_MODULUS_TOLERANCE = 1e-4
+
+
+class ExactQueries(NamedTuple):
+    """What exact ranks read of one side's B queries (:mod:`openbench.evaluation.counting.exact`),
+    given by the scorer as values: the ids its query formula reads and the side it computes
+    (:meth:`EmbeddingScorer.exact_ids`), the true answers' stored rows, their candidate vectors
+    (None for a candidate formula that rounds), the C kernel's code of the query formula and
+    whether the fast pass rewrites it."""
+
+    anchor_ids: torch.Tensor  # (B,)
+    relation_ids: torch.Tensor  # (B,)
+    side: str
+    true_rows: torch.Tensor  # (B, ...)
+    truth: Optional[torch.Tensor]  # (B, d') or None
+    code: Optional[str]
+    rewrites: bool
+
+
+class SideScores(NamedTuple):
+    """One side of a batch as an embedding scorer serves it to the count chain
+    (:meth:`EmbeddingScorer.side_scores`)."""
+
+    queries: torch.Tensor  # (B, d')
+    finite: bool  # no score of these queries can be NaN or ±inf
+    true_scores: torch.Tensor  # (B,) the true answers' keys
+    full: Optional[torch.Tensor]  # (B, E') every candidate's key, where one block holds them; else None
+    exact: Optional[ExactQueries]  # exact ranks' inputs (None: fast ranks)
 
 
 class EmbeddingScorer:
@@ -306,6 +333,50 @@ class EmbeddingScorer:
             half = queries.shape[1] // 2
             return torch.hypot(difference[:, :, :half], difference[:, :, half:]).sum(dim=2).neg_()
         raise ValueError(f"unknown score kind {self.kind!r}")
+
+    def side_scores(self, batch: torch.Tensor, side: str, true_ids: torch.Tensor, scratch: torch.Tensor, width: int,
+                    exact: bool, candidate_max: Optional[float] = None, entity_offset: int = 0) -> SideScores:
+        """The ``side`` queries of ``batch`` (B, 3) as the count chain needs them, in one call.
+
+        :param true_ids: (B,) the true answers' global ids; ``entity_offset``: this scorer's first entity.
+        :param scratch: a contiguous buffer of at least B × ``width`` elements the blocks are written into.
+        :param width: candidates per block; the one block of every candidate is computed here
+            when ``width`` reaches them all.
+        :param exact: exact ranks (keys, not L2 scores; :class:`ExactQueries` given). Their true
+            keys are each query against its answer alone, O(B · d) (the window is centred on the
+            float64 key, so the fast key need not be the block's bit for bit); fast ranks compute
+            the chunks holding the answers, as their blocks will be (the answer is compared with
+            the block's own value).
+        :param candidate_max: max |c| of the candidate vectors where the caller read it (:meth:`provably_finite`).
+        """
+        queries = self.query_vectors(batch, side)
+        # scores that can overflow float64 are refused here, before any window is computed from them
+        finite = self.provably_finite(queries, side, candidate_max)
+        rows, total = batch.shape[0], self.num_entities
+        local_ids = true_ids - entity_offset
+        full = None
+        if width >= total:
+            full = self.score_chunk(queries, side, 0, total, out=scratch[:rows * total].view(rows, total), keys=exact)
+            true_scores = full.gather(1, local_ids[:, None]).squeeze(1)
+        elif exact:
+            true_scores = self.score_lists(queries, side, true_ids[:, None], entity_offset, keys=True).squeeze(1)
+        else:
+            true_scores = torch.empty(rows, dtype=self.entities.real.dtype, device=batch.device)
+            for start in range(0, total, width):
+                stop = min(start + width, total)
+                here = ((local_ids >= start) & (local_ids < stop)).nonzero().squeeze(1)
+                if here.numel():
+                    block = self.score_chunk(queries, side, start, stop,
+                                             out=scratch[:rows * (stop - start)].view(rows, stop - start))
+                    true_scores[here] = block[here, local_ids[here] - start]
+        inputs = None
+        if exact:
+            anchor_ids, relation_ids, used_side = self.exact_ids(batch, side)
+            true_rows = self.entities.index_select(0, local_ids)
+            truth = None if self.candidate_rounding else self.candidate_rows(true_rows, used_side).contiguous()
+            inputs = ExactQueries(anchor_ids, relation_ids, used_side, true_rows, truth, self.query_code(used_side),
+                                  self.rewrites(used_side))
+        return SideScores(queries, finite, true_scores, full, inputs)
 
     def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
         """Full score rows (B, E) for ``side``; convenient for tests and small graphs."""

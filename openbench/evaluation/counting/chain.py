@@ -18,13 +18,13 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.exact import ExactRanks
-from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, ChunkTally, kernel_name
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, ChunkTally, counted_tally, kernel_name
 from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts, count_block
 from openbench.evaluation.candidates import Exclusion, Filter, RankingSetup, SideCandidates
 
@@ -203,9 +203,11 @@ class FusedTally:
         torch.cumsum(torch.bincount(filter_rows, minlength=rows), 0, out=offsets[1:])
         lows, highs = (true_scores, true_scores) if window is None else window
         exact = window is not None
-        self.parts = [ChunkTally(true_ids, true_scores, (offsets, known % max(1, num_entities)), lows, highs,
-                                 setup.lower_is_better, exact, capacity if exact else 0, work.check_nan, work.dtype)
-                      for _ in range(workers)]
+        self._tally_args = (true_ids, true_scores, (offsets, known % max(1, num_entities)), lows, highs,
+                            setup.lower_is_better, exact, capacity if exact else 0, work.check_nan, work.dtype,
+                            work.source.library)
+        # per worker its ChunkTally, made with the first block it counts (None: none counted yet)
+        self.parts: List[Optional[ChunkTally]] = [None] * workers
         self.taken: list = [[] for _ in range(workers)]  # per part: (rows, ids) of rows whose record filled up
         self.most_recorded = 0
 
@@ -217,8 +219,13 @@ class FusedTally:
         """Count ``block`` (B, w), candidates ``start .. start + w - 1``, into ``part`` (may
         overwrite the block); a NaN score raises :class:`NonFiniteRows` naming the block's first such row."""
         tally = self.parts[part]
-        before = tally.fill.clone() if tally.capacity else None
-        bad = tally.add(block, start)
+        if tally is None:
+            tally, bad = counted_tally(block, start, *self._tally_args)
+            self.parts[part] = tally
+            before = torch.zeros_like(tally.fill) if tally.capacity else None
+        else:
+            before = tally.fill.clone() if tally.capacity else None
+            bad = tally.add(block, start)
         if bad is not None:
             raise NonFiniteRows(bad, "NaN score")
         if before is not None and int(tally.fill.max()) > tally.capacity:
@@ -250,16 +257,20 @@ class FusedTally:
     def finish(self) -> Tuple[torch.Tensor, torch.Tensor, int]:
         """(n_greater (B,), n_equal (B,), true scores that differed from a block's): the parts
         added, exact ranks' window candidates settled in one call."""
-        greater = torch.stack([part.greater for part in self.parts]).sum(dim=0)
-        inside = torch.stack([part.inside for part in self.parts]).sum(dim=0)
+        counted = [part for part in self.parts if part is not None] or [ChunkTally(*self._tally_args)]
+        greater = torch.stack([part.greater for part in counted]).sum(dim=0)
+        inside = torch.stack([part.inside for part in counted]).sum(dim=0)
         if self.window is None:
-            return greater, inside, int(sum(int(part.differs.sum()) for part in self.parts))
-        rows = ExactRanks.undecided_rows(inside, self.window)
-        pairs = []
+            return greater, inside, int(sum(int(part.differs.sum()) for part in counted))
+        # every row with window candidates: the settling keeps those of windows that are not a point
+        rows = (inside > 0).nonzero().squeeze(1)
+        pairs = [(rows[:0], rows[:0])]
         for part, taken in zip(self.parts, self.taken):
+            pairs.extend(taken)
+            if part is None:
+                continue
             self.most_recorded = max(self.most_recorded, int(part.fill.max()) if part.fill.numel() else 0)
             pairs.append(self._recorded(part, rows, part.fill[rows]))
-            pairs.extend(taken)
         pair_rows = torch.cat([rows for rows, _ in pairs])
         pair_ids = torch.cat([ids for _, ids in pairs])
         self.work.recorded(self.most_recorded)
@@ -347,6 +358,7 @@ class EmbeddingBlocks(BlockSource):
                  candidate_max: Optional[Dict[str, float]] = None):
         self.scorer, self.exact, self.fused = scorer, exact, fused
         self.device = scorer.device
+        self.library = COUNTING_LIBRARY.get()  # the C helpers, resolved once for this evaluation
         # exact ranks: per side the largest magnitude of the candidate vectors, read once at bind
         self.candidate_max = candidate_max or {}
         self.entity_range = entity_range or (0, scorer.num_entities)
@@ -385,56 +397,38 @@ class _EmbeddingPass(SidePass):
         self.source, self.setup, self.batch, self.side = source, setup, batch, side
         scorer = source.scorer
         self.query_scorer = scorer
-        self.queries = scorer.query_vectors(batch, side)
         self.true_ids = candidates.true_ids
+        self._window: Window = None
         self.keys = source.exact is not None  # exact ranks compare ranking keys (no square root for L2)
-        # where the scorer proves every score finite, the counting pass looks for no NaN (the C
-        # kernel then makes two comparisons per score instead of three, torch skips a pass); scores
-        # that can overflow float64 are refused here, before any window is computed from them
-        self.check_nan = not scorer.provably_finite(
-            self.queries, side, None if source.exact is None else source.candidate_max[side])
-        if source.exact is not None:
-            true_rows = scorer.entities.index_select(0, self.true_ids - source.entity_range[0])
-            source.exact.prepare(scorer, batch, side, self.queries, true_rows)
         self.total = source.entity_range[1] - source.entity_range[0]
         self.width = min(width, self.total)
-        self._full: Optional[torch.Tensor] = None
+        scratch = source.scratch_block(batch.shape[0], self.width)
+        # the queries, the one block where it holds every candidate, the true keys and what exact
+        # ranks read of the queries, from one call into the scorer
+        served = scorer.side_scores(batch, side, self.true_ids, scratch.view(-1), self.width, self.keys,
+                                    source.candidate_max.get(side), source.entity_range[0])
+        self.queries, self._full, self._true_scores = served.queries, served.full, served.true_scores
+        # where the scorer proves every score finite, the counting pass looks for no NaN (the C
+        # kernel then makes two comparisons per score instead of three, torch skips a pass)
+        self.check_nan = not served.finite
+        if source.exact is not None:
+            assert served.exact is not None
+            self._window = source.exact.side_window(scorer, side, served.exact, self.queries, served.true_scores,
+                                                    candidates.exclusion is not None)
 
     def _block(self, start: int, stop: int, worker: int = 0) -> torch.Tensor:
         out = self.source.scratch_block(self.batch.shape[0], stop - start, worker)
         return self.source.scorer.score_chunk(self.queries, self.side, start, stop, out=out, keys=self.keys)
 
     def true_scores(self) -> torch.Tensor:
-        """(B,) the true answers' keys: from the one full block, or a first pass over the chunks
-        holding them. Exact ranks score each query against its answer alone, O(B · d) (the window
-        is centred on the float64 key, so the fast key need not be the block's bit for bit: it is
-        read only where the fast pass computes exactly, in any order); fast ranks compute the
-        chunks again, as their blocks will be (the answer is compared with the block's own value)."""
-        if self.width >= self.total:
-            self._full = self._block(0, self.total)
-            return self._full.gather(1, self.true_ids[:, None]).squeeze(1)
-        if self.source.exact is not None:
-            return self.source.scorer.score_lists(self.queries, self.side, self.true_ids[:, None],
-                                                  self.source.entity_range[0], keys=self.keys).squeeze(1)
-        scores = torch.empty(self.batch.shape[0], dtype=self.source.scorer.entities.real.dtype,
-                             device=self.batch.device)
-        for start in range(0, self.total, self.width):
-            stop = min(start + self.width, self.total)
-            here = ((self.true_ids >= start) & (self.true_ids < stop)).nonzero().squeeze(1)
-            if here.numel():
-                scores[here] = self._block(start, stop)[here, self.true_ids[here] - start]
-        return scores
+        """(B,) the true answers' keys, as the scorer served them (:meth:`~openbench.models.scorers.
+        EmbeddingScorer.side_scores`: from the one full block, the answers alone for exact ranks,
+        or the chunks holding them)."""
+        return self._true_scores
 
     def window(self, true_scores: torch.Tensor) -> Window:
         """Exact ranks' (lows, highs) (B,) around the true keys (None: fast ranks)."""
-        exact = self.source.exact
-        if exact is None:
-            return None
-        if self.setup.admitted is not None and bool(exact.overflowed(true_scores).any()):
-            # the excluded candidates hold the same ±inf: they cannot be told from the overflowed ones
-            raise ScoreError("typed candidates with exact ranks: some scores overflow the embeddings' precision "
-                             f"({self.source.scorer.entities.dtype}); give the embeddings as float64, or use --fast")
-        return exact.finish(true_scores)
+        return self._window
 
     def blocks(self) -> Iterator[Tuple[int, torch.Tensor]]:
         """The full block, or every chunk computed again (identical to the first pass's)."""
@@ -469,7 +463,7 @@ class _EmbeddingPass(SidePass):
     def tally(self, setup, true_ids, true_scores, filter_pairs, window):
         """The fused C count where it applies (CPU blocks of float32/float64), else block by block;
         exact ranks over several chunks on several threads: one part per thread."""
-        fused = (self.source.fused and COUNTING_LIBRARY.get() is not None and self.batch.device.type == "cpu"
+        fused = (self.source.fused and self.source.library is not None and self.batch.device.type == "cpu"
                  and self.dtype in (torch.float32, torch.float64))
         if not fused:
             return BlockTally(self, setup, true_ids, true_scores, filter_pairs, window)
@@ -547,6 +541,12 @@ class _ShardPass(_EmbeddingPass):
             source.exact.prepare(self.query_scorer, local_batch, side, self.queries, self._gather(true_rows))
         self.total = self.width = stop - start  # one block: this process's candidates
         self.check_nan = True
+
+    def window(self, true_scores: torch.Tensor) -> Window:
+        """Exact ranks' (lows, highs) (B,) around the true keys gathered from their owners (None: fast ranks)."""
+        if self.source.exact is None:
+            return None
+        return self.source.exact.finish_checked(true_scores, self.setup.admitted is not None)
 
     def true_scores(self) -> torch.Tensor:
         """(B,) the true keys, from the true answer's owner (zeros elsewhere, summed)."""

@@ -36,12 +36,14 @@ import ctypes
 import decimal
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
-from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, split_rows
+from openbench.errors import ScoreError
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
+from openbench.models.scorers import ExactQueries
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
@@ -105,12 +107,13 @@ def _widened(two: torch.Tensor, one: torch.Tensor, width: int) -> Tuple[torch.Te
     return two * widen, one * widen
 
 
-def norm_bounds(vectors: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+def norm_bounds(vectors: torch.Tensor, library=LOOKUP) -> Tuple[torch.Tensor, torch.Tensor]:
     """(‖v‖₂ (N,), ‖v‖₁ (N,)) float64 upper bounds on the exact norms of the rows of ``vectors``
     (N, d): float64 sums widened by their rounding, and a subnormal term per square (which may
-    underflow to 0 for float64 values below 2^-537). On the same device as ``vectors``."""
+    underflow to 0 for float64 values below 2^-537). On the same device as ``vectors``.
+    ``library``: the C helpers as the caller resolved them (default: looked up here)."""
     width = vectors.shape[1]
-    library = COUNTING_LIBRARY.get()
+    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
     if (library is not None and vectors.device.type == "cpu" and vectors.dtype in (torch.float32, torch.float64)
             and vectors.shape[0] and (width <= 1 or vectors.stride(1) == 1)):
         two, one = (torch.empty(vectors.shape[0], dtype=torch.float64) for _ in range(2))
@@ -123,7 +126,7 @@ def norm_bounds(vectors: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
 
 
 def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-              truths: Optional[torch.Tensor] = None) -> PairKeys:
+              truths: Optional[torch.Tensor] = None, library=LOOKUP) -> PairKeys:
     """float64 keys of the pairs (queries[rows[p]], table[cols[p]]), p < P, read in one pass.
 
     :param kind: ``"dot"`` (q·c), ``"l2"`` (-‖q - c‖²), ``"l1"`` (-‖q - c‖₁) or ``"moduli"``
@@ -135,8 +138,8 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
 
     The C kernel (``_counting.c``) does it without gathering the rows; the torch path is the
     same arithmetic up to the order of the additions, which the bounds of :class:`ExactRanks`
-    allow (``OPENBENCH_KERNEL=torch`` forces it)."""
-    library = COUNTING_LIBRARY.get()
+    allow (``OPENBENCH_KERNEL=torch`` forces it); ``library`` as for :func:`norm_bounds`."""
+    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
     usable = (library is not None and kind in KEY_KINDS and table.device.type == "cpu"
               and table.dtype in (torch.float32, torch.float64) and table.shape[0] and table.stride(1) == 1
               and (truths is None or (truths.dtype == table.dtype and truths.device.type == "cpu")))
@@ -155,7 +158,7 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
             half = width // 2
             difference = picked - candidates
             keys = -torch.hypot(difference[:, :half], difference[:, half:]).sum(dim=1)
-        two, one = norm_bounds(candidates)
+        two, one = norm_bounds(candidates, library)
         identical = None if truths is None else (candidates == truths.cpu()[rows].to(torch.float64)).all(dim=1)
         return PairKeys(keys, two, one, identical)
     count = rows.shape[0]
@@ -194,15 +197,16 @@ class QueryRows(NamedTuple):
 
 
 def query_rows(scorer, side: str, anchor_ids: torch.Tensor, relation_ids: torch.Tensor, kind: str = "dot",
-               truths: Optional[torch.Tensor] = None) -> Optional[QueryRows]:
+               truths: Optional[torch.Tensor] = None, library=LOOKUP, code=LOOKUP) -> Optional[QueryRows]:
     """The ``side`` queries with anchors ``anchor_ids`` and relations ``relation_ids`` (B,),
     computed by the C kernel as ``scorer.query_formula`` computes them (:meth:`~openbench.
     evaluation.scorers.EmbeddingScorer.query_code`), and with ``truths`` (B, d') (the true answers'
     candidate vectors, in the tables' real precision) their ``kind`` keys, in the same pass.
     None where the scorer has no code, the kernel is not built or the tables are not
-    float32/float64 (or complex) on the CPU."""
-    code = scorer.query_code(side)
-    library = COUNTING_LIBRARY.get()
+    float32/float64 (or complex) on the CPU. ``library`` as for :func:`norm_bounds`; ``code``:
+    ``scorer.query_code(side)`` where the caller has it."""
+    code = scorer.query_code(side) if code is LOOKUP else code
+    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
     entities, relations = scorer.entities, scorer.relations
     if code is None or library is None or entities.device.type != "cpu" or relations.device.type != "cpu":
         return None
@@ -406,6 +410,7 @@ class ExactRanks:
         self._queries: Optional[_Queries] = None
         self._window: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.stats = ExactStats()
+        self.library = COUNTING_LIBRARY.get()  # the C helpers, resolved once for this evaluation
 
     @property
     def grid_bits(self) -> Optional[int]:
@@ -417,6 +422,15 @@ class ExactRanks:
             self._grid_bits = None if entity_bits is None or relation_bits is None else max(entity_bits, relation_bits)
             self._grid_known = True
         return self._grid_bits
+
+    def ready(self, sides) -> Dict[str, float]:
+        """Read, for each of ``sides``, what every batch's window needs of the candidate table (its
+        summary, the largest norms over all ranks' candidates, the tables' grid) once, before the
+        first batch; {side: :meth:`candidate_max`}."""
+        self.grid_bits  # noqa: B018 (computed and kept on first use)
+        for side in sides:
+            self.candidate_norms(side)
+        return {side: self.candidate_max(side) for side in sides}
 
     # -- step 1: the window ----------------------------------------------------------------
     def summary(self, side: str) -> TableSummary:
@@ -472,13 +486,38 @@ class ExactRanks:
         return finite & ~torch.isfinite(true_scores)
 
     def prepare(self, scorer, batch: torch.Tensor, side: str, queries: torch.Tensor, true_rows: torch.Tensor) -> None:
-        """The window of each query of ``batch`` (B, 3) for ``side``, before its candidates are
-        scored (the rows it reads are then still in cache); :meth:`finish` completes it with the
-        true answers' fast keys. A candidate whose fast key lies beyond [low, high] compares with
-        the true answer as it would in exact arithmetic.
+        """:meth:`prepare_queries` of the ``side`` queries of ``batch`` (B, 3), their inputs read
+        from ``scorer`` (the one that built ``queries`` (B, d')); ``true_rows`` (B, ...): the true
+        answers' stored entity rows."""
+        anchor_ids, relation_ids, used_side = scorer.exact_ids(batch, side)
+        truth = None if scorer.candidate_rounding else scorer.candidate_rows(true_rows, used_side).contiguous()
+        self.prepare_queries(scorer, side, ExactQueries(anchor_ids, relation_ids, used_side, true_rows, truth,
+                                                        scorer.query_code(used_side), scorer.rewrites(used_side)),
+                             queries)
 
-        :param scorer: the scorer that built ``queries`` (B, d') from ``batch``.
-        :param true_rows: (B, ...) the true answers' stored entity rows.
+    def side_window(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
+                    excluding: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(lows (B,), highs (B,)) of B ``side`` queries in one call: :meth:`prepare_queries` of
+        ``given`` and ``queries`` (B, d'), then :meth:`finish` with their fast true keys
+        ``true_scores`` (B,). ``excluding``: some candidates are written the fill value ±inf (typed
+        candidates, an entity scope), which a true key that overflowed to ±inf cannot be told
+        from: such a batch is refused."""
+        self.prepare_queries(scorer, side, given, queries)
+        return self.finish_checked(true_scores, excluding)
+
+    def finish_checked(self, true_scores: torch.Tensor, excluding: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`finish`, a batch refused first where ``excluding`` (see :meth:`side_window`) and a
+        true key (B,) overflowed the embeddings' precision."""
+        if excluding and bool(self.overflowed(true_scores).any()):
+            raise ScoreError("typed candidates with exact ranks: some scores overflow the embeddings' precision "
+                             f"({self._tables[0].dtype}); give the embeddings as float64, or use --fast")
+        return self.finish(true_scores)
+
+    def prepare_queries(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor) -> None:
+        """The window of each of B ``side`` queries (whose candidates are ``side``'s), from what the scorer gave of them (``given``, :class:`~
+        openbench.models.scorers.ExactQueries`) and their fast query vectors ``queries`` (B, d');
+        :meth:`finish` completes it with the true answers' fast keys. A candidate whose fast key
+        lies beyond [low, high] compares with the true answer as it would in exact arithmetic.
 
         The window is centred on the true answer's key recomputed in float64 (off by a bound far
         below float32's), and is as wide as one fast score's error bound δ. With n roundings per
@@ -502,15 +541,16 @@ class ExactRanks:
         """
         dtype = queries.dtype  # the block's: keys are computed in the queries' precision
         u = self.unit
-        anchor_ids, relation_ids, used_side = scorer.exact_ids(batch, side)
-        inputs = _Queries(scorer, anchor_ids, relation_ids, used_side, true_rows)
-        if not scorer.candidate_rounding:  # the candidate vectors are the stored values, rearranged
-            inputs.truth = scorer.candidate_rows(true_rows, used_side).contiguous()
-        built = query_rows(scorer, used_side, anchor_ids, relation_ids, self.kind, inputs.truth)
+        anchor_ids, relation_ids, used_side = given.anchor_ids, given.relation_ids, given.side
+        inputs = _Queries(scorer, anchor_ids, relation_ids, used_side, given.true_rows)
+        inputs.truth = given.truth  # None where the candidate formula rounds (else the stored values, rearranged)
+        built = query_rows(scorer, used_side, anchor_ids, relation_ids, self.kind, inputs.truth, self.library,
+                           given.code)
         if built is None:
             anchor, relation = inputs.rows()
             query = _tensor(scorer.query_formula(anchor, relation, used_side, np.subtract))
-            norms = norm_bounds(_tensor(scorer.query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)))
+            norms = norm_bounds(_tensor(scorer.query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)),
+                                self.library)
             built = QueryRows(query, norms, None, None)
         inputs.query = built.query
         # O(B) arithmetic in numpy: fewer overheads
@@ -525,17 +565,17 @@ class ExactRanks:
         self._queries = inputs
         width = queries.shape[1]
         # the computed queries' norms (their fast values, exactly in float64)
-        fast_two, fast_one = (n.numpy() for n in norm_bounds(queries.detach().cpu()))
+        fast_two, fast_one = (n.numpy() for n in norm_bounds(queries.detach().cpu(), self.library))
         own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
         c2, c1 = self.candidate_norms(side)
         rewrite, fast_magnitudes = None, query_norms
-        if scorer.rewrites(used_side):
+        if given.rewrites:
             anchor, relation = inputs.rows()
             rewrite = scorer.rewrite_error(torch.from_numpy(relation), used_side, torch.from_numpy(anchor),
                                            (c2, c1)).numpy()
             # the fast pass rounds the rewritten query: its own error is relative to that one's magnitude
             rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)
-            rewritten_two, rewritten_one = norm_bounds(_tensor(rewritten))
+            rewritten_two, rewritten_one = norm_bounds(_tensor(rewritten), self.library)
             fast_magnitudes = (rewritten_two.numpy(), rewritten_one.numpy())
         if self.kind == "dot":
             delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
@@ -578,7 +618,7 @@ class ExactRanks:
         relation = inputs.rows()[1] if scorer.candidate_rounding else None
         truth = _tensor(scorer.candidate_formula(true_stored, inputs.side, relation, np.subtract))
         everyone = torch.arange(truth.shape[0])
-        keys = pair_keys(self.kind, inputs.query, truth, everyone, everyone)
+        keys = pair_keys(self.kind, inputs.query, truth, everyone, everyone, library=self.library)
         norms = (keys.norm2, keys.norm1)
         if scorer.candidate_rounding:
             norms = self._magnitude_norms(scorer, true_stored, inputs.side, relation)
@@ -640,7 +680,8 @@ class ExactRanks:
         """(n_greater, n_equal) (B,), exact, from ``counts`` (beyond the window, inside it) (B,)
         and every candidate inside a window that is not a point: ``pair_rows`` (P,) their batch
         rows, ``pair_ids`` (P,) their global entity ids (each pair once; the true and the known
-        answers among them only where the window reaches the worst value they were given)."""
+        answers among them only where the window reaches the worst value they were given; pairs of
+        rows whose window is a point, where given, are left out: their ties are exact)."""
         greater, inside = counts
         lows, highs = window
         point = lows == highs  # computed exactly (or a non-finite true score): the ties are exact
@@ -648,6 +689,9 @@ class ExactRanks:
         rows = ((inside > 0) & ~point).nonzero().squeeze(1)
         if not rows.numel():
             return greater, exact_ties
+        if pair_rows.numel():  # a point window's candidates, where given, are exact ties already
+            undecided = ~point.to(pair_rows.device)[pair_rows]
+            pair_rows, pair_ids = pair_rows[undecided], pair_ids[undecided]
         # count_block gave the true and the known answers the worst value: inside a window only
         # where the window reaches it (an unbounded one); drop them there
         worst = float("inf") if self.lower_is_better else float("-inf")
@@ -754,13 +798,13 @@ class ExactRanks:
         queries = self._require_queries()
         if table is not None:
             keys, two, one, identical = pair_keys(self.kind, queries.query, table, at, ids.to(table.device),
-                                                  queries.truth)
+                                                  queries.truth, self.library)
             return keys, (two, one), identical
         assert stored is not None  # no candidate table: the stored rows
         count = stored.shape[0]
         relation = queries.rows()[1][at.numpy()] if scorer.candidate_rounding else None
         vectors = _tensor(scorer.candidate_formula(stored, queries.side, relation, np.subtract))
-        keys, two, one, _ = pair_keys(self.kind, queries.query, vectors, at, torch.arange(count))
+        keys, two, one, _ = pair_keys(self.kind, queries.query, vectors, at, torch.arange(count), library=self.library)
         norms = (two, one)
         if scorer.candidate_rounding:
             norms = self._magnitude_norms(scorer, stored, queries.side, relation)

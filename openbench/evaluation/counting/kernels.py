@@ -26,7 +26,7 @@ import torch
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
 
-__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "ChunkTally", "kernel_name", "row_counts",
+__all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "LOOKUP", "ChunkTally", "counted_tally", "kernel_name", "row_counts",
            "chunk_scan", "split_rows"]
 
 logger = logging.getLogger(__name__)
@@ -210,6 +210,9 @@ def chunk_scan(isa: Optional[str] = None) -> Optional[str]:
     return "avx512" if chosen == 1 else "portable"
 
 
+LOOKUP = object()  # a helper's ``library`` argument when the caller did not resolve the C helpers
+
+
 class ChunkTally:
     """Counts of one batch side, accumulated chunk by chunk by the C kernel in one call per block
     (``openbench_count_chunk``): the excluded entries (each row's true answer and known answers
@@ -224,11 +227,12 @@ class ChunkTally:
         scores twice; in the blocks' dtype.
     :param capacity: window columns recorded per row across the chunks (0: none).
     :param check_nan: count NaN scores (the caller raises on them).
+    :param library: the C helpers as the caller resolved them (default: looked up here).
     """
 
     def __init__(self, true_ids: torch.Tensor, true_scores: torch.Tensor, known: Tuple[torch.Tensor, torch.Tensor],
                  lows: torch.Tensor, highs: torch.Tensor, lower_is_better: bool, window: bool, capacity: int,
-                 check_nan: bool, dtype: torch.dtype):
+                 check_nan: bool, dtype: torch.dtype, library=LOOKUP):
         rows = true_ids.shape[0]
         self.true_ids = true_ids.contiguous()
         self.true_scores = true_scores.to(dtype).contiguous()
@@ -242,7 +246,7 @@ class ChunkTally:
         self.capacity = capacity
         self.positions = torch.empty((rows, capacity), dtype=torch.long) if capacity else None
         self.fill = torch.zeros(rows, dtype=torch.long)
-        library = COUNTING_LIBRARY.get()
+        library = COUNTING_LIBRARY.get() if library is LOOKUP else library
         assert library is not None  # the caller chose the C path
         self._function = (library.openbench_count_chunk_f32 if dtype == torch.float32
                           else library.openbench_count_chunk_f64)
@@ -272,6 +276,13 @@ class ChunkTally:
             return None
         bad = self.nans.nonzero()
         return int(bad[0, 0]) if bad.numel() else None
+
+
+def counted_tally(block: torch.Tensor, start: int, *args, **kwargs) -> Tuple[ChunkTally, Optional[int]]:
+    """(a :class:`ChunkTally` of ``*args, **kwargs`` with its first ``block`` (B, w), candidates
+    ``start`` on, counted; its first NaN row or None), in one call."""
+    tally = ChunkTally(*args, **kwargs)
+    return tally, tally.add(block, start)
 
 
 def _window_counts_torch(scores, lows, highs, lower_is_better, check_nan):

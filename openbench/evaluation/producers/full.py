@@ -98,7 +98,7 @@ class FullRanking(Producer):
                            self.scorer.name, type(self.scorer).__name__)
             exact = False
         self.exact = ExactRanks(self.scorer, setup.lower_is_better, reduce_max, entity_offset=start) if exact else None
-        candidate_max = {} if self.exact is None else {side: self.exact.candidate_max(side) for side in setup.sides}
+        candidate_max = {} if self.exact is None else self.exact.ready(setup.sides)
         self.source = EmbeddingBlocks(self.scorer, self.exact, self.entity_range, gather_rows, reduce,
                                       fused=self.counting == "fused", candidate_max=candidate_max)
 
