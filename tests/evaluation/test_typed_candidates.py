@@ -143,3 +143,19 @@ def test_typed_exact_ranks_refuse_scores_that_overflow(tmp_path):
     wide = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
     result = evaluated(dataset, wide, candidates="typed")
     assert result["protocol"]["ranks"] == "exact"
+
+
+@pytest.mark.parametrize("counting", ["fused", "blocks"])
+def test_typed_fast_ranks_keep_the_true_answer_in_its_block(tmp_path, counting):
+    """The exclusion written into each block spares the true answer, even one its relation's types
+    do not admit (a test triple against the edge type): fast ranks compare the block's own true
+    entry with the true score and would report the two computations as differing."""
+    splits = typed_graph(2)
+    splits["test"] = splits["test"] + [("NCBIGENE:0", "GENE_DIS", "HP:1")]  # a phenotype where diseases go
+    dataset = load_dataset(write_samples(tmp_path / "data", splits, negatives=False))
+    scorer = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
+                          integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities, dataset.num_relations)
+    from openbench.evaluation.producers.full import FullRanking
+
+    result = evaluated(dataset, FullRanking(scorer, ranks="fast", counting=counting), candidates="typed")
+    assert not [warning for warning in result["warnings"] if "differed" in warning], result["warnings"]

@@ -1,0 +1,50 @@
+"""One side of one batch as a pass down the stages (the candidates, the scores, the window, the
+count, the settling), each stage entered once, values handed down; and rows whose window is a
+point beside rows whose window overflows its record, in one batch."""
+import importlib.util
+
+import pytest
+import torch
+
+import openbench
+from openbench.datasets.loader import load_dataset
+from openbench.demo import planted_graph, write_samples
+from tests.helpers import PROJECT_ROOT
+
+
+def _trace_door():
+    spec = importlib.util.spec_from_file_location("trace_door", PROJECT_ROOT / "benchmarks" / "trace_door.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("ranks, entered_twice", [("fast", set()), ("exact", {"openbench.evaluation.counting.exact"})])
+def test_a_side_pass_enters_each_stage_once(ranks, entered_twice):
+    """Exact ranks enter exact.py twice, on either side of the count (the window before it, the
+    settling after it); nothing else is entered twice within a side pass."""
+    _, sides = _trace_door().trace(ranks, tree=False)
+    assert len(sides) == 2  # head and tail queries of the one batch
+    for side in sides:
+        assert {"openbench.evaluation.candidates", "openbench.models.scorers",
+                "openbench.evaluation.counting.kernels"} <= set(side)
+        assert {module for module, count in side.items() if count > 1} == entered_twice
+        assert all(count <= 2 for count in side.values())
+
+
+def test_point_windows_beside_windows_that_overflow_their_record(tmp_path):
+    """Integer embeddings with few distinct entity rows: relations of small values are computed
+    exactly in float32 (point windows: their many ties are exact), relations of values near 2^23
+    are not (windows to settle, whose candidates overflow the window record and are taken out of
+    it). Exact ranks in float32 must equal the float64 fast ranks, which compute these integers
+    exactly."""
+    write_samples(tmp_path, planted_graph(0), 0)
+    dataset = load_dataset(tmp_path)
+    generator = torch.Generator().manual_seed(1)
+    entities = torch.randint(0, 2, (dataset.num_entities, 2), generator=generator).float()
+    relations = torch.ones(dataset.num_relations, 2)
+    relations[::2] = 2.0 ** 23 + 1
+    exact = openbench.evaluate(dataset, openbench.embedding_model("DistMult", entities, relations), ranks="exact")
+    wide = openbench.evaluate(dataset, openbench.embedding_model("DistMult", entities.double(), relations.double()),
+                              ranks="fast")
+    assert exact.metrics == wide.metrics
