@@ -369,13 +369,7 @@ class EmbeddingScorer:
                     block = self.score_chunk(queries, side, start, stop,
                                              out=scratch[:rows * (stop - start)].view(rows, stop - start))
                     true_scores[here] = block[here, local_ids[here] - start]
-        inputs = None
-        if exact:
-            anchor_ids, relation_ids, used_side = self.exact_ids(batch, side)
-            true_rows = self.entities.index_select(0, local_ids)
-            truth = None if self.candidate_rounding else self.candidate_rows(true_rows, used_side).contiguous()
-            inputs = ExactQueries(anchor_ids, relation_ids, used_side, true_rows, truth, self.query_code(used_side),
-                                  self.rewrites(used_side))
+        inputs = self.exact_queries(batch, side, self.entities.index_select(0, local_ids)) if exact else None
         return SideScores(queries, finite, true_scores, full, inputs)
 
     def score_all(self, batch: torch.Tensor, side: str) -> torch.Tensor:
@@ -396,6 +390,14 @@ class EmbeddingScorer:
     def exact_ids(self, batch: torch.Tensor, side: str) -> Tuple[torch.Tensor, torch.Tensor, str]:
         """(anchor entity ids (B,), relation ids (B,), side) the query formula reads."""
         return (batch[:, 0] if side == "tail" else batch[:, 2]), batch[:, 1], side
+
+    def exact_queries(self, batch: torch.Tensor, side: str, true_rows: torch.Tensor) -> ExactQueries:
+        """What exact ranks read of the ``side`` queries of ``batch`` (B, 3) whose true answers'
+        stored rows are ``true_rows`` (B, ...)."""
+        anchor_ids, relation_ids, used_side = self.exact_ids(batch, side)
+        truth = None if self.candidate_rounding else self.candidate_rows(true_rows, used_side).contiguous()
+        return ExactQueries(anchor_ids, relation_ids, used_side, true_rows, truth, self.query_code(used_side),
+                            self.rewrites(used_side))
 
     def exact_inputs(self, batch: torch.Tensor, side: str) -> Tuple[torch.Tensor, torch.Tensor, str]:
         """(anchor entity rows (B, ...), relation rows (B, ...), side) the query formula reads."""

@@ -53,3 +53,16 @@ def test_point_windows_beside_windows_that_overflow_their_record(tmp_path):
     wide = openbench.evaluate(dataset, openbench.embedding_model("DistMult", entities.double(), relations.double()),
                               ranks="fast")
     assert exact.metrics == wide.metrics
+
+
+def test_the_counts_and_their_statistics_load_without_the_data_stage():
+    """RankCounts and the metrics read counts, not datasets: importing them loads neither polars nor
+    the dataset loader (the candidates' rules that rank_counts applies are imported when it runs)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, openbench.evaluation.counting.counts, openbench.evaluation.statistics.metrics; "
+            "print(sorted(m for m in ('polars', 'openbench.datasets.loader', 'openbench.evaluation.candidates') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT)
+    assert done.stdout.strip() == "[]"

@@ -257,9 +257,9 @@ class FusedTally:
     def finish(self) -> Tuple[torch.Tensor, torch.Tensor, int]:
         """(n_greater (B,), n_equal (B,), true scores that differed from a block's): the parts
         added, exact ranks' window candidates settled in one call."""
-        counted = [part for part in self.parts if part is not None] or [ChunkTally(*self._tally_args)]
-        greater = torch.stack([part.greater for part in counted]).sum(dim=0)
-        inside = torch.stack([part.inside for part in counted]).sum(dim=0)
+        counted = [part for part in self.parts if part is not None]  # none: no block (no candidates here)
+        greater = sum((part.greater for part in counted), torch.zeros_like(self.true_ids))
+        inside = sum((part.inside for part in counted), torch.zeros_like(self.true_ids))
         if self.window is None:
             return greater, inside, int(sum(int(part.differs.sum()) for part in counted))
         # every row with window candidates: the settling keeps those of windows that are not a point
@@ -533,6 +533,7 @@ class _ShardPass(_EmbeddingPass):
         self.query_scorer = scorer.with_tables(rows, scorer.relations)
         self.queries = self.query_scorer.query_vectors(local_batch, side)
         self.true_ids = candidates.true_ids
+        self.excluding = candidates.exclusion is not None
         self.here = ((self.true_ids >= start) & (self.true_ids < stop)).nonzero().squeeze(1)
         self.keys = source.exact is not None
         if source.exact is not None:  # the true answers' stored rows, from their owners
@@ -546,7 +547,7 @@ class _ShardPass(_EmbeddingPass):
         """Exact ranks' (lows, highs) (B,) around the true keys gathered from their owners (None: fast ranks)."""
         if self.source.exact is None:
             return None
-        return self.source.exact.finish_checked(true_scores, self.setup.admitted is not None)
+        return self.source.exact.finish_checked(true_scores, self.excluding)
 
     def true_scores(self) -> torch.Tensor:
         """(B,) the true keys, from the true answer's owner (zeros elsewhere, summed)."""

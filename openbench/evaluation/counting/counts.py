@@ -22,7 +22,6 @@ from typing import Optional, Tuple
 
 import torch
 
-from openbench.evaluation.candidates import candidate_counts, other_known
 from openbench.evaluation.counting.kernels import NonFiniteRows, kernel_name, row_counts
 
 __all__ = ["COUNT_FIELDS", "RankCounts", "NonFiniteRows", "count_block", "rank_counts"]
@@ -141,6 +140,10 @@ def rank_counts(scores: torch.Tensor, true_ids: torch.Tensor, filter_rows: Optio
         to remove from the candidates (the true answer is kept even if listed). None: no filter.
     :param in_place: allow ``scores`` to be overwritten (saves a copy).
     """
+    # the candidates' rules, imported here: the counts themselves need none of candidates.py's
+    # imports (the dataset loader, polars), and statistics import this module
+    from openbench.evaluation.candidates import candidate_counts, other_known
+
     batch_size, num_entities = scores.shape
     true_ids = true_ids.to(device=scores.device, dtype=torch.long)
     if scores.dtype not in (torch.float32, torch.float64):

@@ -489,11 +489,7 @@ class ExactRanks:
         """:meth:`prepare_queries` of the ``side`` queries of ``batch`` (B, 3), their inputs read
         from ``scorer`` (the one that built ``queries`` (B, d')); ``true_rows`` (B, ...): the true
         answers' stored entity rows."""
-        anchor_ids, relation_ids, used_side = scorer.exact_ids(batch, side)
-        truth = None if scorer.candidate_rounding else scorer.candidate_rows(true_rows, used_side).contiguous()
-        self.prepare_queries(scorer, side, ExactQueries(anchor_ids, relation_ids, used_side, true_rows, truth,
-                                                        scorer.query_code(used_side), scorer.rewrites(used_side)),
-                             queries)
+        self.prepare_queries(scorer, side, scorer.exact_queries(batch, side, true_rows), queries)
 
     def side_window(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
                     excluding: bool) -> Tuple[torch.Tensor, torch.Tensor]:
