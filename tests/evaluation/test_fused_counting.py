@@ -1,6 +1,6 @@
-"""The chain's fused count (:class:`~openbench.evaluation.counting.chain.FusedTally`, on several
-threads) against the block-by-block reference (``count_block`` and exact ranks' per-block
-settling): the same records from whole evaluations, rows whose record of window columns
+"""The fused count (:class:`~openbench.evaluation.counting.tally.FusedTally`, on several
+threads) against the block-by-block reference (``count_block`` per block, exact ranks' window
+pairs gathered per block): the same records from whole evaluations, rows whose record of window columns
 overflows, NaN scores named as the serial order names them."""
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
-"""One side of one batch as a pass down the stages (the candidates, the scores, the window, the
-count, the settling), each stage entered once, values handed down; and rows whose window is a
-point beside rows whose window overflows its record, in one batch."""
+"""One batch (queries of one side) as a pass down the stages (the candidates, the scores, exact
+ranks' window, the count, the settling), each stage entered once, values handed down; and rows
+whose window is a point beside rows whose window overflows its record, in one batch."""
 import importlib.util
 
 import pytest
@@ -19,22 +19,23 @@ def _trace_door():
     return module
 
 
-@pytest.mark.parametrize("ranks, entered_twice", [("fast", set()), ("exact", {"openbench.evaluation.counting.exact"})])
-def test_a_side_pass_enters_each_stage_once(ranks, entered_twice):
-    """Exact ranks enter exact.py twice, on either side of the count (the window before it, the
-    settling after it); nothing else is entered twice within a side pass (the C tally's pass: the
-    torch reference counts through counts.py and kernels.py block by block)."""
+@pytest.mark.parametrize("ranks", ["fast", "exact"])
+def test_a_batch_enters_each_stage_once(ranks):
+    """Within a batch no module is entered twice: the candidates, the scorer, exact ranks (the
+    window, the count inside it, the settling, in one call), the tally and the C kernel, each once
+    (the C tally's pass: the torch reference counts through counts.py block by block). The
+    evaluation has two batches, the head and the tail queries of its one test triple."""
     from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 
     if COUNTING_LIBRARY.get() is None:
         pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
-    _, sides = _trace_door().trace(ranks, tree=False)
-    assert len(sides) == 2  # head and tail queries of the one batch
-    for side in sides:
-        assert {"openbench.evaluation.candidates", "openbench.models.scorers",
-                "openbench.evaluation.counting.kernels"} <= set(side)
-        assert {module for module, count in side.items() if count > 1} == entered_twice
-        assert all(count <= 2 for count in side.values())
+    _, batches = _trace_door().trace(ranks, tree=False)
+    assert len(batches) == 2  # the head queries, then the tail queries
+    stages = {"openbench.evaluation.candidates", "openbench.models.scorers", "openbench.evaluation.counting.tally",
+              "openbench.evaluation.counting.kernels"} | ({"openbench.evaluation.counting.exact"} if ranks == "exact" else set())
+    for batch in batches:
+        assert stages <= set(batch)
+        assert {module: count for module, count in batch.items() if count > 1} == {}
 
 
 def test_point_windows_beside_windows_that_overflow_their_record(tmp_path):

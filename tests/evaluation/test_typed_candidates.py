@@ -106,14 +106,14 @@ def test_candidate_counts_shrink_to_the_admitted_types(tmp_path):
     producer = FullRanking(scorer)
     producer.bind(setup)
     batch = dataset.triples["test"]
-    counts = count_batch(setup, producer.source, batch, producer.chunk_width(batch.shape[0]))
+    tail_counts = count_batch(setup, producer.source, batch, "tail", producer.chunk_width(batch.shape[0]))
     known = {tuple(t) for name in ("train", "valid", "test") for t in dataset.triples[name].tolist()}
     for i, (h, r, t) in enumerate(batch.tolist()):
         admitted = ADMITTED.get(dataset.relation_labels[r])
         expected = sum(1 for c in range(dataset.num_entities)
                        if c == t or ((h, r, c) not in known
                                      and (admitted is None or _type_of(dataset.entity_labels[c]) in admitted[1])))
-        assert int(counts["tail"].n_candidates[i]) == expected
+        assert int(tail_counts.n_candidates[i]) == expected
 
 
 def test_cli_flag(tmp_path):

@@ -36,14 +36,18 @@ import ctypes
 import decimal
 import logging
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
+from openbench.evaluation.counting.tally import Blocks, TallyPlan, count_blocks
 from openbench.models.scorers import ExactQueries
+
+if TYPE_CHECKING:
+    from openbench.evaluation.candidates import SideCandidates
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
@@ -63,7 +67,6 @@ U64 = 2.0 ** -53
 EXACT_GRID_LIMIT = 2.0 ** 50
 PAIR_CHUNK_ELEMENTS = 1 << 22  # (pairs × width) float64 elements per re-scoring chunk
 NORM_CHUNK_ELEMENTS = 1 << 22  # candidate-table values converted to float64 at a time
-POSITIONS_PER_ROW = 32  # window columns the C counting pass records per row (more: the row is scanned again)
 DECIMAL_EXACT = decimal.Context(prec=100_000, traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation])
 MODULI_DIGITS = 100
 
@@ -407,6 +410,7 @@ class ExactRanks:
         self.entity_offset = entity_offset
         self._norms: dict = {}
         self._summaries: dict = {}
+        self._candidate_tables: Dict[str, torch.Tensor] = {}  # per side, the scorer's candidate vectors
         self._queries: Optional[_Queries] = None
         self._window: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
         self.stats = ExactStats()
@@ -437,11 +441,18 @@ class ExactRanks:
         """:func:`table_summary` of this process's candidate vectors of ``side`` (the evaluator's
         scorer's, never a query scorer's): one pass over the table, shared by the sides whose
         candidate vectors are the same tensor."""
-        candidates = self._scorer._cached_candidates(side)
+        candidates = self.candidate_table(side)
         key = (candidates.data_ptr(), tuple(candidates.shape), tuple(candidates.stride()), candidates.dtype)
         if key not in self._summaries:
             self._summaries[key] = table_summary(candidates)
         return self._summaries[key]
+
+    def candidate_table(self, side: str) -> torch.Tensor:
+        """(E, d') this process's candidate vectors of ``side`` (the evaluator's scorer's), read
+        from the scorer once (at :meth:`ready`) and kept for every batch's settling."""
+        if side not in self._candidate_tables:
+            self._candidate_tables[side] = self._scorer._cached_candidates(side)
+        return self._candidate_tables[side]
 
     def entity_norms(self, side: str) -> Tuple[torch.Tensor, torch.Tensor]:
         """Bounds (‖c‖₂ (E,), ‖c‖₁ (E,)) in float64 on the norms of this process's candidate vectors
@@ -643,32 +654,24 @@ class ExactRanks:
             return np.zeros(rows, dtype=bool)
         return size * 2.0 ** (degree * self.grid_bits) < 2.0 ** (significand - 3)
 
+    # -- one batch: the window, the count, the settling -------------------------------------
+    def count_batch(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
+                    blocks: Blocks, plan: TallyPlan, candidates: "SideCandidates") -> Tuple[torch.Tensor, torch.Tensor, int]:
+        """(n_greater (B,), n_equal (B,), the most window columns a fused count recorded in one row)
+        of B ``side`` queries, exact, in one call: the window (:meth:`side_window` of ``given``,
+        ``queries`` (B, d') and the fast true keys ``true_scores`` (B,)), the count of ``blocks``
+        against it (:func:`~openbench.evaluation.counting.tally.count_blocks` as ``plan`` says), and
+        the settling of the candidates left inside it (:meth:`settle_pairs`). ``scorer`` built the
+        queries (an entity shard's query scorer); ``candidates`` are the side's
+        (:class:`~openbench.evaluation.candidates.SideCandidates`)."""
+        window = self.side_window(scorer, side, given, queries, true_scores, candidates.exclusion is not None)
+        tallied = count_blocks(blocks, plan, candidates, true_scores, window)
+        greater, equal = self.settle_pairs((tallied.greater, tallied.equal), window, tallied.pair_rows,
+                                           tallied.pair_ids, candidates.true_ids, candidates.filter_pairs,
+                                           plan.num_entities, scorer)
+        return greater, equal, tallied.most_recorded
+
     # -- steps 2 to 4: settle the undecided ------------------------------------------------
-    def settle(self, block: torch.Tensor, start: int, counts: Tuple[torch.Tensor, torch.Tensor],
-               window: Tuple[torch.Tensor, torch.Tensor], true_ids: torch.Tensor,
-               filter_pairs: Tuple[torch.Tensor, torch.Tensor], num_entities: int, scorer,
-               positions: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(n_greater, n_equal) (B,) of one block, exact: ``counts`` (beyond the window, inside it)
-        from :func:`~openbench.evaluation.counting.counts.count_block` with ``window``, the inside ones
-        re-scored against the queries of the last :meth:`prepare` (the same batch and side).
-
-        :param block: (B, w) fast scores of candidates ``start .. start + w - 1``.
-        :param positions: (B, K) window columns the C kernel recorded (-1: none), or None.
-        """
-        rows = self.undecided_rows(counts[1], window)
-        if not rows.numel():
-            return self.settle_pairs(counts, window, rows, rows, true_ids, filter_pairs, num_entities, scorer)
-        pair_rows, pair_ids = self._window_pairs(block, rows, window[0], window[1], positions)
-        return self.settle_pairs(counts, window, pair_rows, pair_ids + start, true_ids, filter_pairs, num_entities,
-                                 scorer)
-
-    @staticmethod
-    def undecided_rows(inside: torch.Tensor, window: Tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """(U,) the rows with candidates inside a window that is not a point (a point window's
-        inside candidates are exact ties)."""
-        lows, highs = window
-        return ((inside > 0) & (lows != highs)).nonzero().squeeze(1)
-
     def settle_pairs(self, counts: Tuple[torch.Tensor, torch.Tensor], window: Tuple[torch.Tensor, torch.Tensor],
                      pair_rows: torch.Tensor, pair_ids: torch.Tensor, true_ids: torch.Tensor,
                      filter_pairs: Tuple[torch.Tensor, torch.Tensor], num_entities: int,
@@ -710,38 +713,6 @@ class ExactRanks:
         tied = torch.bincount(pair_rows, weights=same.double().to(pair_rows.device), minlength=size).to(torch.long)
         return greater, exact_ties + tied
 
-    @staticmethod
-    def positions_buffer(block: torch.Tensor) -> Optional[torch.Tensor]:
-        """(B, K) int64 of -1 for the C kernel to record window columns in (None off the CPU)."""
-        if block.device.type != "cpu":
-            return None
-        return torch.full((block.shape[0], POSITIONS_PER_ROW), -1, dtype=torch.long)
-
-    @staticmethod
-    def _window_pairs(block, rows, lows, highs, positions):
-        """(batch rows (P,), block columns (P,)) of every candidate of ``rows`` inside its window:
-        from the columns the counting pass recorded where it recorded them all, else by a scan."""
-        scan = rows
-        parts = []
-        if positions is not None:
-            recorded = positions.index_select(0, rows)
-            valid = recorded >= 0
-            filled = valid.sum(dim=1)
-            complete = (filled > 0) & (filled < recorded.shape[1])  # full rows may have had more
-            valid &= complete[:, None]
-            local = valid.nonzero()[:, 0]
-            parts.append((rows[local], recorded[valid]))
-            scan = rows[~complete]
-        if scan.numel():
-            sub = block[scan]
-            mask = (sub >= lows[scan, None]) & (sub <= highs[scan, None])
-            local, columns = mask.nonzero(as_tuple=True)
-            parts.append((scan[local], columns))
-        if not parts:
-            empty = torch.zeros(0, dtype=torch.long, device=block.device)
-            return empty, empty
-        return torch.cat([p[0] for p in parts]), torch.cat([p[1].to(block.device) for p in parts])
-
     def resolve(self, scorer, pair_rows: torch.Tensor, local_ids: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(better (P,), tied (P,)) bool: each candidate against its query's true answer, exactly,
         for the queries of the last :meth:`prepare`.
@@ -756,7 +727,7 @@ class ExactRanks:
         self.stats.rescored += int(pair_rows.numel())
         queries = self._require_queries()
         position = pair_rows.cpu()
-        table = None if scorer.candidate_rounding else self._scorer._cached_candidates(queries.side)
+        table = None if scorer.candidate_rounding else self.candidate_table(queries.side)
         better = torch.zeros(position.numel(), dtype=torch.bool)
         tied = torch.zeros(position.numel(), dtype=torch.bool)
         step = max(1, PAIR_CHUNK_ELEMENTS // max(1, queries.query.shape[1]))

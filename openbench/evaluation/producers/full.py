@@ -6,14 +6,13 @@ is :mod:`.base`'s.
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
 from openbench.errors import InputError
 from openbench.evaluation.counting.chain import MIN_FULL_ROWS, BlockSource, EmbeddingBlocks, RowBlocks, count_batch
 from openbench.evaluation.counting.exact import RANK_MODES, ExactRanks
-from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 from openbench.evaluation.counting.counts import NonFiniteRows, RankCounts
 from openbench.evaluation.producers.base import Producer, is_out_of_memory, take_warnings
 from openbench.evaluation.candidates import RankingSetup, block_elements
@@ -49,7 +48,7 @@ class FullRanking(Producer):
         the embeddings' precision compare).
     :param entity_chunk: candidates per block (default: by the block budget).
     :param counting: ``"fused"`` (embeddings on the CPU with the C kernel: each block counted in one
-        pass right after its GEMM, :class:`~openbench.evaluation.counting.chain.FusedTally`; elsewhere
+        pass right after its GEMM, :class:`~openbench.evaluation.counting.tally.FusedTally`; elsewhere
         as ``"blocks"``) or ``"blocks"`` (:func:`~openbench.evaluation.counting.counts.count_block`
         per block, the reference). Both give the same record.
     """
@@ -66,6 +65,8 @@ class FullRanking(Producer):
         self.entity_range: Optional[tuple] = None  # an entity shard's [start, stop)
         self._block_budget = 0
         self._bound: Optional[RankingSetup] = None
+        self._fused_counting = False  # read at bind (every batch's block width depends on it)
+        self._total = 0  # candidates this process scores, read at bind
 
     @property
     def embeddings(self) -> bool:
@@ -101,14 +102,16 @@ class FullRanking(Producer):
         candidate_max = {} if self.exact is None else self.exact.ready(setup.sides)
         self.source = EmbeddingBlocks(self.scorer, self.exact, self.entity_range, gather_rows, reduce,
                                       fused=self.counting == "fused", candidate_max=candidate_max)
+        self._total = stop - start
+        self._fused_counting = (self.counting == "fused" and self.exact is not None and setup.device.type == "cpu"
+                                and self.scorer.entities.real.dtype in (torch.float32, torch.float64)
+                                and self.source.library is not None)
 
     @property
     def fused_counting(self) -> bool:
-        """Exact ranks of an embedding scorer on the CPU, counted by the C kernel's fused chunk count."""
-        return (self.counting == "fused" and self.exact is not None and self._bound is not None
-                and self._bound.device.type == "cpu"
-                and self.scorer.entities.real.dtype in (torch.float32, torch.float64)
-                and COUNTING_LIBRARY.get() is not None)
+        """Exact ranks of an embedding scorer on the CPU, counted by the C kernel's fused chunk count
+        (decided at :meth:`bind`)."""
+        return self._fused_counting
 
     # -- sizes ------------------------------------------------------------------------------
     def default_batch_size(self, setup: RankingSetup) -> int:
@@ -130,7 +133,7 @@ class FullRanking(Producer):
         """Candidates per block for ``batch_size`` queries: exact ranks on the CPU with the C
         kernel, blocks of :data:`FUSED_BLOCK_ELEMENTS` (counted by the thread that computed them);
         otherwise all of them where they fit the block budget."""
-        total = self.scorer.num_entities
+        total = self._total
         if self.entity_chunk:
             return min(self.entity_chunk, total)
         if self.fused_counting:
@@ -150,39 +153,48 @@ class FullRanking(Producer):
 
     def produce(self, setup: RankingSetup, triples: torch.Tensor,
                 batch_size: Optional[int] = None) -> Dict[str, RankCounts]:
-        """{side: RankCounts (T,)} of ``triples`` (T, 3), batch by batch through the count chain
-        (:func:`~openbench.evaluation.counting.chain.count_batch`), the batch halved on out-of-memory."""
+        """{side: RankCounts (T,)} of ``triples`` (T, 3), side by side and batch by batch through the
+        count chain (:func:`~openbench.evaluation.counting.chain.count_batch`), the batch halved on
+        out-of-memory. A batch holds queries of one side (as OGB's and DGL-KE's head-batch and
+        tail-batch test loaders do): it goes down the stages once, each side its own ranking task."""
         total = triples.shape[0]
         size = int(batch_size) if batch_size else self.default_batch_size(setup)
         if size < 1:
             raise InputError(f"batch size must be positive, got {size}")
         if self.source is None or self._bound is not setup:
             raise RuntimeError("bind(setup) first")
-        source = self.source
-        parts: Dict[str, List[RankCounts]] = {side: [] for side in setup.sides}
-        position = 0
-        with progress(total=total, desc="evaluating", unit="triple", enabled=setup.progress) as bar:
-            while position < total:
-                batch = triples[position:position + size]
-                try:
-                    width = self.chunk_width(batch.shape[0]) if self.embeddings else setup.num_entities
-                    counts = count_batch(setup, source, batch, width)
-                except NonFiniteRows as error:
-                    raise setup.nan_error(position + error.row, str(error), getattr(error, "side", None)) from None
-                except (RuntimeError, MemoryError) as error:
-                    if not is_out_of_memory(error) or size == 1:
-                        raise
-                    self._fallback(setup, size)
-                    size = max(1, size // 2)
-                    continue
-                for side in setup.sides:
-                    parts[side].append(counts[side])
-                position += batch.shape[0]
-                bar.update(batch.shape[0])
         if not total:
             empty = torch.zeros(0, dtype=torch.long, device=setup.device)
             return {side: RankCounts(empty, empty, empty) for side in setup.sides}
-        return {side: RankCounts.cat(parts[side]) for side in setup.sides}
+        counts: Dict[str, RankCounts] = {}
+        with progress(total=total * len(setup.sides), desc="evaluating", unit="query", enabled=setup.progress) as bar:
+            for side in setup.sides:
+                counts[side], size = self._produce_side(setup, triples, side, size, bar)
+        return counts
+
+    def _produce_side(self, setup: RankingSetup, triples: torch.Tensor, side: str, size: int,
+                      bar) -> Tuple[RankCounts, int]:
+        """(RankCounts (T,) of the ``side`` queries of ``triples`` (T, 3), the batch size the side
+        ended with: a halving on out-of-memory holds for the sides after it)."""
+        assert self.source is not None
+        parts: List[RankCounts] = []
+        position, total = 0, triples.shape[0]
+        while position < total:
+            batch = triples[position:position + size]
+            try:
+                width = self.chunk_width(batch.shape[0]) if self.embeddings else setup.num_entities
+                parts.append(count_batch(setup, self.source, batch, side, width))
+            except NonFiniteRows as error:
+                raise setup.nan_error(position + error.row, str(error), side) from None
+            except (RuntimeError, MemoryError) as error:
+                if not is_out_of_memory(error) or size == 1:
+                    raise
+                self._fallback(setup, size)
+                size = max(1, size // 2)
+                continue
+            position += batch.shape[0]
+            bar.update(batch.shape[0])
+        return RankCounts.cat(parts), size
 
     @staticmethod
     def _fallback(setup: RankingSetup, size: int) -> None:
