@@ -23,7 +23,7 @@ import collections
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional
 
 import torch
 
@@ -52,10 +52,21 @@ def one_query_dataset(folder: Path, queries: int = 1):
 BATCH = ("openbench.evaluation.counting.chain", "count_batch")  # one batch: queries of one side
 
 
+class Trace(NamedTuple):
+    """Per project module: ``crossings``, calls into it from another module (a call back into a
+    module still on the stack included); ``visits``, entries while it was not on the stack (it was
+    left, or never entered: "entered, left and re-entered" counts a visit each time); and both per
+    batch (one Counter per call of the chain's ``count_batch``)."""
+
+    crossings: collections.Counter
+    visits: collections.Counter
+    batch_crossings: List[collections.Counter]
+    batch_visits: List[collections.Counter]
+
+
 def trace(ranks: str, tree: bool, queries: int = 1, entity_chunk: Optional[int] = None,
-          repeated: bool = False) -> Tuple[collections.Counter, List[collections.Counter]]:
-    """(crossings into each module over the whole evaluation, the crossings within each batch:
-    one Counter per call of the chain's ``count_batch``)."""
+          repeated: bool = False) -> Trace:
+    """The crossings and visits of one evaluation (see :class:`Trace`)."""
     with tempfile.TemporaryDirectory() as scratch:
         dataset = one_query_dataset(Path(scratch), queries)
         generator = torch.Generator().manual_seed(0)
@@ -66,37 +77,47 @@ def trace(ranks: str, tree: bool, queries: int = 1, entity_chunk: Optional[int] 
                                                                             generator=generator))
         options = dict(ranks=ranks, entity_chunk=entity_chunk, progress=False)
         openbench.evaluate(dataset, model, **options)  # imports and caches warmed: only the run is traced
-        entries: collections.Counter = collections.Counter()
-        sides: List[collections.Counter] = []
+        found = Trace(collections.Counter(), collections.Counter(), [], [])
         stack: list = []
-        side_depth = [-1]  # the stack depth of the open batch (-1: none)
+        on_stack: collections.Counter = collections.Counter()
+        batch_depth = [-1]  # the stack depth of the open batch (-1: none)
 
         def profile(frame, event, _arg):
             if event == "call":
                 module = module_of(frame.f_code)
                 caller = stack[-1] if stack else None
                 if module is not None and module != caller:
-                    entries[module] += 1
-                    if side_depth[0] >= 0:
-                        sides[-1][module] += 1
+                    found.crossings[module] += 1
+                    visit = on_stack[module] == 0
+                    found.visits[module] += visit
+                    if batch_depth[0] >= 0:
+                        found.batch_crossings[-1][module] += 1
+                        found.batch_visits[-1][module] += visit
                     if tree:
                         depth = sum(1 for above, below in zip([None] + stack, stack) if above != below)
-                        print("  " * depth + f"{module}.{frame.f_code.co_name}")
-                if side_depth[0] < 0 and (module, frame.f_code.co_name) == BATCH:
-                    side_depth[0] = len(stack)
-                    sides.append(collections.Counter())
-                stack.append(module if module is not None else caller)
+                        print("  " * depth + f"{module}.{frame.f_code.co_name}" + ("" if visit else "  (still inside)"))
+                if batch_depth[0] < 0 and (module, frame.f_code.co_name) == BATCH:
+                    batch_depth[0] = len(stack)
+                    found.batch_crossings.append(collections.Counter())
+                    found.batch_visits.append(collections.Counter())
+                entered = module if module is not None else caller
+                stack.append(entered)
+                on_stack[entered] += 1
             elif event == "return" and stack:
-                stack.pop()
-                if len(stack) == side_depth[0]:
-                    side_depth[0] = -1
+                on_stack[stack.pop()] -= 1
+                if len(stack) == batch_depth[0]:
+                    batch_depth[0] = -1
 
         sys.setprofile(profile)
         try:
             openbench.evaluate(dataset, model, **options)
         finally:
             sys.setprofile(None)
-    return entries, sides
+    return found
+
+
+def _again(counts: collections.Counter) -> List[str]:
+    return sorted(module for module, count in counts.items() if count > 1)
 
 
 def main() -> None:
@@ -107,15 +128,17 @@ def main() -> None:
     parser.add_argument("--repeated", action="store_true", help="entity rows drawn from 6 distinct ones")
     parser.add_argument("--tree", action="store_true", help="print every crossing into a module")
     args = parser.parse_args()
-    entries, sides = trace(args.ranks, args.tree, args.queries, args.entity_chunk, args.repeated)
-    print(f"modules entered while {args.queries} test triple(s) are evaluated ({args.ranks} ranks): {len(entries)}; "
-          f"entered more than once: {sum(1 for count in entries.values() if count > 1)}")
-    for module, count in entries.most_common():
-        print(f"{count:4d}  {module}")
-    for index, side in enumerate(sides):
-        again = sorted(module for module, count in side.items() if count > 1)
-        print(f"batch {index + 1} of {len(sides)}: {len(side)} modules entered, "
-              f"{len(again)} of them more than once" + (f": {', '.join(again)}" if again else ""))
+    found = trace(args.ranks, args.tree, args.queries, args.entity_chunk, args.repeated)
+    print(f"modules entered while {args.queries} test triple(s) are evaluated ({args.ranks} ranks): "
+          f"{len(found.crossings)}; crossed into more than once: {len(_again(found.crossings))}; "
+          f"visited (entered, left and re-entered) more than once: {len(_again(found.visits))}")
+    print("crossings  visits  module")
+    for module, count in found.crossings.most_common():
+        print(f"{count:9d}  {found.visits[module]:6d}  {module}")
+    for index, (crossed, visited) in enumerate(zip(found.batch_crossings, found.batch_visits)):
+        print(f"batch {index + 1} of {len(found.batch_crossings)}: {len(crossed)} modules entered; crossed into "
+              f"more than once: {', '.join(_again(crossed)) or 'none'}; visited more than once: "
+              f"{', '.join(_again(visited)) or 'none'}")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,10 @@ tests reach the engine. It
    takes by default, those it requires and those it refuses;
 3. on several processes (``shard``), joins the process group torchrun describes and wraps the
    producer in the sharded one;
-4. runs it under one :class:`~openbench.evaluation.candidates.RankingSetup` and builds the record
-   with the one reduction (:func:`~openbench.evaluation.statistics.metrics.summarize`), or, for
+4. runs it under one :class:`~openbench.evaluation.candidates.RankingSetup` (one call,
+   :meth:`~openbench.evaluation.producers.base.Producer.run`, whose value holds everything the
+   record takes of the producer) and builds the record with the one reduction
+   (:func:`~openbench.evaluation.statistics.metrics.summarize`), or, for
    ``task="classification"``, hands the scorer to :mod:`openbench.evaluation.classification`.
 """
 from __future__ import annotations
@@ -29,8 +31,7 @@ from openbench.datasets.loader import Dataset
 from openbench.datasets.negatives import SampledNegatives
 from openbench.errors import UsageError, option
 from openbench.evaluation.candidates import DEFAULT_HITS_AT, RankingSetup
-from openbench.evaluation.counting.counts import RankCounts
-from openbench.evaluation.producers.base import Producer
+from openbench.evaluation.producers.base import Produced, Producer
 from openbench.evaluation.producers.full import FullRanking
 from openbench.evaluation.producers.sampled import SampledRanking
 from openbench.evaluation.producers.topk import LISTS_SCORE_NOTHING, OBL2021Listing, ServedListing, TopKListing
@@ -50,14 +51,12 @@ PROTOCOLS = ("full", "sampled")
 TASKS = ("ranking", "classification")
 
 
-def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, RankCounts],
-                 triples: Dict[str, torch.Tensor], seconds: float) -> ResultRecord:
+def build_record(setup: RankingSetup, produced: Produced, seconds: float) -> ResultRecord:
     """The one reduction (metrics per side, relation and macro) and the one record, with its
-    per-query ranks (:mod:`openbench.evaluation.statistics.ranks_table`).
-
-    :param counts: {"head", "tail"} counts, each (T_side,); ``triples`` {side: (T_side, 3)} the
-        triples of those counts (the producer's ``side_triples``).
-    """
+    per-query ranks (:mod:`openbench.evaluation.statistics.ranks_table`), from what the producer
+    handed back (:class:`~openbench.evaluation.producers.base.Produced`: the {"head", "tail"}
+    counts, each (T_side,), and the (T_side, 3) triples they rank)."""
+    counts, triples = produced.counts, produced.triples
     relations = {side: side_triples[:, 1] for side, side_triples in triples.items()}
     metrics, per_relation, macro = summarize(counts.get("head"), counts.get("tail"), relations,
                                              setup.dataset.relation_labels, setup.hits_at)
@@ -69,13 +68,12 @@ def build_record(setup: RankingSetup, producer: Producer, counts: Dict[str, Rank
     queries = sum(side.n_equal.numel() for side in counts.values())
     tied = sum(int((side.n_equal > 0).sum()) for side in counts.values())
     return ResultRecord(metrics=metrics, per_relation=per_relation, macro_relation=macro, by_degree=by_degree,
-                        by_node_type=by_node_type,
-                        protocol=producer.adjust(setup.protocol()), dataset=setup.dataset_description(),
-                        model=producer.model_description(),
+                        by_node_type=by_node_type, protocol=produced.protocol, dataset=setup.dataset_description(),
+                        model=produced.model,
                         diagnostics={"queries": queries, "tied_query_fraction": tied / queries if queries else 0.0,
                                      "queries_sha256": queries_digest(ranks)},
                         seed=setup.seed, device=str(setup.device), version=__version__, seconds=seconds,
-                        warnings=list(setup.warnings), timing={**producer.timing(), "stages": _stages(setup, seconds)},
+                        warnings=list(setup.warnings), timing={**produced.timing, "stages": _stages(setup, seconds)},
                         ranks=ranks)
 
 
@@ -91,12 +89,7 @@ def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = Non
     """Every evaluation triple through ``producer`` under ``setup``, reduced into the record;
     ``bootstrap`` resamples of the test triples add its ``confidence`` block (seeded by the setup's seed)."""
     started = time.perf_counter()
-    producer.bind(setup)
-    triples = producer.evaluation_triples(setup)
-    counts = producer.produce(setup, triples, batch_size)
-    counts = {side: counts[side] for side in setup.sides}
-    record = build_record(setup, producer, counts, producer.side_triples(setup, triples),
-                          time.perf_counter() - started)
+    record = build_record(setup, producer.run(setup, batch_size), time.perf_counter() - started)
     if bootstrap is not None and record.ranks is not None:
         from openbench.evaluation.statistics.intervals import confidence_block
 
@@ -196,14 +189,9 @@ def _producer(model, protocol: str, negatives: Optional[SampledNegatives], ranks
 
 def _setup(dataset: Dataset, producer: Producer, given: Dict[str, Any]) -> RankingSetup:
     """The :class:`RankingSetup` of the ``given`` options (None: not given) for ``producer``: what
-    it refuses first, then its defaults where an option was not given, then what it requires."""
-    producer.refuse(given)
-    options = dict(given)
-    for key, value in producer.setup_defaults().items():
-        if options.get(key) is None:
-            options[key] = value
-    options.update(producer.setup_options())
-    return RankingSetup(dataset, **{key: value for key, value in options.items() if value is not None})
+    it refuses first, then its defaults where an option was not given, then what it requires
+    (:meth:`~openbench.evaluation.producers.base.Producer.options`)."""
+    return RankingSetup(dataset, **producer.options(given))
 
 
 def _join_process_group(device: str) -> tuple:

@@ -20,22 +20,40 @@ def _trace_door():
 
 
 @pytest.mark.parametrize("ranks", ["fast", "exact"])
-def test_a_batch_enters_each_stage_once(ranks):
+def test_a_batch_visits_each_stage_once(ranks):
     """Within a batch no module is entered twice: the candidates, the scorer, exact ranks (the
-    window, the count inside it, the settling, in one call), the tally and the C kernel, each once
-    (the C tally's pass: the torch reference counts through counts.py block by block). The
-    evaluation has two batches, the head and the tail queries of its one test triple."""
+    window, the count inside it, the settling, in one call), the tally and the C kernel, each
+    once (the C tally's pass, one block: the torch reference counts through counts.py block by
+    block). The evaluation has two batches, the head and the tail queries of its one test triple;
+    and the door calls the producer once (its run) after the options, never after the counts."""
     from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 
     if COUNTING_LIBRARY.get() is None:
         pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
-    _, batches = _trace_door().trace(ranks, tree=False)
-    assert len(batches) == 2  # the head queries, then the tail queries
+    found = _trace_door().trace(ranks, tree=False)
+    assert len(found.batch_crossings) == 2  # the head queries, then the tail queries
     stages = {"openbench.evaluation.candidates", "openbench.models.scorers", "openbench.evaluation.counting.tally",
               "openbench.evaluation.counting.kernels"} | ({"openbench.evaluation.counting.exact"} if ranks == "exact" else set())
-    for batch in batches:
-        assert stages <= set(batch)
-        assert {module: count for module, count in batch.items() if count > 1} == {}
+    for crossed in found.batch_crossings:
+        assert stages <= set(crossed)
+        assert {module: count for module, count in crossed.items() if count > 1} == {}
+    assert found.visits["openbench.evaluation.producers.base"] == 2  # Producer.options, Producer.run
+
+
+def test_chunks_stream_through_the_scorer_and_the_kernel_only():
+    """Where the candidates come in several chunks, the loop over them visits the scorer (each
+    chunk's GEMM) and the counting kernel once per chunk; every other stage of the batch is
+    visited once (fast ranks: the loop runs on the calling thread, which the trace follows)."""
+    from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
+
+    if COUNTING_LIBRARY.get() is None:
+        pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
+    found = _trace_door().trace("fast", tree=False, queries=3, entity_chunk=200)
+    for visited in found.batch_visits:
+        assert {module for module, count in visited.items() if count > 1} == {
+            "openbench.models.scorers", "openbench.evaluation.counting.kernels"}
+        chunks = visited["openbench.evaluation.counting.kernels"]
+        assert chunks >= 2 and visited["openbench.models.scorers"] == 1 + chunks  # the side's queries, each chunk
 
 
 def test_point_windows_beside_windows_that_overflow_their_record(tmp_path):
