@@ -17,7 +17,7 @@ import numpy as np
 from openbench._io import replace_folder
 from openbench.evaluation.statistics.describe import (AMRI_READING, classification_readings, ranking_readings,
                                                       record_protocol_line)
-from openbench.layouts import SAMPLE_FILES
+from openbench.datasets.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["NODE_TYPES", "RELATIONS", "planted_graph", "PLANTED_ENTRIES", "PIPELINE_ENTRIES", "claim_output",

@@ -147,7 +147,7 @@ def _split_kind(folder: Path) -> tuple:
 def _split_frames(folder: Path) -> Dict[str, pl.DataFrame]:
     from openbench.datasets.loader import read_id_map, read_id_triples, read_sample_triples
     from openbench.datasets.ogb import is_ogb_folder
-    from openbench.layouts import ID_FILES, SAMPLE_FILES, resolve_layout
+    from openbench.datasets.layouts import ID_FILES, SAMPLE_FILES, resolve_layout
 
     if is_ogb_folder(folder):
         from openbench.datasets.loader import load_dataset
@@ -157,7 +157,7 @@ def _split_frames(folder: Path) -> Dict[str, pl.DataFrame]:
                 for split, triples in dataset.triples.items()}
     layout, files = resolve_layout(folder)
     if layout == "inductive":
-        from openbench.layouts import INDUCTIVE_FILES
+        from openbench.datasets.layouts import INDUCTIVE_FILES
 
         return {split: read_sample_triples(files / name) for split, name in INDUCTIVE_FILES.items()}
     if layout == "samples":

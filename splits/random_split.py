@@ -23,7 +23,7 @@ from graphgen.graph_files import SPLIT_COLUMNS
 from splits.leakage import (categorical_ids, drop_hierarchy_leakage, drop_pattern_leakage, drop_reverse_edges,
                             relation_patterns, drop_unseen_nodes,
                             drop_unseen_relations)
-from openbench.layouts import NEGATIVE_FILES, write_negatives
+from openbench.datasets.layouts import NEGATIVE_FILES, write_negatives
 from splits.eval_negatives import draw_eval_negatives
 from splits.negatives import sample_negatives
 

@@ -124,6 +124,29 @@ def distributed_worker(rank, world, folder, rendezvous, shard, model, out, fail_
         dist.destroy_process_group()
 
 
+def overflow_refusal_worker(rank, world, folder, rendezvous, out):
+    """One gloo rank evaluating typed candidates with exact ranks over entity shards, float32
+    embeddings whose scores overflow: ``out`` + rank holds the error the rank raised."""
+    from openbench.errors import ScoreError
+
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
+                            timeout=__import__("datetime").timedelta(seconds=60))
+    try:
+        dataset = load_dataset(folder)
+        rng = np.random.default_rng(0)
+        entities = (np.abs(rng.standard_normal((dataset.num_entities, 4))) * 2.0 ** 62).astype(np.float32)
+        relations = (-np.abs(rng.standard_normal((dataset.num_relations, 4))) * 2.0 ** 62).astype(np.float32)
+        scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+        try:
+            evaluate(dataset, scorer, shard="entities", candidates="typed", device="cpu")
+            message = "evaluated"
+        except ScoreError as error:
+            message = str(error)
+        Path(f"{out}{rank}").write_text(message)
+    finally:
+        dist.destroy_process_group()
+
+
 class TableReader(HTMLParser):
     """The cells of the <table class="leaderboard"> elements as rendered, the links in them
     (``links``) and the page's section and table headings (``headings["h2"]``, ``["h3"]``)."""

@@ -14,7 +14,7 @@ PACKAGES = ("openbench", "graphgen", "splits")
 # below), the service, the entry points. A module belongs to the layer of its longest matching prefix.
 LAYERS = [
     ("base", ("openbench", "openbench._io", "openbench._lazy", "openbench.errors", "openbench._native",
-              "openbench.layouts", "openbench.vocabulary", "openbench.record", "openbench.progress")),
+              "openbench.vocabulary", "openbench.record", "openbench.progress")),
     ("engine: graphgen", ("graphgen",)),
     ("engine: text", ("openbench.text",)),
     ("engine: datasets", ("openbench.datasets",)),

@@ -14,7 +14,7 @@ import click
 
 from openbench._io.outputs import strict_json
 from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
-from openbench.layouts import SPLITS
+from openbench.datasets.layouts import SPLITS
 
 __all__ = ["one_line", "handle_errors", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
            "dataset_inputs", "quiet_pykeen", "PROGRESS"]

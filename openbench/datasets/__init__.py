@@ -1,4 +1,4 @@
-"""Datasets: the layouts a split comes in, read into label maps and int64 triples
+"""Datasets: the layouts a split comes in (:mod:`.layouts`), read into label maps and int64 triples
 (:mod:`.loader`), cached in binary form (:mod:`.cache`), OGB dataset folders (:mod:`.ogb`),
 sampled evaluation negatives (:mod:`.negatives`), id maps (:mod:`.id_maps`) and the filter index
 of known answers (:mod:`.filter_index`). The names below load on first use (PEP 562)."""

@@ -240,7 +240,7 @@ def cached_filter_index(dataset, filter_sets: Sequence[str], side: str,
 
 def dataset_files(folder: Path, layout: str, maps: Sequence[Optional[str]]) -> List[Path]:
     """The files a dataset of ``layout`` in ``folder`` is read from, map files included."""
-    from openbench.layouts import ID_FILES, INDUCTIVE_FILES, LABEL_FILES, SAMPLE_FILES
+    from openbench.datasets.layouts import ID_FILES, INDUCTIVE_FILES, LABEL_FILES, SAMPLE_FILES
 
     names = (list(SAMPLE_FILES.values()) if layout == "samples" else list(INDUCTIVE_FILES.values())
              if layout == "inductive" else [*LABEL_FILES.values(), *ID_FILES.values()])

@@ -39,7 +39,7 @@ from openbench.datasets.coding import code_splits, coded_fingerprint, first_occu
 from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
 from openbench.datasets.id_maps import labels_by_id
-from openbench.layouts import ID_FILES, INDUCTIVE_FILES, SAMPLE_FILES, SPLITS, resolve_layout
+from openbench.datasets.layouts import ID_FILES, INDUCTIVE_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.datasets.published.names import registry_of, resolve, split_info_of
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.
 
 
 # --------------------------------------------------------------------------------------------
-# layout detection: openbench.layouts (shared with the writers and the registry)
+# layout detection: openbench.datasets.layouts (shared with the writers and the registry)
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import torch
 
 from openbench._io import load_npz
 from openbench.errors import InputError
-from openbench.layouts import NEGATIVE_FILES, write_negatives
+from openbench.datasets.layouts import NEGATIVE_FILES, write_negatives
 
 __all__ = ["SampledNegatives", "NEGATIVE_FILES", "write_negatives", "read_negatives", "find_negatives"]  # NEGATIVE_FILES, write_negatives: layouts
 

@@ -35,7 +35,7 @@ from openbench import __version__
 from openbench._io.inputs import line_of_row
 from openbench.errors import InputError, UsageError, option
 from openbench.datasets.loader import map_labels, read_sample_rows
-from openbench.layouts import SAMPLE_FILES, resolve_layout
+from openbench.datasets.layouts import SAMPLE_FILES, resolve_layout
 
 __all__ = ["THRESHOLD_METRICS", "LabelledTriples", "auroc", "average_precision", "choose_threshold",
            "threshold_metrics", "read_labelled_split", "classification_record"]

@@ -8,8 +8,10 @@ import torch.multiprocessing as mp
 from openbench.datasets.loader import load_dataset
 from openbench.evaluation.producers.sharded import ShardedProducer, entity_range
 from openbench.evaluation.producers.full import FullRanking
-from tests.bases import distributed_worker, scorer_for, small_dataset, tie_heavy_scorer
+from tests.bases import (distributed_worker, overflow_refusal_worker, scorer_for, small_dataset, tie_heavy_scorer,
+                         typed_graph)
 from tests.bases import evaluated
+from tests.helpers import write_samples
 
 pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
 
@@ -111,3 +113,15 @@ def test_clear_errors_outside_a_process_group(tmp_path, monkeypatch):
         ShardedProducer(FullRanking(tie_heavy_scorer(dataset, "DistMult")))
     with pytest.raises(InputError, match="unknown shard mode"):
         ShardedProducer(FullRanking(tie_heavy_scorer(dataset, "DistMult")), shard="relations")
+
+
+def test_entity_shards_refuse_typed_scores_that_overflow(tmp_path):
+    """Typed candidates write -inf over the excluded entries; an overflowed float32 true key would
+    be -inf too. Entity shards take exact ranks' one route (the window checked before the count),
+    so every rank refuses the batch as one process does
+    (test_typed_candidates.py::test_typed_exact_ranks_refuse_scores_that_overflow)."""
+    folder = write_samples(tmp_path / "data", typed_graph(2), negatives=False)
+    mp.spawn(overflow_refusal_worker, args=(2, str(folder), str(tmp_path / "rendezvous"), str(tmp_path / "out")),
+             nprocs=2, join=True)
+    for rank in range(2):
+        assert "overflow the embeddings' precision" in (tmp_path / f"out{rank}").read_text(), rank

@@ -23,7 +23,7 @@ from openbench._io import check_output_folder, read_json, replace_folder, write_
 from openbench.datasets.published.catalogue import DatasetError, RegisteredDataset, RemoteFile
 from openbench.datasets.published.registries import lookup
 from openbench.errors import InputError
-from openbench.layouts import resolve_layout
+from openbench.datasets.layouts import resolve_layout
 
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "data_root", "read_marker", "get"]
 

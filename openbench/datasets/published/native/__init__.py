@@ -34,7 +34,7 @@ from openbench.datasets.published.native.ogbl_biokg import read_ogbl_biokg
 from openbench.datasets.published.native.pharmkg import read_pharmkg8k
 from openbench.datasets.published.native.primekg import read_primekg
 from openbench.errors import InputError
-from openbench.layouts import SAMPLE_FILES
+from openbench.datasets.layouts import SAMPLE_FILES
 from openbench.progress import stage
 
 __all__ = ["READERS", "NATIVE_FORMATS", "OFFICIAL_SPLITS", "NativeGraph", "convert", "CountMismatch", "GRAPH_FOLDER",
