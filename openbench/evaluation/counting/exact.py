@@ -661,14 +661,20 @@ class ExactRanks:
         of B ``side`` queries, exact, in one call: the window (:meth:`side_window` of ``given``,
         ``queries`` (B, d') and the fast true keys ``true_scores`` (B,)), the count of ``blocks``
         against it (:func:`~openbench.evaluation.counting.tally.count_blocks` as ``plan`` says), and
-        the settling of the candidates left inside it (:meth:`settle_pairs`). ``scorer`` built the
+        the settling of the candidates left inside it (:meth:`settle_pairs`: once, of the pairs a
+        fused count recorded; block by block, as the block-by-block tally counts each block). ``scorer`` built the
         queries (an entity shard's query scorer); ``candidates`` are the side's
         (:class:`~openbench.evaluation.candidates.SideCandidates`)."""
         window = self.side_window(scorer, side, given, queries, true_scores, candidates.exclusion is not None)
-        tallied = count_blocks(blocks, plan, candidates, true_scores, window)
-        greater, equal = self.settle_pairs((tallied.greater, tallied.equal), window, tallied.pair_rows,
-                                           tallied.pair_ids, candidates.true_ids, candidates.filter_pairs,
-                                           plan.num_entities, scorer)
+
+        def settle(counts, pair_rows, pair_ids):  # one block's pairs, as the block-by-block tally counts it
+            return self.settle_pairs(counts, window, pair_rows, pair_ids, candidates.true_ids, candidates.filter_pairs,
+                                     plan.num_entities, scorer)
+
+        tallied = count_blocks(blocks, plan, candidates, true_scores, window, settle)
+        if tallied.settled:
+            return tallied.greater, tallied.equal, tallied.most_recorded
+        greater, equal = settle((tallied.greater, tallied.equal), tallied.pair_rows, tallied.pair_ids)
         return greater, equal, tallied.most_recorded
 
     # -- steps 2 to 4: settle the undecided ------------------------------------------------

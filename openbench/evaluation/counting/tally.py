@@ -9,10 +9,12 @@ entries typed candidates or the entity scope exclude (:func:`exclude`), and coun
 * fused (:class:`FusedTally`, embeddings on the CPU with the C helper): one call of the C kernel
   per block right after its GEMM, on several threads where there are several chunks.
 
-With an exact-ranks window both give the candidates beyond the window on the better side, the
-number inside it, and the (row, candidate id) pairs inside windows that are not a point, which
-:meth:`~openbench.evaluation.counting.exact.ExactRanks.settle_pairs` settles once per batch; a
-tally never calls back up into exact ranks or the chain.
+With an exact-ranks window the fused tally gives the candidates beyond the window on the better
+side, the number inside it, and the (row, candidate id) pairs inside windows that are not a point,
+which :meth:`~openbench.evaluation.counting.exact.ExactRanks.settle_pairs` settles once per batch.
+The block-by-block tally settles each block's pairs as it goes, through the ``settle`` function
+exact ranks hand it (so that a block's pairs, not a batch's, are held at a time: on a GPU, where
+this tally runs, a collapsed model's B × E pairs would not fit). Neither calls the chain.
 """
 from __future__ import annotations
 
@@ -32,6 +34,9 @@ __all__ = ["Blocks", "TallyPlan", "Tallied", "BlockTally", "FusedTally", "count_
            "positions_buffer", "window_pairs", "undecided_rows", "POSITIONS_PER_ROW"]
 
 Window = Optional[Tuple[torch.Tensor, torch.Tensor]]
+# (n_greater, n_equal) (B,) of one block, its undecided pairs' batch rows (P,) and global ids (P,)
+# -> the block's exact (n_greater, n_equal) (B,)
+Settle = Callable[[Tuple[torch.Tensor, torch.Tensor], torch.Tensor, torch.Tensor], Tuple[torch.Tensor, torch.Tensor]]
 POSITIONS_PER_ROW = 32  # window columns the C counting pass records per row of one block (more: the row is scanned again)
 _pool: Optional[ThreadPoolExecutor] = None
 
@@ -118,7 +123,8 @@ class Tallied(NamedTuple):
     ``equal`` tied ones (exact ranks: inside the window, undecided); ``pair_rows``, ``pair_ids``
     (P,) the batch rows and global ids of the candidates inside windows that are not a point (exact
     ranks; empty otherwise); ``mismatched`` true scores that differed from a block's (fast ranks);
-    ``most_recorded`` the most window columns a fused count recorded in one row."""
+    ``most_recorded`` the most window columns a fused count recorded in one row; ``settled``: the
+    tally settled the window's pairs itself (``greater`` and ``equal`` are exact, no pairs left)."""
 
     greater: torch.Tensor
     equal: torch.Tensor
@@ -126,6 +132,7 @@ class Tallied(NamedTuple):
     pair_ids: torch.Tensor
     mismatched: int = 0
     most_recorded: int = 0
+    settled: bool = False
 
 
 def exclude(block: torch.Tensor, start: int, candidates: "SideCandidates") -> None:
@@ -186,12 +193,14 @@ def window_pairs(block: torch.Tensor, rows: torch.Tensor, lows: torch.Tensor, hi
 
 class BlockTally:
     """A batch's counts block by block: :func:`~openbench.evaluation.counting.counts.count_block`
-    on each; with a window, the pairs inside windows that are not a point gathered per block (the
-    reference, and the path of full rows and of other devices)."""
+    on each; with a window, each block's pairs inside windows that are not a point settled by
+    ``settle`` as the block is counted (without it, gathered for the caller). The reference, and
+    the path of full rows and of other devices."""
 
-    def __init__(self, plan: TallyPlan, candidates: "SideCandidates", true_scores: torch.Tensor, window: Window):
+    def __init__(self, plan: TallyPlan, candidates: "SideCandidates", true_scores: torch.Tensor, window: Window,
+                 settle: Optional[Settle] = None):
         self.plan, self.true_ids, self.true_scores = plan, candidates.true_ids, true_scores
-        self.filter_pairs, self.window = candidates.filter_pairs, window
+        self.filter_pairs, self.window, self.settle = candidates.filter_pairs, window, settle
         self.greater = torch.zeros(self.true_ids.shape[0], dtype=torch.long, device=self.true_ids.device)
         self.equal = torch.zeros_like(self.greater)
         self.pairs: List[Tuple[torch.Tensor, torch.Tensor]] = []
@@ -202,22 +211,27 @@ class BlockTally:
         positions = None if self.window is None else positions_buffer(block)
         greater, equal, differs = count_block(block, start, self.true_ids, self.true_scores, *self.filter_pairs,
                                               self.plan.lower_is_better, self.plan.check_nan, self.window, positions)
-        greater, equal = greater.to(self.greater.device), equal.to(self.equal.device)
-        self.greater += greater
-        self.equal += equal
         if self.window is None:  # fast ranks compare with the true score itself (exact ranks: the window)
             self.mismatched += int(differs.sum())
-            return
-        rows = undecided_rows(equal, self.window)
-        if rows.numel():
-            pair_rows, columns = window_pairs(block, rows, self.window[0], self.window[1], positions)
-            self.pairs.append((pair_rows, columns + start))
+        else:
+            rows = undecided_rows(equal, self.window)
+            pair_rows, pair_ids = rows[:0], rows[:0]
+            if rows.numel():
+                pair_rows, columns = window_pairs(block, rows, self.window[0], self.window[1], positions)
+                pair_ids = columns + start
+            if self.settle is not None:
+                greater, equal = self.settle((greater, equal), pair_rows, pair_ids)
+            elif rows.numel():
+                self.pairs.append((pair_rows, pair_ids))
+        self.greater += greater.to(self.greater.device)
+        self.equal += equal.to(self.equal.device)
 
     def finish(self) -> Tallied:
         """The counts of every block added."""
         empty = self.greater[:0]
         return Tallied(self.greater, self.equal, torch.cat([empty] + [rows for rows, _ in self.pairs]),
-                       torch.cat([empty] + [ids for _, ids in self.pairs]), self.mismatched)
+                       torch.cat([empty] + [ids for _, ids in self.pairs]), self.mismatched,
+                       settled=self.window is not None and self.settle is not None)
 
 
 class FusedTally:
@@ -311,14 +325,16 @@ class FusedTally:
 
 
 def count_blocks(blocks: Blocks, plan: TallyPlan, candidates: "SideCandidates", true_scores: torch.Tensor,
-                 window: Window) -> Tallied:
+                 window: Window, settle: Optional[Settle] = None) -> Tallied:
     """Every block of ``blocks`` counted against ``true_scores`` (B,) (or exact ranks' ``window``,
     (lows (B,), highs (B,))) after :func:`exclude`, as ``plan`` says: serially, or, fused on
     ``plan.workers`` threads, each computing its share of the chunks (every ``workers``-th, one
     torch thread each, so that a block is counted by the core that computed it, from its cache)
     into its own part. A NaN raises as the serial order would: the first chunk holding one, its
-    first row."""
-    tally = (FusedTally if plan.fused else BlockTally)(plan, candidates, true_scores, window)
+    first row. ``settle``: exact ranks' settling of one block's window pairs, which the
+    block-by-block tally applies per block (the fused one hands its pairs back)."""
+    tally = FusedTally(plan, candidates, true_scores, window) if plan.fused else \
+        BlockTally(plan, candidates, true_scores, window, settle)
     starts = blocks.starts
     workers = min(plan.workers, len(starts)) if plan.fused else 1
     if workers <= 1:
