@@ -85,3 +85,33 @@ def test_the_counts_and_their_statistics_load_without_the_data_stage():
             "if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=PROJECT_ROOT)
     assert done.stdout.strip() == "[]"
+
+
+def test_block_by_block_exact_ranks_hold_one_block_of_pairs_at_a_time(tmp_path, monkeypatch):
+    """The block-by-block tally (the GPU's path) settles each block's window pairs as it counts
+    the block: every settling it asks for holds the pairs of one chunk of candidates only, so a
+    collapsed model (every candidate undecided) holds B x chunk pairs, not B x E. Its counts are
+    the fused count's."""
+    from openbench.evaluation.counting.exact import ExactRanks
+    from openbench.evaluation.producers.full import FullRanking
+
+    write_samples(tmp_path, planted_graph(0), 0)
+    dataset = load_dataset(tmp_path)
+    rows = torch.randn(3, 8, generator=torch.Generator().manual_seed(2))
+    entities = rows[torch.arange(dataset.num_entities) % 3]  # three distinct rows: wide ties to settle
+    model = openbench.embedding_model("DistMult", entities, torch.randn(dataset.num_relations, 8))
+    chunk, seen = 64, []
+    settle_pairs = ExactRanks.settle_pairs
+
+    def recording(self, counts, window, pair_rows, pair_ids, *rest):
+        seen.append(pair_ids.clone())
+        return settle_pairs(self, counts, window, pair_rows, pair_ids, *rest)
+
+    monkeypatch.setattr(ExactRanks, "settle_pairs", recording)
+    blocks = openbench.evaluate(dataset, FullRanking(model, counting="blocks", entity_chunk=chunk))
+    assert sum(ids.numel() for ids in seen) > 0 and len(seen) > 2
+    for ids in seen:
+        if ids.numel():
+            assert int(ids.max()) // chunk == int(ids.min()) // chunk  # one chunk's candidates
+    fused = openbench.evaluate(dataset, FullRanking(model, entity_chunk=chunk))
+    assert blocks.metrics == fused.metrics
