@@ -65,7 +65,7 @@ class Trace(NamedTuple):
 
 
 def trace(ranks: str, tree: bool, queries: int = 1, entity_chunk: Optional[int] = None,
-          repeated: bool = False) -> Trace:
+          repeated: bool = False, model_name: str = "DistMult") -> Trace:
     """The crossings and visits of one evaluation (see :class:`Trace`)."""
     with tempfile.TemporaryDirectory() as scratch:
         dataset = one_query_dataset(Path(scratch), queries)
@@ -73,8 +73,10 @@ def trace(ranks: str, tree: bool, queries: int = 1, entity_chunk: Optional[int] 
         entities = torch.randn(dataset.num_entities, 8, generator=generator)
         if repeated:  # few distinct rows: many candidates inside each window, settled in float64
             entities = entities[torch.randint(0, 6, (dataset.num_entities,), generator=generator)]
-        model = openbench.embedding_model("DistMult", entities, torch.randn(dataset.num_relations, 8,
-                                                                            generator=generator))
+        relations = torch.randn(dataset.num_relations, 64 if model_name == "RESCAL" else 8, generator=generator)
+        if model_name.startswith("RotatE"):  # rotations: unit moduli, as [cos | sin] halves
+            relations = torch.cat([relations[:, :4].cos(), relations[:, :4].sin()], dim=1)
+        model = openbench.embedding_model(model_name, entities, relations)
         options = dict(ranks=ranks, entity_chunk=entity_chunk, progress=False)
         openbench.evaluate(dataset, model, **options)  # imports and caches warmed: only the run is traced
         found = Trace(collections.Counter(), collections.Counter(), [], [])
@@ -126,9 +128,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=1, help="test triples evaluated (default 1)")
     parser.add_argument("--entity-chunk", type=int, default=None, help="candidates per block (default: one block)")
     parser.add_argument("--repeated", action="store_true", help="entity rows drawn from 6 distinct ones")
+    parser.add_argument("--model", default="DistMult", help="an embedding model's name (default DistMult; RESCAL's "
+                        "relations are 8 x 8 matrices, RotatE's rotations)")
     parser.add_argument("--tree", action="store_true", help="print every crossing into a module")
     args = parser.parse_args()
-    found = trace(args.ranks, args.tree, args.queries, args.entity_chunk, args.repeated)
+    found = trace(args.ranks, args.tree, args.queries, args.entity_chunk, args.repeated, args.model)
     print(f"modules entered while {args.queries} test triple(s) are evaluated ({args.ranks} ranks): "
           f"{len(found.crossings)}; crossed into more than once: {len(_again(found.crossings))}; "
           f"visited (entered, left and re-entered) more than once: {len(_again(found.visits))}")

@@ -656,15 +656,16 @@ class ExactRanks:
 
     # -- one batch: the window, the count, the settling -------------------------------------
     def count_batch(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
-                    blocks: Blocks, plan: TallyPlan, candidates: "SideCandidates") -> Tuple[torch.Tensor, torch.Tensor, int]:
+                    blocks: Blocks, plan: TallyPlan,
+                    candidates: "SideCandidates") -> Tuple[torch.Tensor, torch.Tensor, int]:
         """(n_greater (B,), n_equal (B,), the most window columns a fused count recorded in one row)
         of B ``side`` queries, exact, in one call: the window (:meth:`side_window` of ``given``,
         ``queries`` (B, d') and the fast true keys ``true_scores`` (B,)), the count of ``blocks``
         against it (:func:`~openbench.evaluation.counting.tally.count_blocks` as ``plan`` says), and
         the settling of the candidates left inside it (:meth:`settle_pairs`: once, of the pairs a
-        fused count recorded; block by block, as the block-by-block tally counts each block). ``scorer`` built the
-        queries (an entity shard's query scorer); ``candidates`` are the side's
-        (:class:`~openbench.evaluation.candidates.SideCandidates`)."""
+        fused count recorded; block by block, as the block-by-block tally counts each block).
+        ``scorer`` built the queries (an entity shard's query scorer); ``candidates`` are the
+        side's (:class:`~openbench.evaluation.candidates.SideCandidates`)."""
         window = self.side_window(scorer, side, given, queries, true_scores, candidates.exclusion is not None)
 
         def settle(counts, pair_rows, pair_ids):  # one block's pairs, as the block-by-block tally counts it
@@ -786,12 +787,12 @@ class ExactRanks:
         identical = torch.from_numpy((flat == truth.reshape(flat.shape)).all(axis=1))
         return keys, norms, identical
 
-    @staticmethod
-    def _magnitude_norms(scorer, rows: np.ndarray, side: str, relation: Optional[np.ndarray]):
+    def _magnitude_norms(self, scorer, rows: np.ndarray, side: str, relation: Optional[np.ndarray]):
         """Bounds (‖|c|‖₂ (P,), ‖|c|‖₁ (P,)) on the norms of the candidates' magnitudes: their
         formula on absolute values (which bounds the rounding of computing them)."""
         assert relation is not None  # only formulas that round read the relation rows
-        return norm_bounds(_tensor(scorer.candidate_formula(np.abs(rows), side, np.abs(relation), np.add)))
+        return norm_bounds(_tensor(scorer.candidate_formula(np.abs(rows), side, np.abs(relation), np.add)),
+                           self.library)
 
     def _bound(self, scorer, key: np.ndarray, width: int, query_norms, candidate_norms) -> np.ndarray:
         """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)

@@ -37,7 +37,8 @@ Window = Optional[Tuple[torch.Tensor, torch.Tensor]]
 # (n_greater, n_equal) (B,) of one block, its undecided pairs' batch rows (P,) and global ids (P,)
 # -> the block's exact (n_greater, n_equal) (B,)
 Settle = Callable[[Tuple[torch.Tensor, torch.Tensor], torch.Tensor, torch.Tensor], Tuple[torch.Tensor, torch.Tensor]]
-POSITIONS_PER_ROW = 32  # window columns the C counting pass records per row of one block (more: the row is scanned again)
+# window columns the C counting pass records per row of one block (more: the row is scanned again)
+POSITIONS_PER_ROW = 32
 _pool: Optional[ThreadPoolExecutor] = None
 
 
