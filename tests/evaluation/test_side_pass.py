@@ -19,18 +19,21 @@ def _trace_door():
     return module
 
 
-@pytest.mark.parametrize("ranks", ["fast", "exact"])
-def test_a_batch_visits_each_stage_once(ranks):
+@pytest.mark.parametrize("ranks, model", [("fast", "DistMult"), ("fast", "RESCAL"), ("exact", "DistMult"),
+                                         ("exact", "TransE-L2"), ("exact", "TransE-L1"), ("exact", "ComplEx")])
+def test_a_batch_visits_each_stage_once(ranks, model):
     """Within a batch no module is entered twice: the candidates, the scorer, exact ranks (the
     window, the count inside it, the settling, in one call), the tally and the C kernel, each
     once (the C tally's pass, one block: the torch reference counts through counts.py block by
     block). The evaluation has two batches, the head and the tail queries of its one test triple;
-    and the door calls the producer once (its run) after the options, never after the counts."""
+    and the door calls the producer once (its run) after the options, never after the counts.
+    Exact ranks: the models whose queries the C helper builds (RESCAL, SimplE and RotatE read the
+    scorer's float64 formulas from the window and the settling, a second visit)."""
     from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 
     if COUNTING_LIBRARY.get() is None:
         pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
-    found = _trace_door().trace(ranks, tree=False)
+    found = _trace_door().trace(ranks, tree=False, model_name=model)
     assert len(found.batch_crossings) == 2  # the head queries, then the tail queries
     stages = {"openbench.evaluation.candidates", "openbench.models.scorers", "openbench.evaluation.counting.tally",
               "openbench.evaluation.counting.kernels"}
