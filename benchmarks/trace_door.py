@@ -42,7 +42,8 @@ def module_of(code) -> str | None:
     return name[len(str(ROOT)) + 1:].removesuffix(".py").replace("/", ".")
 
 
-def one_query_dataset(folder: Path, queries: int = 1):
+def planted_dataset(folder: Path, queries: int = 1):
+    """The demo's planted graph, its first ``queries`` test triples kept."""
     splits = planted_graph(0)
     splits["test"] = splits["test"][:queries]
     write_samples(folder, splits, 0)
@@ -68,7 +69,7 @@ def trace(ranks: str, tree: bool, queries: int = 1, entity_chunk: Optional[int] 
           repeated: bool = False, model_name: str = "DistMult") -> Trace:
     """The crossings and visits of one evaluation (see :class:`Trace`)."""
     with tempfile.TemporaryDirectory() as scratch:
-        dataset = one_query_dataset(Path(scratch), queries)
+        dataset = planted_dataset(Path(scratch), queries)
         generator = torch.Generator().manual_seed(0)
         entities = torch.randn(dataset.num_entities, 8, generator=generator)
         if repeated:  # few distinct rows: many candidates inside each window, settled in float64

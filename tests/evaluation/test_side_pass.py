@@ -120,3 +120,20 @@ def test_block_by_block_exact_ranks_hold_one_block_of_pairs_at_a_time(tmp_path, 
             assert int(ids.max()) // chunk == int(ids.min()) // chunk  # one chunk's candidates
     fused = openbench.evaluate(dataset, FullRanking(model, entity_chunk=chunk))
     assert blocks.metrics == fused.metrics
+
+
+def test_an_entity_shard_without_its_reduction_is_refused(tmp_path):
+    """A shard that gathers rows but cannot sum its counts over the processes would return one
+    process's share of the counts as if they were all: the block source refuses to begin."""
+    from openbench.evaluation.candidates import RankingSetup
+    from openbench.evaluation.counting.chain import EmbeddingBlocks
+
+    write_samples(tmp_path, planted_graph(0), 0)
+    dataset = load_dataset(tmp_path)
+    model = openbench.embedding_model("DistMult", torch.randn(dataset.num_entities, 4),
+                                      torch.randn(dataset.num_relations, 4))
+    setup = RankingSetup(dataset, device="cpu", progress=False)
+    batch = dataset.triples["test"][:2]
+    source = EmbeddingBlocks(model, None, gather_rows=lambda rows: rows, reduce=None)
+    with pytest.raises(ValueError, match="needs gather_rows and reduce"):
+        source.begin(setup, batch, setup.side_candidates(batch, "tail"), dataset.num_entities)

@@ -149,8 +149,9 @@ class EmbeddingBlocks(BlockSource):
     :param entity_range: [start, stop) of the candidates this process holds (an entity shard);
         with it, ``gather_rows(tensor)`` sums a (B, ...) tensor over the processes (each row comes
         from its one owner, zeros elsewhere) and ``reduce`` the counts.
-    :param fused: count CPU blocks with :class:`~openbench.evaluation.counting.tally.FusedTally`
-        (False: :class:`~openbench.evaluation.counting.tally.BlockTally`).
+    :param fused: count with :class:`~openbench.evaluation.counting.tally.FusedTally` where it
+        applies (the C helper built, the scorer on the CPU, float32/float64 tables; the decision is
+        kept as ``self.fused``), else with :class:`~openbench.evaluation.counting.tally.BlockTally`.
     :param candidate_max: exact ranks: {side: ``exact.candidate_max(side)``} of every evaluated side.
     """
 
@@ -159,9 +160,11 @@ class EmbeddingBlocks(BlockSource):
                  gather_rows: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
                  reduce: Optional[Callable[..., list]] = None, fused: bool = True,
                  candidate_max: Optional[Dict[str, float]] = None):
-        self.scorer, self.exact, self.fused = scorer, exact, fused
+        self.scorer, self.exact = scorer, exact
         self.device = scorer.device
         self.library = COUNTING_LIBRARY.get()  # the C helpers, resolved once for this evaluation
+        self.fused = (fused and self.library is not None and self.device.type == "cpu"
+                      and scorer.entities.real.dtype in (torch.float32, torch.float64))
         # exact ranks: per side the largest magnitude of the candidate vectors, read once at bind
         self.candidate_max = candidate_max or {}
         self.entity_range = entity_range or (0, scorer.num_entities)
@@ -200,23 +203,18 @@ class EmbeddingBlocks(BlockSource):
         served = scorer.side_scores(batch, side, candidates.true_ids, self.scratch_block(rows, width).view(-1), width,
                                     keys, self.candidate_max.get(side), self.entity_range[0])
         chunks = 1 if served.full is not None else -(-total // width)
-        fused = self._fused(batch)
-        workers = max(1, min(torch.get_num_threads(), chunks)) if fused and keys and chunks > 1 else 1
+        workers = max(1, min(torch.get_num_threads(), chunks)) if self.fused and keys and chunks > 1 else 1
         chunk = None if served.full is not None else functools.partial(scorer.score_chunk, served.queries, side,
                                                                         keys=keys)
         blocks = Blocks(served.full, self.entity_range[0], total, width, chunk,
                         [self.scratch_block(rows, width, worker).view(-1) for worker in range(workers)])
         # where the scorer proves every score finite, the count looks for no NaN (the C kernel then
         # makes two comparisons per score instead of three, torch skips a pass)
-        plan = self._plan(setup, fused, not served.finite, workers)
+        plan = self._plan(setup, not served.finite, workers)
         return BatchWork(blocks, plan, served.true_scores, self.exact, scorer, served.exact, served.queries)
 
-    def _fused(self, batch: torch.Tensor) -> bool:
-        return (self.fused and self.library is not None and batch.device.type == "cpu"
-                and self.scorer.entities.real.dtype in (torch.float32, torch.float64))
-
-    def _plan(self, setup: RankingSetup, fused: bool, check_nan: bool, workers: int) -> TallyPlan:
-        return TallyPlan(fused, setup.lower_is_better, setup.num_entities, check_nan, workers, self.record_capacity,
+    def _plan(self, setup: RankingSetup, check_nan: bool, workers: int) -> TallyPlan:
+        return TallyPlan(self.fused, setup.lower_is_better, setup.num_entities, check_nan, workers, self.record_capacity,
                          self.scorer.entities.real.dtype, self.library)
 
     def _shard_work(self, setup: RankingSetup, batch: torch.Tensor, candidates: SideCandidates) -> BatchWork:
@@ -249,6 +247,6 @@ class EmbeddingBlocks(BlockSource):
         full = scorer.score_chunk(queries, side, 0, total, out=self.scratch_block(batch.shape[0], total), keys=keys)
         true_scores = torch.zeros(batch.shape[0], dtype=full.dtype, device=batch.device)
         true_scores[here] = full[here, true_ids[here] - start]
-        plan = self._plan(setup, self._fused(batch), True, 1)
+        plan = self._plan(setup, True, 1)
         return BatchWork(Blocks(full, start, total, total), plan, gather(true_scores), self.exact, query_scorer, given,
                          queries, self.reduce_counts)

@@ -668,14 +668,14 @@ class ExactRanks:
         side's (:class:`~openbench.evaluation.candidates.SideCandidates`)."""
         window = self.side_window(scorer, side, given, queries, true_scores, candidates.exclusion is not None)
 
-        def settle(counts, pair_rows, pair_ids):  # one block's pairs, as the block-by-block tally counts it
+        def settle(counts, pair_rows, pair_ids):  # a block's pairs, or a fused count's of the batch
             return self.settle_pairs(counts, window, pair_rows, pair_ids, candidates.true_ids, candidates.filter_pairs,
                                      plan.num_entities, scorer)
 
         tallied = count_blocks(blocks, plan, candidates, true_scores, window, settle)
-        if tallied.settled:
+        if tallied.pairs is None:  # settled block by block
             return tallied.greater, tallied.equal, tallied.most_recorded
-        greater, equal = settle((tallied.greater, tallied.equal), tallied.pair_rows, tallied.pair_ids)
+        greater, equal = settle((tallied.greater, tallied.equal), *tallied.pairs)
         return greater, equal, tallied.most_recorded
 
     # -- steps 2 to 4: settle the undecided ------------------------------------------------

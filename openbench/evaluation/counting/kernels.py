@@ -43,7 +43,6 @@ class NonFiniteRows(ScoreError):
 
     def __init__(self, row: int, detail: str):
         self.row = row
-        self.side: Optional[str] = None
         super().__init__(detail)
 
 

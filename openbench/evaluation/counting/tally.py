@@ -9,12 +9,14 @@ entries typed candidates or the entity scope exclude (:func:`exclude`), and coun
 * fused (:class:`FusedTally`, embeddings on the CPU with the C helper): one call of the C kernel
   per block right after its GEMM, on several threads where there are several chunks.
 
-With an exact-ranks window the fused tally gives the candidates beyond the window on the better
-side, the number inside it, and the (row, candidate id) pairs inside windows that are not a point,
-which :meth:`~openbench.evaluation.counting.exact.ExactRanks.settle_pairs` settles once per batch.
-The block-by-block tally settles each block's pairs as it goes, through the ``settle`` function
-exact ranks hand it (so that a block's pairs, not a batch's, are held at a time: on a GPU, where
-this tally runs, a collapsed model's B × E pairs would not fit). Neither calls the chain.
+With an exact-ranks window both count the candidates beyond the window on the better side and
+those inside it. The fused tally hands back the (row, candidate id) pairs inside windows that are
+not a point, recorded across the chunks, for
+:meth:`~openbench.evaluation.counting.exact.ExactRanks.settle_pairs` to settle once per batch.
+The block-by-block tally settles each block's pairs as it counts the block, through the
+``settle`` function exact ranks hand it (so that a block's pairs, not a batch's, are held at a
+time: on a GPU, where this tally runs, a collapsed model's B × E pairs would not fit). Neither
+calls the chain.
 """
 from __future__ import annotations
 
@@ -120,20 +122,18 @@ class TallyPlan(NamedTuple):
 
 
 class Tallied(NamedTuple):
-    """A batch's counts, each (B,): ``greater`` better candidates (exact ranks: beyond the window);
-    ``equal`` tied ones (exact ranks: inside the window, undecided); ``pair_rows``, ``pair_ids``
-    (P,) the batch rows and global ids of the candidates inside windows that are not a point (exact
-    ranks; empty otherwise); ``mismatched`` true scores that differed from a block's (fast ranks);
-    ``most_recorded`` the most window columns a fused count recorded in one row; ``settled``: the
-    tally settled the window's pairs itself (``greater`` and ``equal`` are exact, no pairs left)."""
+    """A batch's counts, each (B,): ``greater`` better candidates, ``equal`` tied ones; ``pairs``
+    None where these are final (fast ranks, or settled block by block), else (batch rows (P,),
+    global ids (P,)) of the candidates inside windows that are not a point, still to settle
+    (``greater`` then counts beyond the window, ``equal`` inside it); ``mismatched`` true scores
+    that differed from a block's (fast ranks); ``most_recorded`` the most window columns a fused
+    count recorded in one row."""
 
     greater: torch.Tensor
     equal: torch.Tensor
-    pair_rows: torch.Tensor
-    pair_ids: torch.Tensor
+    pairs: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
     mismatched: int = 0
     most_recorded: int = 0
-    settled: bool = False
 
 
 def exclude(block: torch.Tensor, start: int, candidates: "SideCandidates") -> None:
@@ -195,8 +195,8 @@ def window_pairs(block: torch.Tensor, rows: torch.Tensor, lows: torch.Tensor, hi
 class BlockTally:
     """A batch's counts block by block: :func:`~openbench.evaluation.counting.counts.count_block`
     on each; with a window, each block's pairs inside windows that are not a point settled by
-    ``settle`` as the block is counted (without it, gathered for the caller). The reference, and
-    the path of full rows and of other devices."""
+    ``settle`` as the block is counted. The reference, and the path of full rows and of other
+    devices."""
 
     def __init__(self, plan: TallyPlan, candidates: "SideCandidates", true_scores: torch.Tensor, window: Window,
                  settle: Optional[Settle] = None):
@@ -204,7 +204,6 @@ class BlockTally:
         self.filter_pairs, self.window, self.settle = candidates.filter_pairs, window, settle
         self.greater = torch.zeros(self.true_ids.shape[0], dtype=torch.long, device=self.true_ids.device)
         self.equal = torch.zeros_like(self.greater)
-        self.pairs: List[Tuple[torch.Tensor, torch.Tensor]] = []
         self.mismatched = 0
 
     def add(self, block: torch.Tensor, start: int, part: int = 0) -> None:
@@ -215,24 +214,19 @@ class BlockTally:
         if self.window is None:  # fast ranks compare with the true score itself (exact ranks: the window)
             self.mismatched += int(differs.sum())
         else:
+            assert self.settle is not None  # exact ranks hand their settling with the window
             rows = undecided_rows(equal, self.window)
             pair_rows, pair_ids = rows[:0], rows[:0]
             if rows.numel():
                 pair_rows, columns = window_pairs(block, rows, self.window[0], self.window[1], positions)
                 pair_ids = columns + start
-            if self.settle is not None:
-                greater, equal = self.settle((greater, equal), pair_rows, pair_ids)
-            elif rows.numel():
-                self.pairs.append((pair_rows, pair_ids))
+            greater, equal = self.settle((greater, equal), pair_rows, pair_ids)
         self.greater += greater.to(self.greater.device)
         self.equal += equal.to(self.equal.device)
 
     def finish(self) -> Tallied:
         """The counts of every block added."""
-        empty = self.greater[:0]
-        return Tallied(self.greater, self.equal, torch.cat([empty] + [rows for rows, _ in self.pairs]),
-                       torch.cat([empty] + [ids for _, ids in self.pairs]), self.mismatched,
-                       settled=self.window is not None and self.settle is not None)
+        return Tallied(self.greater, self.equal, None, self.mismatched)
 
 
 class FusedTally:
@@ -240,7 +234,7 @@ class FusedTally:
     kernels.ChunkTally`): one call per block right after its GEMM, while the block is in cache,
     the excluded entries handled in the same pass. ``plan.workers`` threads may each compute and
     count their own blocks (:func:`count_blocks`), each into its own part; the parts add. The
-    window's candidates are recorded across the chunks and handed on once per batch; a row whose
+    window's candidates are recorded across the chunks and handed back once per batch; a row whose
     record fills up has its columns taken out (the current block's by a scan of the row, while it
     is still there) and kept."""
 
@@ -306,13 +300,12 @@ class FusedTally:
 
     def finish(self) -> Tallied:
         """The parts added; exact ranks: every recorded or taken-out window candidate of the rows
-        with any (the settling drops those of windows that are a point)."""
+        with any, to settle (the settling drops those of windows that are a point)."""
         counted = [part for part in self.parts if part is not None]  # none: no block (no candidates here)
         greater = sum((part.greater for part in counted), torch.zeros_like(self.true_ids))
         inside = sum((part.inside for part in counted), torch.zeros_like(self.true_ids))
         if self.window is None:
-            empty = self.true_ids[:0]
-            return Tallied(greater, inside, empty, empty, int(sum(int(part.differs.sum()) for part in counted)))
+            return Tallied(greater, inside, None, int(sum(int(part.differs.sum()) for part in counted)))
         rows = (inside > 0).nonzero().squeeze(1)
         pairs = [(rows[:0], rows[:0])]
         for part, taken in zip(self.parts, self.taken):
@@ -321,7 +314,7 @@ class FusedTally:
                 continue
             self.most_recorded = max(self.most_recorded, int(part.fill.max()) if part.fill.numel() else 0)
             pairs.append(self._recorded(part, rows, part.fill[rows]))
-        return Tallied(greater, inside, torch.cat([rows for rows, _ in pairs]), torch.cat([ids for _, ids in pairs]),
+        return Tallied(greater, inside, (torch.cat([rows for rows, _ in pairs]), torch.cat([ids for _, ids in pairs])),
                        0, self.most_recorded)
 
 
@@ -332,8 +325,9 @@ def count_blocks(blocks: Blocks, plan: TallyPlan, candidates: "SideCandidates", 
     ``plan.workers`` threads, each computing its share of the chunks (every ``workers``-th, one
     torch thread each, so that a block is counted by the core that computed it, from its cache)
     into its own part. A NaN raises as the serial order would: the first chunk holding one, its
-    first row. ``settle``: exact ranks' settling of one block's window pairs, which the
-    block-by-block tally applies per block (the fused one hands its pairs back)."""
+    first row. ``settle``: exact ranks' settling of one block's window pairs (required with a
+    ``window``), which the block-by-block tally applies per block (the fused one hands its pairs
+    back in :attr:`Tallied.pairs`)."""
     tally = FusedTally(plan, candidates, true_scores, window) if plan.fused else \
         BlockTally(plan, candidates, true_scores, window, settle)
     starts = blocks.starts

@@ -103,9 +103,7 @@ class FullRanking(Producer):
         self.source = EmbeddingBlocks(self.scorer, self.exact, self.entity_range, gather_rows, reduce,
                                       fused=self.counting == "fused", candidate_max=candidate_max)
         self._total = stop - start
-        self._fused_counting = (self.counting == "fused" and self.exact is not None and setup.device.type == "cpu"
-                                and self.scorer.entities.real.dtype in (torch.float32, torch.float64)
-                                and self.source.library is not None)
+        self._fused_counting = self.exact is not None and self.source.fused
 
     @property
     def fused_counting(self) -> bool:
