@@ -16,8 +16,8 @@ from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
 from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
 
-__all__ = ["SPLIT_COLUMNS", "GRAPH_INFO", "GRAPH_FORMAT", "read_edges", "read_nodes", "check_nodes_known",
-           "read_graph_info"]
+__all__ = ["SPLIT_COLUMNS", "GRAPH_INFO", "GRAPH_FORMAT", "UNWRITABLE", "read_edges", "read_nodes",
+           "check_nodes_known", "read_graph_info", "refuse_unwritable"]
 
 # the split files' columns: an edge with its label (value 1 positive, 0 negative)
 SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
@@ -48,6 +48,7 @@ def read_edges(path, value: str, sep: str = "\t", relations: Optional[Collection
     path = Path(path)
     frame = read_table(path, {0: "id1", 1: "relation", 2: "id2", 3: "qscore", 4: "source"}, separator=sep,
                        header=False, width=5, comment_prefixes=(), required=("id1", "relation", "id2"))
+    refuse_unwritable(frame, ("id1", "relation", "id2", "qscore", "source"), path)
     allowed = list(EDGE_TYPES) if relations is None else list(relations)
     unknown = frame.select((~pl.col("relation").is_in(allowed)).arg_true()).to_series()
     if len(unknown):
@@ -67,6 +68,8 @@ def read_nodes(path, sep: str = "\t", node_types: Optional[Collection[str]] = No
     path = Path(path)
     frame = read_table(path, {0: "id", 1: "node_type"}, separator=sep, header=False, width=2, comment_prefixes=(),
                        required=("id", "node_type"))
+    refuse_unwritable(frame, ("id", "node_type"), path)
+    _refuse_two_types(frame, path)
     if node_types is not None:
         bad = frame.select((~pl.col("node_type").is_in(list(node_types))).arg_true()).to_series()
         if len(bad):
@@ -84,6 +87,44 @@ def read_nodes(path, sep: str = "\t", node_types: Optional[Collection[str]] = No
                          f"node type, or to another; expected prefixes {', '.join(PREFIX_TO_NODE_TYPE)}",
                          path, line_of_row(path, row))
     return frame.unique("id", keep="first", maintain_order=True).with_columns(pl.col("id").cast(pl.Categorical))
+
+
+# what no split file can hold inside a field: its separator, and line ends
+UNWRITABLE = ("\t", "\n", "\r")
+
+
+def refuse_unwritable(frame: pl.DataFrame, columns, path) -> None:
+    """Refuse, naming the file and line, the first row whose ``columns`` hold a tab, a newline or a
+    carriage return: the split files are tab-separated, one row a line, so such a label (read from
+    a comma-separated input) would write rows of the wrong width. Checked as the input is read,
+    before anything is written."""
+    present = [column for column in columns if column in frame.columns]
+    if not present or frame.is_empty():
+        return
+    holds = pl.any_horizontal([pl.col(column).fill_null("").str.contains(r"[\t\n\r]") for column in present])
+    bad = frame.select(holds.arg_true()).to_series()
+    if len(bad):
+        row = int(bad[0])
+        column = next(name for name in present if any(c in (frame[name][row] or "") for c in UNWRITABLE))
+        raise InputError(f"{column} {frame[column][row]!r} holds a tab or a line break; the split files are "
+                         "tab-separated, one row a line, so it cannot be written (rename it in the input)",
+                         path, line_of_row(path, row))
+
+
+def _refuse_two_types(frame: pl.DataFrame, path) -> None:
+    """A node listed twice with the same type is one node; with two different types it is refused,
+    naming both lines (which type it has would otherwise depend on line order)."""
+    pairs = frame.select("id", "node_type").with_row_index("row")
+    first = pairs.unique(["id", "node_type"], keep="first", maintain_order=True)
+    clash = first.filter(pl.col("id").is_duplicated())
+    if clash.is_empty():
+        return
+    node = clash["id"][0]
+    rows = clash.filter(pl.col("id") == node)
+    one, two = int(rows["row"][0]), int(rows["row"][1])
+    raise InputError(f"node {node!r} is listed with two types, {rows['node_type'][0]!r} (line "
+                     f"{line_of_row(path, one)}) and {rows['node_type'][1]!r}; expected one type per node",
+                     path, line_of_row(path, two))
 
 
 def check_nodes_known(edges: pl.DataFrame, nodes: pl.DataFrame, path, nodes_path=None) -> None:

@@ -15,7 +15,7 @@ from openbench._io.download import ALLOW_PRIVATE_VARIABLE
 class FileServer:
     """Serves ``files`` (path -> bytes). ``drop_after[path] = (n_bytes, times)`` closes the
     connection after n_bytes for the first ``times`` requests; ``ignore_range`` answers 200 to
-    Range requests; ``redirects[path] = location`` answers 302; ``without_length`` (paths) are
+    Range requests; ``redirects[path] = location`` answers 302 (``(status, location)``: that status); ``without_length`` (paths) are
     sent without Content-Length, ``endless`` (paths) repeat their bytes until the client leaves;
     ``trickle[path] = seconds`` sends one byte per that many seconds. ``requests`` records (path,
     Range header) of every request."""
@@ -24,7 +24,7 @@ class FileServer:
         self.files = files
         self.drop_after: Dict[str, tuple] = {}
         self.ignore_range = False
-        self.redirects: Dict[str, str] = {}
+        self.redirects: Dict[str, object] = {}
         self.without_length: set = set()
         self.endless: set = set()
         self.trickle: Dict[str, float] = {}
@@ -41,8 +41,10 @@ class FileServer:
                 range_header: Optional[str] = self.headers.get("Range")
                 server.requests.append((self.path, range_header))
                 if self.path in server.redirects:
-                    self.send_response(302)
-                    self.send_header("Location", server.redirects[self.path])
+                    target = server.redirects[self.path]
+                    status, location = target if isinstance(target, tuple) else (302, target)
+                    self.send_response(status)
+                    self.send_header("Location", location)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

@@ -3,6 +3,7 @@ import copy
 import csv
 import io
 import json
+import unicodedata
 import re
 import math
 import multiprocessing
@@ -337,7 +338,7 @@ def test_killed_writer_page_corruption_and_hand_edited_cells(tmp_path, records):
 
 
 @pytest.mark.parametrize("name", ["<!--<script>", "</script><script>alert(1)</script>", "=HYPERLINK(\"http://x\")",
-                                  "a|b<b>bold</b>"])
+                                  "a|b<b>bold</b>", "model\u202etxt.exe", "x\x1b[2J\x07\r\nfake row"])
 def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
     board = open_leaderboard(tmp_path / "lb.sqlite")
     board.submit(records[("DistMult", 0)], name=name)
@@ -353,6 +354,15 @@ def test_hostile_names_are_escaped_for_every_target(tmp_path, records, name):
     assert table_row.count(" | ") == header.count(" | ")  # a pipe in a name adds no column
     parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
     assert not parsed[0]["name"].startswith(("=", "+", "-", "@"))
+    # issue 63: control and bidirectional formatting characters reach no terminal, Markdown or CSV
+    # raw; they are shown as escapes, so a reader sees them
+    for fmt in ("table", "md", "csv"):
+        shown = render(rows, fmt)
+        assert not any(unicodedata.category(c) in ("Cc", "Cf") and c != "\n" for c in shown), fmt
+        for character, escape in (("\u202e", "\\u202e"), ("\x1b", "\\x1b"), ("\r", "\\x0d")):
+            assert (escape in shown) is (character in name), (fmt, escape)
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(tmp_path / "lb.sqlite")]).output
+    assert not any(unicodedata.category(c) in ("Cc", "Cf") and c != "\n" for c in shown)
 
 
 @pytest.fixture(scope="module")

@@ -346,7 +346,7 @@ def test_a_name_registered_by_two_registry_files_is_refused(tmp_path, monkeypatc
     assert registry.lookup("mine").source == str(first)
 
 
-def test_free_text_fields_reach_the_terminal_without_control_characters(tmp_path):
+def test_free_text_fields_reach_the_terminal_with_control_characters_made_visible(tmp_path):
     """Issue 49: a CR/LF in version drew a fake row in datasets list; ESC and BEL reached the terminal."""
     path = tmp_path / "registry.json"
     entry = {"name": "mine", "url": "https://example.org/mine.zip", "sha256": "0" * 64, "layout": "samples",
@@ -360,5 +360,6 @@ def test_free_text_fields_reach_the_terminal_without_control_characters(tmp_path
     assert [line for line in table.output.splitlines() if "spoofed" in line][0].startswith("mine ")
     listed = CliRunner().invoke(main, ["datasets", "--registry", str(path), "list", "--format", "json"])
     row = [row for row in json.loads(listed.output) if row["name"] == "mine"][0]
-    assert row["family"] == "lab[2J" and row["description"] == "xy" and row["license"] == "CC0"
+    # made visible, not dropped (issue 63): a reader sees that the field holds such characters
+    assert row["family"] == "lab\\x1b[2J\\x07" and row["description"] == "x\\x00y" and row["license"] == "CC0\\u202e"
     assert "\r" not in row["version"] and "\n" not in row["version"]

@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from openbench.cli import main
+from openbench.errors import INTERRUPTED
 from openbench.datasets.loader import load_dataset
 from openbench.models.scorers import build_scorer
 from openbench.leaderboard import open_leaderboard
@@ -604,3 +605,57 @@ def test_a_revoked_token_can_do_nothing_on_any_route_at_once(world, hardened, tm
     assert "revoked 1 token(s)" in again.output  # the fresh one only: the old one was revoked already
     assert request(url + "/api/submissions?name=revoked%20model", _variant(world["record"], "revoked", 5),
                    fresh)[0] == 401
+
+
+# ------------------------------------------------------------------------------------------
+# issue 63: Ctrl-C always ends with the one interrupted line; a busy port is one error line
+
+
+def _serve_command(db, port):
+    return [sys.executable, "-m", "openbench", "leaderboard", "serve", "--db", str(db), "--port", str(port)]
+
+
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal starts it (a background job ignores SIGINT)
+
+
+@pytest.mark.parametrize("delay", [0.6, 1.2, "ready", "serving a request"])
+def test_ctrl_c_ends_a_served_board_with_the_interrupted_line(tmp_path, delay):
+    """At any moment, from start-up to serving: status 130 and the one interrupted line as the
+    last line of stderr, no traceback (uvicorn.run swallowed the interrupt and ended 0; a Ctrl-C
+    during its start printed a traceback)."""
+    port = _free_port()
+    process = subprocess.Popen(_serve_command(tmp_path / "board.sqlite", port), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
+    if isinstance(delay, float):
+        time.sleep(delay)
+    else:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as answer:
+                    answer.read()
+                break
+            except urllib.error.HTTPError:  # an answer: it serves
+                break
+            except OSError:
+                time.sleep(0.1)
+        if delay == "serving a request":
+            threading.Thread(target=lambda: request(f"http://127.0.0.1:{port}/"), daemon=True).start()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines()[-1] == INTERRUPTED and "Traceback" not in err, err
+    assert len(err.strip().splitlines()) <= 2, err  # at most "serving ..." before it
+
+
+def test_a_busy_port_is_one_error_line_before_serving_is_announced(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(_serve_command(tmp_path / "board.sqlite", port), capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [f"error: cannot serve on 127.0.0.1:{port}: already in use (another "
+                                                "server?); choose another --port or --host"]

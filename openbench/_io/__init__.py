@@ -6,11 +6,11 @@ from openbench._io.inputs import (iter_lines, iter_raw_lines, line_of_row, load_
 from openbench._io.outputs import (JSON_SIGNATURE, MARKER, OutputRefused, SequentialWriter, atomic_path,
                                    check_output_file, check_output_folder, is_openbench_folder, is_openbench_json,
                                    is_openbench_png, replace_folder,
-                                   write_array_atomic, finite, json_text, printable, strict_json, write_json, write_marker,
+                                   write_array_atomic, finite, json_text, visible, strict_json, write_json, write_marker,
                                    write_text_atomic)
 
 __all__ = ["iter_lines", "iter_raw_lines", "line_of_row", "load_npy", "load_npz", "open_binary", "parse_json",
            "read_json", "read_table", "read_text", "JSON_SIGNATURE", "MARKER", "OutputRefused", "SequentialWriter",
            "atomic_path", "check_output_file", "check_output_folder", "is_openbench_folder", "is_openbench_json",
            "is_openbench_png", "replace_folder",
-           "write_array_atomic", "finite", "json_text", "printable", "strict_json", "write_json", "write_marker", "write_text_atomic"]
+           "write_array_atomic", "finite", "json_text", "visible", "strict_json", "write_json", "write_marker", "write_text_atomic"]

@@ -13,9 +13,11 @@ A URL is shared text (a registry entry, a mirror), so it is treated as hostile:
 * **Where it may connect.** Every connection, redirects included, is checked *after* it is made,
   on the address actually reached (no second DNS answer can slip past): link-local addresses
   (169.254.0.0/16, where cloud metadata services answer; fe80::/10) are never reached; loopback,
-  private (RFC 1918, fc00::/7), unspecified, multicast and reserved addresses only when the user
+  private (RFC 1918, fc00::/7), shared (100.64.0.0/10), unspecified, multicast, reserved and every
+  other address IANA's special-purpose registries do not mark globally reachable only when the user
   opts in with ``OPENBENCH_ALLOW_PRIVATE_NETWORK=1`` (a mirror on the lab's own network; the test
-  suite's server on 127.0.0.1). Redirects stay on http(s), at most :data:`MAX_REDIRECTS`.
+  suite's server on 127.0.0.1). An IPv6 address that embeds an IPv4 one (mapped, compatible, NAT64,
+  6to4, Teredo) is judged by the embedded address as well. Redirects stay on http(s), at most :data:`MAX_REDIRECTS`.
 * **How much it may write.** A stated size caps the bytes written (a Content-Length above it is
   refused before a byte is read; a stream that runs past it is cut and refused); without one,
   :data:`MAX_DOWNLOAD_BYTES`.
@@ -48,7 +50,7 @@ from openbench.errors import OpenbenchError
 
 __all__ = ["CHUNK_BYTES", "RETRYABLE_STATUS", "ALLOW_PRIVATE_VARIABLE", "MAX_DOWNLOAD_BYTES", "MAX_REDIRECTS",
            "DEADLINE_BASE_S", "MIN_RATE", "DownloadError", "Remote", "sha256_of", "sidecar_path", "fetch",
-           "address_allowed"]
+           "address_allowed", "embedded_ipv4", "NOT_GLOBALLY_REACHABLE"]
 
 logger = logging.getLogger(__name__)
 
@@ -194,16 +196,71 @@ def _private_allowed() -> bool:
     return os.environ.get(ALLOW_PRIVATE_VARIABLE, "").strip() == "1"
 
 
+# IANA's special-purpose address registries (iana-ipv4-special-registry and
+# iana-ipv6-special-registry, as of 2026): the blocks marked "Globally Reachable: False", and
+# the older blocks whose entries say N/A. ``ipaddress.is_global`` follows them too, but each Python
+# release knows the registry as of its own date (3fff::/20 and 5f00::/16 came later): a connection
+# is judged by both, and an address either calls non-global is not global. (::ffff:0:0/96, the
+# IPv4-mapped block, is judged as the IPv4 address each of its addresses is.)
+NOT_GLOBALLY_REACHABLE = tuple(ipaddress.ip_network(block) for block in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+    "203.0.113.0/24", "240.0.0.0/4", "255.255.255.255/32",
+    "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64", "2001::/23",
+    "2001:2::/48", "2001:10::/28", "2001:db8::/32", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10"))
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _rfc6052(value: int, prefix: int) -> ipaddress.IPv4Address:
+    """The IPv4 address RFC 6052 embeds after a ``prefix``-bit NAT64 prefix (bits 64-71, the "u"
+    octet, skipped) in the 128-bit ``value``."""
+    bits = [(value >> (127 - position)) & 1 for position in range(128)]
+    taken = [bit for position, bit in enumerate(bits[prefix:], prefix) if position < 64 or position > 71][:32]
+    return ipaddress.IPv4Address(int("".join(map(str, taken)), 2))
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list:
+    """The IPv4 addresses ``ip`` embeds, each of which a translator or tunnel may reach on its
+    behalf: IPv4-mapped and IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96; 64:ff9b:1::/48 under
+    each prefix length RFC 6052 allows within it), 6to4 (2002::/16) and Teredo (2001::/32: its
+    server and its de-obfuscated client)."""
+    found = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    value = int(ip)
+    if ip in _IPV4_COMPATIBLE and value > 1:
+        found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    if ip in _NAT64_WELL_KNOWN:
+        found.append(ipaddress.IPv4Address(value & 0xFFFFFFFF))
+    if ip in _NAT64_LOCAL:
+        found.extend(_rfc6052(value, prefix) for prefix in (48, 56, 64, 96))
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    return found
+
+
+def _globally_reachable(ip) -> bool:
+    return ip.is_global and not ip.is_multicast and not any(ip.version == block.version and ip in block
+                                                            for block in NOT_GLOBALLY_REACHABLE)
+
+
 def address_allowed(address: str, allow_private: Optional[bool] = None) -> bool:
     """Whether a connection may reach ``address`` (an IP literal): never link-local; loopback,
-    private and other non-global addresses only with ``allow_private`` (default: the
-    :data:`ALLOW_PRIVATE_VARIABLE` switch)."""
+    private and every other address IANA does not mark globally reachable only with
+    ``allow_private`` (default: the :data:`ALLOW_PRIVATE_VARIABLE` switch). An IPv6 address that
+    embeds IPv4 ones (:func:`embedded_ipv4`) is judged by each of them as well (an IPv4-mapped one
+    by its IPv4 address alone: it is that address)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_link_local:
+    judged = [ip]
+    if isinstance(ip, ipaddress.IPv6Address):
+        judged = ([] if ip.ipv4_mapped is not None else [ip]) + embedded_ipv4(ip)
+    if any(one.is_link_local for one in judged):
         return False
-    if ip.is_global:
+    if all(_globally_reachable(one) for one in judged):
         return True
     return _private_allowed() if allow_private is None else allow_private
 

@@ -520,11 +520,22 @@ def write_text_atomic(path: PathLike, text: str, inputs: Iterable[Optional[PathL
         tmp.write_text(text, encoding="utf-8")
 
 
-def printable(text: Any) -> str:
-    """``text`` as a string without control or format characters (C0/C1 controls: ESC, BEL, CR,
-    LF, ...; bidirectional overrides): a field someone else wrote cannot move the cursor, ring the
-    terminal, start a line of its own or reorder what follows it."""
-    return "".join(character for character in str(text) if unicodedata.category(character) not in ("Cc", "Cf"))
+def visible(text: Any) -> str:
+    """``text`` as a string whose control and format characters are shown as escapes (C0/C1
+    controls: ESC, BEL, CR, LF, ... as ``\\x1b``; bidirectional and other format characters as
+    ``\\u202e``; line and paragraph separators): a name someone else wrote cannot move the cursor,
+    ring the terminal, start a line of its own or reorder what follows it, and a reader still sees
+    that it holds such a character."""
+    return "".join(_escape(character) if unicodedata.category(character) in _INVISIBLE else character
+                   for character in str(text))
+
+
+_INVISIBLE = ("Cc", "Cf", "Zl", "Zp")
+
+
+def _escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def finite(value: Any) -> Any:

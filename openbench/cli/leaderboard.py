@@ -106,8 +106,8 @@ def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, dail
             raise click.BadParameter(f"expected NAME=SPLIT_DIR, got {text!r}", param_hint="--benchmark")
         hosted[name] = folder
     database = db or str(default_path())
-    click.echo(f"serving {database} on http://{host}:{port}", err=True)
-    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit or None)
+    serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit or None,
+          announce=lambda url: click.echo(f"serving {database} on {url}", err=True))
 
 
 @leaderboard.command("reveal")

@@ -677,11 +677,14 @@ def write_id_layout(dataset: Dataset, folder, sep: str = "\t", inputs: Sequence 
     if sep not in ("\t", ","):
         raise InputError(f"separator {sep!r}: expected a tab or a comma")
 
+    for name, labels in (("entities.tsv", dataset.entity_labels), ("relations.tsv", dataset.relation_labels)):
+        bad = next((row for row, label in enumerate(labels) if sep in label or "\n" in label or "\r" in label), None)
+        if bad is not None:  # before anything is written
+            raise InputError(f"label {labels[bad]!r} of {dataset.path} holds the separator or a line break; it cannot "
+                             f"be written as line {bad + 1} of {name}", Path(folder) / name, bad + 1)
+
     def fill(staging: Path) -> None:
         for name, labels in (("entities.tsv", dataset.entity_labels), ("relations.tsv", dataset.relation_labels)):
-            bad = next((label for label in labels if sep in label or "\n" in label), None)
-            if bad is not None:
-                raise InputError(f"label {bad!r} contains the separator or a newline; it cannot be written", name)
             pl.DataFrame({"id": np.arange(len(labels)), "label": labels}).write_csv(
                 staging / name, separator=sep, include_header=False, quote_style="never")
         for split, name in ID_FILES.items():

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from openbench._io.outputs import strict_json
+from openbench._io.outputs import strict_json, visible
 from openbench.evaluation.statistics.describe import protocol_line
 from openbench.record import CLASSIFICATION_METRICS
 
@@ -127,15 +127,18 @@ def _groups(rows: List[dict]) -> List[tuple]:
 
 
 def _markdown_cell(text: str) -> str:
-    """A Markdown table cell that shows the text: HTML escaped (no raw markup passes), pipes escaped."""
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """A Markdown table cell that shows the text: control and format characters made visible
+    (:func:`~openbench._io.outputs.visible`), HTML escaped (no raw markup passes), pipes escaped."""
+    return html.escape(visible(text), quote=False).replace("|", "\\|")
 
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _csv_text(text: str) -> str:
-    """A text cell a spreadsheet will not run as a formula (OWASP's CSV-injection rule: a leading ')."""
+    """A text cell a spreadsheet will not run as a formula (OWASP's CSV-injection rule: a leading '),
+    its control and format characters made visible."""
+    text = visible(text)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
@@ -179,8 +182,9 @@ def render(rows: List[dict], fmt: str, sort: Optional[str] = None) -> str:
 
 
 def _plain_cell(text: str) -> str:
-    """A text-table cell on one line: control characters (newlines, escapes) shown as spaces."""
-    return "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    """A text-table cell on one line: control and format characters (newlines, escapes,
+    bidirectional overrides) made visible as escapes."""
+    return visible(text)
 
 
 def _csv(rows: List[dict]) -> str:

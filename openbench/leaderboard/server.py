@@ -51,7 +51,7 @@ from openbench.leaderboard.store import (DuplicateRun, Leaderboard, LeaderboardE
 if TYPE_CHECKING:
     from openbench.datasets.loader import Dataset
 
-__all__ = ["Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions", "scored_parts",
+__all__ = ["bind", "Benchmark", "RateLimiter", "create_app", "load_benchmark", "read_predictions", "score_predictions", "scored_parts",
            "serve", "DAILY_LIMIT", "MAX_BODY_BYTES", "LIST_LENGTH_LIMIT", "INFLATE_FACTOR"]
 
 logger = logging.getLogger(__name__)
@@ -356,10 +356,36 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
         Route("/api/benchmarks/{name}/predictions", predictions, methods=["POST"])])
 
 
+def bind(host: str, port: int) -> "socket.socket":
+    """A listening TCP socket on ``host``:``port``, bound before anything says the board is served;
+    a port in use (or a host this machine does not have) is one error line."""
+    import socket
+
+    try:
+        family, kind, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as error:
+        raise OpenbenchError(f"--host {host!r}: not an address of this machine ({error.strerror})") from None
+    listener = socket.socket(family, kind)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: no TIME_WAIT wait
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as error:
+        listener.close()
+        reason = "already in use (another server?)" if error.errno == 98 else (error.strerror or str(error))
+        raise OpenbenchError(f"cannot serve on {host}:{port}: {reason}; choose another --port or --host") from None
+    listener.set_inheritable(True)
+    return listener
+
+
 def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Dict[str, str]] = None,
           max_body: int = MAX_BODY_BYTES, rate: float = 20.0, burst: int = 60,
-          daily_limit: Optional[int] = DAILY_LIMIT) -> None:
-    """Run the server until interrupted."""
+          daily_limit: Optional[int] = DAILY_LIMIT, announce=None) -> None:
+    """Run the server until interrupted: the port is bound first, then ``announce(url)`` (the
+    command line's "serving ..." line) is called, then requests are served. A Ctrl-C (or SIGTERM)
+    shuts the server down gracefully and then reaches the caller as the interrupt it is
+    (uvicorn.run would swallow it and end with status 0)."""
     import uvicorn
 
     hosted = {name: load_benchmark(name, folder, db) for name, folder in (benchmarks or {}).items()}
@@ -370,5 +396,13 @@ def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Di
                     ", ".join(f"{key} {value}" for key, value in benchmark.served.left_out.items()),
                     "; ".join(f"{label} {k}/{h}" for label, (k, h) in kept.items()))
     app = create_app(db, hosted, max_body=max_body, rate=rate, burst=burst, daily_limit=daily_limit)
-    logger.info("serving %s on http://%s:%d (%d benchmark(s))", db, host, port, len(hosted))
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    listener = bind(host, port)
+    try:
+        url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+        if announce is not None:
+            announce(url)
+        logger.info("serving %s on %s (%d benchmark(s))", db, url, len(hosted))
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        server.run(sockets=[listener])  # uvicorn re-raises a caught SIGINT once it has shut down
+    finally:
+        listener.close()

@@ -298,3 +298,111 @@ def test_a_submission_reads_no_more_rows_than_its_record_states(evaluated, tmp_p
     monkeypatch.setattr(pl, "read_parquet", lambda *args, **kwargs: pytest.fail("the rows were read"))
     done = _submit(tmp_path / "board.sqlite", tmp_path / "record.json", evaluated["root"] / "weak.parquet")
     assert done.exit_code == 1 and "declares 240 rows, more than the 10 queries" in done.output, done.output
+
+
+# -- any malformed footer: one line, never a panic (issue 63, item 2) -------------------------------
+
+def _integer_fields(footer: bytes):
+    """(field path, start, end) of every integer field of a compact-protocol footer, with the
+    byte range of its zigzag varint: what a forger can set to any value."""
+    from openbench._io import parquet
+
+    class Walk(parquet._Reader):
+        def __init__(self, data):
+            super().__init__(data)
+            self.path, self.found = [], []
+
+        def struct(self, depth):
+            fields, last = {}, 0
+            while True:
+                header = self.byte()
+                kind = header & 0x0F
+                if kind == parquet._STOP:
+                    return fields
+                last = last + (header >> 4) if header >> 4 else self.zigzag()
+                self.path.append(last)
+                start = self.at
+                fields[last] = self.value(kind, depth)
+                if kind in (parquet._I16, parquet._I32, parquet._I64):
+                    self.found.append((tuple(self.path), start, self.at))
+                self.path.pop()
+
+        def value(self, kind, depth):
+            if kind not in (parquet._LIST, parquet._SET):
+                return super().value(kind, depth)
+            header = self.byte()
+            size, element = header >> 4, header & 0x0F
+            size = self.varint() if size == 15 else size
+            out = []
+            for position in range(size):
+                self.path.append(position)
+                out.append(self.value(element, depth + 1))
+                self.path.pop()
+            return out
+
+    walk = Walk(footer)
+    walk.struct(0)
+    return walk.found
+
+
+def _with_field(raw: bytes, start: int, end: int, value: int) -> bytes:
+    length = int.from_bytes(raw[-8:-4], "little")
+    footer = raw[-8 - length:-8]
+    patched = footer[:start] + _zigzag_varint(value) + footer[end:]
+    return raw[:-8 - length] + patched + len(patched).to_bytes(4, "little") + b"PAR1"
+
+
+def test_no_footer_value_reaches_a_panic(evaluated, tmp_path):
+    """Every integer of a real ranks file's footer (row counts, value counts, page offsets and
+    sizes, statistics' counts) set to -1, 0, one off, or 2**40: reading the file either succeeds
+    with the rows checked or ends in one InputError naming it; polars never panics (its panic
+    message on stderr is the sign, caught in a subprocess of its own)."""
+    import subprocess
+    import sys
+
+    weak = evaluated["weak"]
+    frame = weak.ranks.head(300)
+    honest = _forge(tmp_path / "honest.parquet", frame, _honest_provenance(weak.to_dict(), frame))
+    # statistics too: a forger's writer may add them
+    frame.write_parquet(tmp_path / "stats.parquet", statistics=True, row_group_size=128,
+                        metadata={RANKS_METADATA_KEY: json.dumps(_honest_provenance(weak.to_dict(), frame))})
+    variants = []
+    for base in (honest, tmp_path / "stats.parquet"):
+        raw = base.read_bytes()
+        length = int.from_bytes(raw[-8:-4], "little")
+        fields = _integer_fields(raw[-8 - length:-8])
+        assert len(fields) > 20
+        for path, start, end in fields:
+            for value in (-1, 0, 1, 299, 301, 1 << 40):
+                target = tmp_path / f"v{len(variants)}.parquet"
+                target.write_bytes(_with_field(raw, start, end, value))
+                variants.append(str(target))
+    script = ("import sys\nfrom openbench.errors import InputError\n"
+              "from openbench.evaluation.statistics.evidence import read_ranks\n"
+              "for path in sys.argv[1:]:\n"
+              "    try:\n        read_ranks(path)\n        print('read', path)\n"
+              "    except InputError as error:\n"
+              "        assert path in str(error) and '\\n' not in str(error), error\n        print('refused', path)\n")
+    done = subprocess.run([sys.executable, "-c", script, *variants], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "panicked" not in done.stderr, done.stderr[-2000:]
+    outcomes = done.stdout.split()
+    assert outcomes.count("refused") > len(variants) // 3  # the checks do refuse, not only survive
+
+
+def test_a_value_count_of_minus_one_is_one_line_in_compare_and_submit(evaluated, tmp_path):
+    """The attack as reported: the first column's num_values set to -1."""
+    weak = evaluated["weak"]
+    path = tmp_path / "ranks.parquet"
+    raw = (evaluated["root"] / "weak.parquet").read_bytes()
+    length = int.from_bytes(raw[-8:-4], "little")
+    first_values = [(start, end) for field, start, end in _integer_fields(raw[-8 - length:-8])
+                    if field == (4, 0, 1, 0, 3, 5)]
+    path.write_bytes(_with_field(raw, *first_values[0], -1))
+    assert weak.ranks.height > 0
+    for done in (_compare(path, evaluated["root"] / "good.parquet"),
+                 _submit(tmp_path / "board.sqlite", evaluated["root"] / "weak.json", path)):
+        assert done.exit_code == 1, done.output
+        assert "num_values is not a count" in done.output and str(path) in done.output
+        assert "Traceback" not in done.output and "panic" not in done.output.lower()
+        assert len(done.output.strip().splitlines()) == 1

@@ -4,6 +4,7 @@ import random
 
 import numpy as np
 import pytest
+import torch
 from click.testing import CliRunner
 
 from openbench.cli import main
@@ -208,3 +209,42 @@ def test_cli_evaluates_a_prediction_file_and_refuses_two_models(tmp_path):
     assert json.loads(result.stdout)["protocol"]["candidates"] == "listed (top-k)"
     result = runner.invoke(main, ["evaluate", "--dataset", str(folder), "--predictions", str(path), "--model", "DistMult"])
     assert result.exit_code != 0 and "give one model" in result.output
+
+
+# -- issue 63, item 8: the candidate count of every served list, against a plain count ------------
+
+@pytest.mark.parametrize("seed", range(12))
+def test_listed_counts_equal_a_plain_count_of_every_list(seed):
+    """Property, on random lists, known answers and anchors that often are known answers too (an
+    anchor of relation r may answer a training query of r): each row's candidates are the
+    entities that are neither a known answer of its query nor an anchor of its relation, counted
+    once; its n_greater the listed entries before the answer that are neither; +inf when the
+    answer is not listed."""
+    from openbench.evaluation.producers.topk import listed_counts
+
+    rng = np.random.default_rng(seed)
+    num_entities, n, k, relations = int(rng.integers(5, 40)), int(rng.integers(1, 30)), int(rng.integers(1, 8)), 3
+    k = min(k, num_entities)
+    lists = np.stack([rng.permutation(num_entities)[:k] for _ in range(n)]).astype(np.int64)
+    true_ids = rng.integers(0, num_entities, n)
+    keys = rng.integers(0, relations, n).astype(np.int64)
+    known = {row: set(rng.choice(num_entities, int(rng.integers(0, num_entities // 2 + 1)), replace=False).tolist())
+             - {int(true_ids[row])} for row in range(n)}
+    anchors = {relation: set(rng.choice(num_entities, int(rng.integers(0, num_entities // 2 + 1)),
+                                        replace=False).tolist()) for relation in range(relations)}
+    for row in range(n):  # the answer is never an anchor of its relation; anchors overlap known answers
+        anchors[int(keys[row])].discard(int(true_ids[row]))
+        known[row] |= set(list(anchors[int(keys[row])])[:2])
+        known[row].discard(int(true_ids[row]))
+    rows = [row for row in range(n) for _ in known[row]]
+    cols = [entity for row in range(n) for entity in sorted(known[row])]
+    codes = np.unique(np.array([relation * num_entities + e for relation, members in anchors.items()
+                                for e in members], dtype=np.int64))
+    counts = listed_counts(lists, true_ids, (torch.tensor(rows, dtype=torch.long), torch.tensor(cols, dtype=torch.long)),
+                           num_entities, (codes, keys))
+    for row in range(n):
+        removed = known[row] | anchors[int(keys[row])]
+        assert int(counts.n_candidates[row]) == sum(1 for e in range(num_entities) if e not in removed), row
+        kept = [int(e) for e in lists[row] if int(e) not in removed]
+        expected = kept.index(int(true_ids[row])) if int(true_ids[row]) in kept else float("inf")
+        assert float(counts.n_greater[row]) == expected, row

@@ -188,3 +188,93 @@ def test_the_default_deadline_follows_the_stated_size():
     assert download._deadline_for(Remote("s", "http://x/y", "y", size=0)) == download.DEADLINE_BASE_S
     one_gb = Remote("s", "http://x/y", "y", size=1 << 30)
     assert download._deadline_for(one_gb) == download.DEADLINE_BASE_S + (1 << 30) / download.MIN_RATE
+
+
+# -- issue 63: every special-purpose range, both families; embedded IPv4; every redirect ---------
+
+import ipaddress
+
+# IANA's IPv4 and IPv6 special-purpose address registries (iana-ipv4-special-registry,
+# iana-ipv6-special-registry): the blocks whose "Globally Reachable" is False or N/A, written here
+# from the registries, not from the code; 169.254.0.0/16 and fe80::/10 are link-local. The
+# IPv4-mapped block ::ffff:0:0/96 is each IPv4 address itself, judged as that address below.
+IANA_NOT_GLOBAL = ["0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+                   "192.0.0.0/29", "192.0.0.8/32", "192.0.0.170/32", "192.0.0.171/32", "192.0.2.0/24",
+                   "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
+                   "240.0.0.0/4", "255.255.255.255/32",
+                   "::1/128", "::/128", "64:ff9b:1::/48", "100::/64", "100:0:0:1::/64",
+                   "2001:2::/48", "2001:10::/28", "2001:db8::/32", "3fff::/20", "5f00::/16", "fc00::/7",
+                   "fe80::/10"]
+LINK_LOCAL = [ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10")]
+
+
+def _three(block):
+    network = ipaddress.ip_network(block)
+    return {network[0], network[network.num_addresses // 2], network[-1]}
+
+
+@pytest.mark.parametrize("block", IANA_NOT_GLOBAL)
+def test_every_address_iana_does_not_call_global_needs_the_switch(block):
+    for address in _three(block):
+        link_local = any(address.version == net.version and address in net for net in LINK_LOCAL)
+        assert address_allowed(str(address), False) is False, address
+        assert address_allowed(str(address), True) is (not link_local), address
+
+
+def _embeddings(v4: str):
+    """The IPv6 spellings of IPv4 address ``v4``: mapped, compatible, NAT64 (the well-known
+    prefix and the local-use /48 at /96), 6to4, and Teredo with it as client and as server."""
+    value = int(ipaddress.IPv4Address(v4))
+    teredo_client = (0x2001 << 112) | (int(ipaddress.IPv4Address("192.0.2.45")) << 64) | (value ^ 0xFFFFFFFF)
+    teredo_server = (0x2001 << 112) | (value << 64) | (int(ipaddress.IPv4Address("8.8.8.8")) ^ 0xFFFFFFFF)
+    return {"mapped": f"::ffff:{v4}", "compatible": f"::{v4}", "nat64": f"64:ff9b::{v4}",
+            "nat64-local": str(ipaddress.IPv6Address((0x0064FF9B0001 << 80) | value)),
+            "6to4": str(ipaddress.IPv6Address((0x2002 << 112) | (value << 80) | 1)),
+            "teredo-client": str(ipaddress.IPv6Address(teredo_client)),
+            "teredo-server": str(ipaddress.IPv6Address(teredo_server))}
+
+
+@pytest.mark.parametrize("v4", ["169.254.169.254", "169.254.0.1", "10.0.0.1", "127.0.0.1", "100.100.100.200",
+                                "192.168.1.1", "0.0.0.1"])
+def test_an_ipv6_address_is_judged_by_the_ipv4_address_it_embeds(v4):
+    link_local = ipaddress.IPv4Address(v4).is_link_local
+    for form, address in _embeddings(v4).items():
+        assert address_allowed(address, False) is False, (form, address)
+        if link_local:
+            assert address_allowed(address, True) is False, (form, address)
+
+
+def test_an_embedded_global_address_is_still_reachable():
+    assert address_allowed("8.8.8.8", False) and address_allowed("2606:4700::1111", False)
+    for form in ("mapped", "nat64", "6to4"):
+        assert address_allowed(_embeddings("8.8.8.8")[form], False), form
+
+
+def test_the_reported_ipv6_spellings_are_refused_before_a_connection(tmp_path, monkeypatch):
+    monkeypatch.setenv(ALLOW_PRIVATE_VARIABLE, "1")
+    connected = []
+    monkeypatch.setattr(download.socket, "create_connection", lambda *a, **k: connected.append(a) or 1 / 0)
+    for host in ("[::a9fe:a9fe]", "[::169.254.169.254]", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::1]"):
+        remote = Remote(source="evil", url=f"http://{host}/latest/meta-data/x", filename="x")
+        with pytest.raises(DownloadError, match="link-local"):
+            fetch(remote, tmp_path, progress=False, backoff=0.01, retries=0)
+    assert connected == [] and not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+@pytest.mark.parametrize("location", ["ftp://example.org/hp.obo", "file:///etc/passwd", "gopher://example.org/",
+                                      "data:text/plain,hp", "FTP://example.org/x", "jar:http://x/y!/z"])
+def test_every_redirect_status_to_every_other_scheme_is_refused(tmp_path, obo_bytes, status, location):
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        server.redirects["/hp.obo"] = (status, location)
+        with pytest.raises(DownloadError, match=r"only http\(s\) is followed"):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01, retries=0)
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_every_redirect_status_to_a_link_local_address_is_refused(tmp_path, obo_bytes, status):
+    with FileServer({"/hp.obo": obo_bytes}) as server:
+        server.redirects["/hp.obo"] = (status, "http://[::ffff:169.254.169.254]/latest/")
+        with pytest.raises(DownloadError, match="link-local"):
+            fetch(_remote(server, "/hp.obo"), tmp_path, progress=False, backoff=0.01, retries=0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional, Tuple
 
-from openbench._io import printable
+from openbench._io import visible
 from openbench.errors import OpenbenchError
 from openbench.record import Protocol
 
@@ -99,9 +99,9 @@ class RegisteredDataset:
 
 
 def _printable_fields(value):
-    """Every string inside ``value`` (dicts and lists walked) through :func:`printable`."""
+    """Every string inside ``value`` (dicts and lists walked) through :func:`visible`."""
     if isinstance(value, str):
-        return printable(value)
+        return visible(value)
     if isinstance(value, dict):
         return {_printable_fields(key): _printable_fields(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
-from openbench._io import printable, read_json
+from openbench._io import visible, read_json
 from openbench.datasets.published.catalogue import (FILTERED_PROTOCOL, OBL2020_PROTOCOL, REGISTRY, RegisteredDataset,
                                                     RemoteFile)
 from openbench.datasets.published.native import NATIVE_FORMATS
@@ -178,9 +178,9 @@ def registry_table() -> str:
         checksum = (f"sha256 {first.sha256[:8]}" if first.sha256 else f"md5 {first.md5[:8]}" if first.md5
                     else f"git {first.git_sha1[:8]}" if first.git_sha1 else "pinned once")
         more = f" (+{len(entry.remote_files) - 1} files)" if len(entry.remote_files) > 1 else ""
-        name, family, layout, version, url = (printable(value) for value in (entry.name, entry.family, entry.layout,
+        name, family, layout, version, url = (visible(value) for value in (entry.name, entry.family, entry.layout,
                                                                             entry.version, entry.url))
-        entities, relations = (printable(graph.get(key, "?")) for key in ("entities", "relations"))
+        entities, relations = (visible(graph.get(key, "?")) for key in ("entities", "relations"))
         lines.append(f"{name:<12} {family:<16} {layout:<10} {version:<38} {checksum:<15} {entities:>9} "
                      f"{relations:>9}  {url}{more}")
     return "\n".join(lines)

@@ -34,7 +34,7 @@ from openbench.evaluation.statistics.intervals import WEIGHT_ELEMENTS, bootstrap
 from openbench.evaluation.statistics.evidence import check_provenance, check_rows, read_ranks
 from openbench.evaluation.statistics.ranks_table import COMPARABLE_PROTOCOL, RANKS_SCHEMA, query_values, ranks_provenance
 
-__all__ = ["comparison_verdict", "EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
+__all__ = ["PAIRING_NOTE", "comparison_verdict", "EXACT_SIGN_FLIPS", "QUERY_KEY", "compare", "compare_ranks", "paired_queries", "query_values",
            "sign_flip_p_value", "paired_bootstrap", "format_comparison"]
 
 EXACT_SIGN_FLIPS = 16  # at most this many non-zero differences: all 2^n sign vectors are enumerated
@@ -200,7 +200,10 @@ def compare(a: Ranks, b: Ranks, **options) -> Dict[str, Any]:
 
 def format_comparison(result: Dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:
     """The comparison as a few aligned lines (``openbench compare``'s table)."""
+    from openbench._io.outputs import visible
+
     low, high = result["ci"]
+    name_a, name_b = visible(name_a), visible(name_b)
     wilcoxon_text = "n/a (no differences)" if result["wilcoxon_p"] is None else f"{result['wilcoxon_p']:.4g}"
     return "\n".join([
         f"{result['metric']} on {result['side']} ({result['queries']} queries, seed {result['seed']})",
@@ -209,7 +212,14 @@ def format_comparison(result: Dict[str, Any], name_a: str = "A", name_b: str = "
         f"  A - B  {result['difference']:+.4f}   95 % CI [{low:+.4f}, {high:+.4f}] (paired bootstrap)",
         f"  p = {result['p_value']:.4g} (paired sign-flip permutation test)   Wilcoxon p = {wilcoxon_text}",
         f"  reading: {comparison_verdict(result, name_a, name_b)}",
+        f"  note: {PAIRING_NOTE}",
     ])
+
+
+# what a paired test assumes of ranks files it did not compute (issue 63): moving rank values
+# between queries of one relation and side changes no metric, so no check can refute it
+PAIRING_NOTE = ("a paired test trusts each rank to belong to its query; ranks files are checked against their "
+                "records' metrics, which do not fix which rank belongs to which query")
 
 
 def comparison_verdict(result: Dict[str, Any], name_a: str = "A", name_b: str = "B") -> str:

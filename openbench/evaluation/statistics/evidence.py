@@ -178,9 +178,14 @@ def read_ranks(path: _LABEL, max_rows: int = MAX_ROWS) -> Tuple[pl.DataFrame, di
     if sorted(footer.columns) != sorted(RANKS_SCHEMA):
         raise EvidenceError(f"expected the columns {', '.join(RANKS_SCHEMA)}; the footer declares "
                             f"{', '.join(footer.columns[:12])}", path)
+    if set(footer.repetitions) != {"optional"}:  # as polars writes every column; the pages' levels follow it
+        raise EvidenceError("expected nullable (optional) columns, as openbench writes them; the footer declares "
+                            f"{', '.join(f'{c}: {r}' for c, r in zip(footer.columns, footer.repetitions))}", path)
     try:
         frame = pl.read_parquet(path)
-    except Exception as error:  # a damaged body behind an intact footer
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as error:  # a damaged body behind an intact footer; pyo3's PanicException is no Exception
         raise InputError(f"the ranks file cannot be read ({type(error).__name__}: {str(error)[:200]})", path) from None
     check_rows(frame, path)
     return frame, check_provenance(provenance, frame, path)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from openbench._io.outputs import visible
 from openbench.evaluation.statistics.describe import AMRI_READING, ranking_readings, record_protocol_line
 
 __all__ = ["format_table"]
@@ -26,7 +27,7 @@ def format_table(result: dict) -> str:
     split = result["protocol"].get("evaluation_split", "test")
     queries = (result.get("diagnostics") or {}).get("queries")
     evaluated = f"; {queries} queries evaluated" if queries is not None else ""
-    lines.append(f"model {model.get('name')} ({model.get('kind')}) on {result['dataset']['path']}: "
+    lines.append(f"model {visible(model.get('name'))} ({model.get('kind')}) on {visible(result['dataset']['path'])}: "
                  f"{counts['entities']} entities, {counts['relations']} relations, {counts[split]} {split} "
                  f"triples{evaluated}")
     lines.append(f"this table: {record_protocol_line(result)}")
@@ -53,7 +54,7 @@ def format_table(result: dict) -> str:
             lines.append(f"{side:<6}{rank_type:<13}{cells}")
     lines.append(AMRI_READING)
     headline = (result["metrics"].get("both") or {}).get(protocol.get("headline_rank_type", "realistic")) or {}
-    lines += [f"reading: {line}" for line in ranking_readings(str(model.get("name")), headline)]
+    lines += [f"reading: {line}" for line in ranking_readings(visible(model.get("name")), headline)]
     for warning in result.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
