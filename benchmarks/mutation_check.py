@@ -433,6 +433,12 @@ MUTATIONS: List[Mutation] = [
              "    bidirectional overrides) made visible as escapes.\"\"\"\n    return visible(text)",
              "    bidirectional overrides) made visible as escapes.\"\"\"\n    return text",
              ("tests/test_leaderboard.py",), fast=True),
+    Mutation("leaderboard: a self-reported row's ranks paired with the best row", "openbench/leaderboard/uncertainty.py",
+             "        if row.get(\"verified\") not in COMPUTED_BY_THE_BOARD:", "        if False:",
+             ("tests/test_uncertainty.py",), fast=True),
+    Mutation("leaderboard: a reproduction that differs from the record accepted", "openbench/leaderboard/reproduce.py",
+             "    if difference is not None:\n        where, found, claimed = difference",
+             "    if False:\n        where, found, claimed = difference", ("tests/test_uncertainty.py",), fast=True),
 ]
 
 

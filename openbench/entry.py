@@ -77,9 +77,13 @@ import threading  # noqa: E402
 # Intel MKL (torch's CPU BLAS on x86) chooses its code path by the operands' memory alignment, so
 # the same training can round differently from one process to the next (seen: the demo's DistMult
 # arrays differed by 2e-5 between two runs, depending on what the process had allocated before).
-# Its reproducible mode fixes the path; MKL reads the setting once, so it is set before torch loads.
-# Measured on bench_evaluator: no cost beyond the run-to-run noise.
-os.environ.setdefault("MKL_CBWR", "AUTO")
+# Its reproducible mode fixes the path; STRICT also makes it independent of the operands'
+# alignment, and a fixed thread count (MKL_DYNAMIC off: MKL may otherwise use fewer threads when the
+# machine is busy) keeps the work's split the same from run to run (fast float32 ranks differed in
+# 2 of 26 runs under load: benchmarks/stress_fast_ranks.py). MKL reads the settings once, so they
+# are set before torch loads. Measured on bench_evaluator: no cost beyond the run-to-run noise.
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
+os.environ.setdefault("MKL_DYNAMIC", "FALSE")
 
 __all__ = ["main", "metaeval_main", "INTERRUPTED", "GRACE_S"]
 

@@ -208,7 +208,7 @@ def test_damaged_or_foreign_files_are_refused_and_left_untouched(tmp_path):
 
 def test_schema_is_versioned(tmp_path):
     board = open_leaderboard(tmp_path / "lb.sqlite")
-    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 4
+    assert board.connection.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS) == 5
     assert board.connection.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     board.close()
     assert len(open_leaderboard(tmp_path / "lb.sqlite").published()) == len(PUBLISHED_HQ_DIR)  # seeded once

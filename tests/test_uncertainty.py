@@ -33,8 +33,10 @@ def test_holm_equals_its_definition():
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory):
-    """Three models on one split, each submitted with its ranks: a good one, one nearly the same
-    (a few queries differ) and one at chance."""
+    """Three models on one split, each reproduced by the board (its own record and ranks): a good
+    one, one nearly the same (a few queries differ) and one at chance."""
+    from openbench.leaderboard.reproduce import reproduce
+
     root = tmp_path_factory.mktemp("uncertainty")
     folder = write_samples(root / "split", random_labelled_graph(61, 80, 3, {"train": 600, "valid": 20, "test": 120}))
     dataset = load_dataset(folder)
@@ -46,11 +48,13 @@ def board(tmp_path_factory):
         record = openbench.evaluate(dataset, model)
         (root / f"{name}.json").write_text(json.dumps(record.to_dict()))
         write_ranks(root / f"{name}.parquet", record.ranks, record.to_dict())
-        done = CliRunner().invoke(main, ["leaderboard", "submit", str(root / f"{name}.json"), "--name", name,
-                                         "--ranks", str(root / f"{name}.parquet"), "--db", str(db)])
-        assert done.exit_code == 0, done.output
+        reproduced, certificate = reproduce(record.to_dict(), model, dataset)
+        board = open_leaderboard(db)
+        board.submit(reproduced.to_dict(), name=name, verified="reproduced", ranks=reproduced.ranks,
+                     certificate=certificate)
+        board.close()
         evaluated[name] = record
-    return {"db": db, "root": root, "records": evaluated}
+    return {"db": db, "root": root, "records": evaluated, "dataset": dataset, "models": models}
 
 
 def _rows(db, *arguments):
@@ -120,7 +124,7 @@ def test_ranks_that_are_not_the_records_are_refused_and_nothing_is_written(board
     assert done.exit_code == 1 and "not a ranks file" in done.output and snapshot(db) == before
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(root / "good.json"), "--name", "x", "--ranks",
                                      str(root / "good.parquet"), "--server", "http://127.0.0.1:9"])
-    assert done.exit_code == 2 and "--ranks goes with a local board" in done.output
+    assert done.exit_code == 2 and "--ranks and the model's files go with a local board" in done.output
 
 
 @pytest.mark.skipif(__import__("tests.bases", fromlist=["chromium"]).chromium() is None,
@@ -184,3 +188,163 @@ def test_a_row_of_several_runs_is_not_annotated_from_one_of_them(board, tmp_path
     assert rows["two runs"]["runs"] == 2
     assert rows["two runs"]["interval"] is None and rows["two runs"]["not_worse_than_best"] is None
     assert rows["one run"]["interval"] is not None
+
+
+# -- issue 63: the board compares only ranks it computed -----------------------------------------
+
+def _forged(honest: pl.DataFrame, target: pl.DataFrame) -> pl.DataFrame:
+    """``honest`` ranks with their rank values moved between queries of the same relation and side:
+    within each group the best values go where ``target`` is weakest. Every per-relation and per-side
+    metric stays what it was; only which rank belongs to which query changes."""
+    key = ["split", "side", "relation", "head", "tail"]
+    joined = honest.join(target.select(*key, pl.col("rank").alias("_target")), on=key, how="left",
+                         maintain_order="left").with_row_index("_row")
+    parts = []
+    for _, group in joined.group_by(["side", "relation"], maintain_order=True):
+        slots = group.sort("_target", descending=True, maintain_order=True)["_row"]  # target's weakest first
+        values = group.sort("rank", maintain_order=True).select("n_greater", "n_equal", "n_candidates", "rank")
+        parts.append(pl.concat([slots.to_frame(), values], how="horizontal"))
+    moved = pl.concat(parts)
+    return joined.drop("n_greater", "n_equal", "n_candidates", "rank").join(moved, on="_row").sort("_row") \
+        .select(honest.columns)
+
+
+def test_a_forged_ranks_file_that_changes_no_metric_buys_no_verdict(board, tmp_path):
+    """The attack as reported: a worse model's rank values moved onto the queries where the best
+    model is weakest. The evidence check cannot see it (every metric holds), and a paired test
+    would call the forgery "not worse than best"; the board now draws no paired verdict from ranks
+    it did not compute: the row keeps its own interval, says it is self-reported, and the rows the
+    board computed keep their verdicts."""
+    from openbench.evaluation.statistics.evidence import check_against_record, queries_digest
+    from openbench.evaluation.statistics.ranks_table import RANKS_METADATA_KEY, ranks_provenance
+    from openbench.leaderboard.uncertainty import SELF_REPORTED
+
+    records = board["records"]
+    forged = _forged(records["chance"].ranks, records["good"].ranks)
+    record = records["chance"].to_dict()
+    assert not forged.equals(records["chance"].ranks)
+    check_against_record(record, forged)  # the metrics cannot refute it
+    paired = _differences(records["good"], type("R", (), {"ranks": forged}), "mrr")
+    honest = _differences(records["good"], records["chance"], "mrr")
+    # the same mean difference, other pairs: what a paired test would judge is the forger's choice
+    assert paired.mean() == pytest.approx(honest.mean()) and not np.allclose(np.sort(paired), np.sort(honest))
+    db = tmp_path / "board.sqlite"
+    import shutil
+
+    shutil.copy(board["db"], db)
+    provenance = ranks_provenance(record)
+    provenance.update(queries=forged.height, queries_sha256=queries_digest(forged))
+    forged.write_parquet(tmp_path / "forged.parquet", metadata={RANKS_METADATA_KEY: json.dumps(provenance)})
+    forged_record = json.loads(json.dumps(record))
+    forged_record["model"]["name"] = "forged"
+    (tmp_path / "forged.json").write_text(json.dumps(forged_record))
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "forged.json"), "--name", "forged",
+                                     "--ranks", str(tmp_path / "forged.parquet"), "--db", str(db)])
+    assert done.exit_code == 0 and "self-reported" in done.output, done.output
+    rows = _rows(db)
+    assert rows["forged"]["verified"] == "self" and rows["forged"]["not_worse_than_best"] is None
+    assert rows["forged"]["paired"] == SELF_REPORTED and rows["forged"]["interval"] is not None
+    assert "p_vs_best" not in rows["forged"]
+    before = _rows(board["db"])
+    for name in ("good", "close", "chance"):
+        assert rows[name]["not_worse_than_best"] == before[name]["not_worse_than_best"], name
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)]).output
+    line = next(line for line in table.splitlines() if " forged " in line)
+    assert line.split()[-2:] == ["self", "1"] and "self-reported row gets no paired verdict" in table
+
+
+def test_no_self_reported_row_is_ever_paired(board, tmp_path):
+    """Property: whatever the rows' order, a self-reported row never gets a paired verdict and is
+    never the best a computed row is compared with, even when it ranks first."""
+    from openbench.leaderboard.uncertainty import annotate
+
+    stored = {1: (board["records"]["good"].ranks, {}), 2: (board["records"]["chance"].ranks, {}),
+              3: (board["records"]["close"].ranks, {})}
+    for verified in (("self", "reproduced", "server"), ("reproduced", "self", "reproduced"),
+                     ("self", "self", "server"), ("server", "reproduced", "self")):
+        rows = [{"name": str(i), "group": "g", "scope": None, "verified": mark, "_ids": [i], "metrics": {}}
+                for i, mark in zip((1, 2, 3), verified)]
+        annotate(rows, stored.get, "mrr", "both", "realistic")
+        computed = [row for row in rows if row["verified"] != "self"]
+        for row in rows:
+            if row["verified"] == "self":
+                assert row["not_worse_than_best"] is None and "p_vs_best" not in row
+        if computed:
+            assert computed[0]["not_worse_than_best"] is True  # the best computed row
+
+
+def _embedding_model(folder, dataset, seed):
+    from tests.helpers import integer_embeddings
+
+    folder.mkdir(parents=True, exist_ok=True)
+    np.save(folder / "entities.npy", integer_embeddings(seed, dataset.num_entities, 4).astype(np.float32))
+    np.save(folder / "relations.npy", integer_embeddings(seed + 1, dataset.num_relations, 4).astype(np.float32))
+    return ["--model", "DistMult", "--entity-embeddings", str(folder / "entities.npy"), "--relation-embeddings",
+            str(folder / "relations.npy")]
+
+
+def _without_timing(record: dict) -> dict:
+    return {key: value for key, value in record.items() if key not in ("timing", "seconds")}
+
+
+def test_a_reproduced_row_is_the_record_openbench_evaluate_gives(board, tmp_path):
+    """A model submitted with its files: the board re-evaluates it and stores its own record, equal
+    to `openbench evaluate` of the same files on the same dataset (timing aside), with its ranks and
+    a certificate whose command gives that record again."""
+    import shlex
+    import sqlite3
+
+    split = board["root"] / "split"
+    model = _embedding_model(tmp_path / "model", board["dataset"], 3)
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), *model, "--hits-at", "1,3,10",
+                                     "--output", str(tmp_path / "mine.json")])
+    assert done.exit_code == 0, done.output
+    db = tmp_path / "board.sqlite"
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "mine.json"), "--name", "mine",
+                                     "--dataset", str(split), *model, "--db", str(db)])
+    assert done.exit_code == 0 and "reproduced by the board" in done.output, done.output
+    with sqlite3.connect(db) as connection:
+        row_id, stored, certificate, verified = connection.execute(
+            "SELECT id, result_json, certificate_json, verified FROM submissions").fetchone()
+    mine = json.loads((tmp_path / "mine.json").read_text())
+    assert verified == "reproduced" and _without_timing(json.loads(stored)) == _without_timing(mine)
+    certificate = json.loads(certificate)
+    assert certificate["dataset_fingerprint"] == mine["dataset"]["fingerprint"]
+    import hashlib
+
+    assert certificate["model_files_sha256"] == {
+        str(tmp_path / "model" / name): hashlib.sha256((tmp_path / "model" / name).read_bytes()).hexdigest()
+        for name in ("entities.npy", "relations.npy")}
+    again = CliRunner().invoke(main, shlex.split(certificate["command"])[1:] + ["--output", str(tmp_path / "again.json")])
+    assert again.exit_code == 0, again.output
+    assert _without_timing(json.loads((tmp_path / "again.json").read_text())) == _without_timing(mine)
+    rows = _rows(db)
+    assert rows["mine"]["verified"] == "reproduced" and rows["mine"]["not_worse_than_best"] is True
+    board_file = open_leaderboard(db)
+    assert board_file.certificate(row_id) == certificate and board_file.stored_ranks(row_id) is not None
+    board_file.close()
+
+
+def test_a_model_that_does_not_give_the_record_is_refused_and_nothing_written(board, tmp_path):
+    split = board["root"] / "split"
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), *_embedding_model(tmp_path / "a",
+                                     board["dataset"], 3), "--output", str(tmp_path / "a.json")])
+    assert done.exit_code == 0, done.output
+    db = tmp_path / "board.sqlite"
+    open_leaderboard(db).close()
+    before = snapshot(db)
+    other = _embedding_model(tmp_path / "b", board["dataset"], 5)
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "a.json"), "--name", "a", "--dataset",
+                                     str(split), *other, "--db", str(db)])
+    assert done.exit_code == 1 and "the model does not reproduce the submitted record: metrics." in done.output
+    assert snapshot(db) == before
+    elsewhere = write_samples(tmp_path / "other", random_labelled_graph(62, 80, 3, {"train": 600, "valid": 20,
+                                                                                      "test": 120}))
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "a.json"), "--name", "a", "--dataset",
+                                     str(elsewhere), *_embedding_model(tmp_path / "a", board["dataset"], 3), "--db",
+                                     str(db)])
+    assert done.exit_code == 1 and "give --dataset the split the record evaluated" in done.output, done.output
+    assert snapshot(db) == before
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "a.json"), "--name", "a", "--dataset",
+                                     str(split), "--db", str(db)])
+    assert done.exit_code == 2 and "give the model too" in done.output

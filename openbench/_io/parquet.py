@@ -162,9 +162,9 @@ def _interpret(meta: Dict[int, Any], data_end: int) -> ParquetFooter:
         raise _Malformed("no schema")
     leaves = [element for element in schema[1:] if not element.get(5)]
     columns = tuple(_text(element.get(4)) for element in leaves)
-    repetitions = tuple(_REPETITIONS.get(element.get(3, 0)) for element in leaves)
-    if None in repetitions:
+    if any(element.get(3, 0) not in _REPETITIONS for element in leaves):
         raise _Malformed("a column's repetition type is none of required, optional, repeated")
+    repetitions = tuple(_REPETITIONS[element.get(3, 0)] for element in leaves)
     groups = meta.get(4) or []
     if not isinstance(groups, list):
         raise _Malformed("row_groups is not a list")

@@ -16,7 +16,7 @@ from openbench._io.outputs import strict_json
 from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
 from openbench.datasets.layouts import SPLITS
 
-__all__ = ["one_line", "handle_errors", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
+__all__ = ["one_line", "handle_errors", "model_file_options", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
            "dataset_inputs", "quiet_pykeen", "PROGRESS"]
 
 PROGRESS = click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
@@ -177,3 +177,36 @@ def quiet_pykeen() -> None:
     for noisy in ("torch_max_mem", "pykeen.utils", "pykeen.evaluation"):
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
 
+
+
+def model_file_options(command):
+    """The options that name a model and its files, defined once for every command that reads a
+    model (``evaluate``; ``leaderboard submit``, which re-evaluates it): ``--entity-embeddings``,
+    ``--relation-embeddings``, ``--model``, ``--complex-layout``, ``--trust-pickle``,
+    ``--dglke-data``, ``--libkge-data`` (``--model-dir`` is each command's own: evaluate repeats it)."""
+    from openbench import vocabulary
+
+    options = [
+        click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d)."),
+        click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy."),
+        click.option("--model", "model_name", type=Names([*vocabulary.SCORERS, vocabulary.POPULARITY, vocabulary.RULES,
+                                                         vocabulary.NEIGHBOURS]),
+                     help="Score function of the embeddings; popularity (no embeddings): the baseline that scores "
+                          "each candidate by its training degree within the query's relation and side; rules: the "
+                          "answers the training triples' symmetric, inverse and duplicate relations imply first (what "
+                          "leakage alone scores; openbench audit), then popularity; neighbours: the structure "
+                          "baseline (how many of the query entity's training neighbours a candidate answers under "
+                          "the relation)."),
+        click.option("--complex-layout", type=click.Choice(vocabulary.COMPLEX_LAYOUTS), default="halves",
+                     show_default=True, help="How a real array holds complex numbers: [real | imaginary] halves "
+                                             "(DGL-KE) or pairs (PyKEEN)."),
+        click.option("--trust-pickle", is_flag=True,
+                     help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code)."),
+        click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
+                     help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir]."),
+        click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
+                     help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command

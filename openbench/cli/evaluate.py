@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from openbench.cli.common import Names, dataset_inputs, handle_errors, int_list, quiet_pykeen, split_list, write_json
+from openbench.cli.common import (dataset_inputs, handle_errors, int_list, model_file_options, quiet_pykeen,
+                                  split_list, write_json)
 from openbench import vocabulary
 
 __all__ = ["evaluate"]
@@ -60,17 +61,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
                    "or a registry name (HQ_DIR, ...: see openbench datasets list).")
 @click.option("--fold", type=click.IntRange(min=0), default=None,
               help="Cross-validation fold (train_test_data/fold_<I>/).")
-@click.option("--entity-embeddings", type=click.Path(dir_okay=False), help="Entity embeddings, .npy (E, d).")
-@click.option("--relation-embeddings", type=click.Path(dir_okay=False), help="Relation embeddings, .npy.")
-@click.option("--model", "model_name", type=Names([*vocabulary.SCORERS, vocabulary.POPULARITY, vocabulary.RULES,
-                                                 vocabulary.NEIGHBOURS]),
-              help="Score function of the embeddings; popularity (no embeddings): the baseline that scores each "
-                   "candidate by its training degree within the query's relation and side; rules: the answers "
-                   "the training triples' symmetric, inverse and duplicate relations imply first (what leakage "
-                   "alone scores; openbench audit), then popularity; neighbours: the structure baseline (how many "
-                   "of the query entity's training neighbours a candidate answers under the relation).")
-@click.option("--complex-layout", type=click.Choice(vocabulary.COMPLEX_LAYOUTS), default="halves", show_default=True,
-              help="How a real array holds complex numbers: [real | imaginary] halves (DGL-KE) or pairs (PyKEEN).")
+@model_file_options
 @click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
                                                                     "training labels).")
 @click.option("--relation-map", type=click.Path(dir_okay=False), help="id<TAB>label relation map.")
@@ -100,14 +91,9 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--entities", "entities_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Rank only against these entities (one label per line); a triple whose answer is not among "
                    "them is dropped and counted.")
-@click.option("--trust-pickle", is_flag=True, help="Allow loading a PyKEEN trained_model.pkl (a pickle runs code).")
-@click.option("--dglke-data", type=click.Path(file_okay=False, exists=True), default=None,
-              help="DGL-KE's training data folder with entities/relations .dict or .tsv [default: --model-dir].")
 @click.option("--dglke-compat", is_flag=True,
               help="Reproduce DGL-KE's own evaluator: RESCAL tails with the transposed matrix, SimplE clamped to "
                    "±20 (compare its pessimistic ranks).")
-@click.option("--libkge-data", type=click.Path(file_okay=False, exists=True), default=None,
-              help="LibKGE's dataset folder with entity_ids.del and relation_ids.del [default: --model-dir].")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help=vocabulary.MODEL_SOURCES["anyburl"].capitalize() + " instead of embeddings.")
 @click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,

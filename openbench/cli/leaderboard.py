@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from openbench.cli.common import handle_errors
+from openbench.cli.common import handle_errors, model_file_options
 from openbench.leaderboard.render import TABLE_FORMATS
 from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
 
@@ -31,14 +31,32 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
                                                                       "[env: OPENBENCH_TOKEN].")
 @click.option("--ranks", "ranks_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="The record's per-query ranks (evaluate --ranks-output): the row then shows its 95 % interval "
-                   "and whether it is significantly worse than the best row.")
+                   "(a self-reported row gets no paired verdict against another; give the model to have one).")
+@click.option("--dataset", "dataset_path", default=None,
+              help="With the model's files: the board's copy of the record's dataset (a split folder or a registry "
+                   "name), on which the board re-evaluates the model and stores its own record and ranks "
+                   "(verified: reproduced).")
+@model_file_options
+@click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="A model folder to re-evaluate (PyKEEN, DGL-KE or LibKGE, as evaluate reads it).")
 @_DB_OPTION
 @handle_errors
-def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, ranks_path, db):
-    """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard (local, or --server)."""
-    if server and ranks_path:
-        raise click.UsageError("--ranks goes with a local board (--db); a served board keeps the ranks of the rows "
-                               "it scores itself (submit-predictions)")
+def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, ranks_path, dataset_path,
+                       entity_embeddings, relation_embeddings, model_name, complex_layout, trust_pickle, dglke_data,
+                       libkge_data, model_dir, db):
+    """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard (local, or --server).
+
+    Given the model too (--model-dir, or --model with embedding files) and --dataset, the board
+    re-evaluates it under the record's protocol, refuses it unless it gives the record, and stores
+    the board's own record and ranks with a re-evaluation certificate: only such rows (and rows a
+    served board scored) are compared with each other."""
+    model_given = any((entity_embeddings, relation_embeddings, model_name, model_dir))
+    if server and (ranks_path or model_given):
+        raise click.UsageError("--ranks and the model's files go with a local board (--db); a served board keeps the "
+                               "ranks of the rows it scores itself (submit-predictions)")
+    if dataset_path and not model_given:
+        raise click.UsageError("--dataset is the board's copy of the dataset to re-evaluate the model on: give the "
+                               "model too (--model-dir, or --model with --entity-embeddings/--relation-embeddings)")
     if server:
         from openbench._io.inputs import read_bytes
         from openbench.leaderboard.client import post
@@ -49,9 +67,17 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, server
         return
     from openbench.leaderboard.store import submit_file
 
-    path, row_id = submit_file(result_path, db, ranks_path, name=name, model_type=model_type, paper=paper, code=code,
-                               notes=notes)
-    click.echo(f"added #{row_id} {name!r} to {path}")
+    spec = None
+    if model_given:
+        from openbench.models.sources import ModelSpec
+
+        spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout, model_dir, trust_pickle,
+                         dglke_data, False, libkge_data)
+    path, row_id = submit_file(result_path, db, ranks_path, model=spec, dataset=dataset_path, name=name,
+                               model_type=model_type, paper=paper, code=code, notes=notes)
+    how = "reproduced by the board: its own record and ranks, with a re-evaluation certificate" if spec else \
+        "self-reported"
+    click.echo(f"added #{row_id} {name!r} to {path} ({how})")
 
 
 @leaderboard.command("submit-predictions")

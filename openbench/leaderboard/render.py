@@ -48,13 +48,19 @@ def _interval(row: dict) -> str:
 
 
 def _versus_best(row: dict) -> str:
-    """``yes`` not significantly worse than the best row of its ranking, ``no`` significantly worse."""
+    """``yes`` not significantly worse than the best row of its ranking, ``no`` significantly worse,
+    ``self`` a self-reported row (no paired verdict), ``-`` not compared."""
     mark = row.get("not_worse_than_best")
-    return "-" if mark is None else ("yes" if mark else "no")
+    if mark is None:
+        return "self" if row.get("paired") else "-"
+    return "yes" if mark else "no"
 
 
 UNCERTAINTY_NOTE = ("95 % CI: bootstrap interval of the ranked metric; ≈best: not significantly worse than the "
-                    "ranking's best row (paired sign-flip test, Holm-corrected, α = 0.05)")
+                    "ranking's best row whose ranks the board computed (scored by its server or reproduced from the "
+                    "model; paired sign-flip test, Holm-corrected, α = 0.05); self: a self-reported row gets no "
+                    "paired verdict, since a paired test trusts each rank to belong to its query, which only ranks "
+                    "the board computed can show")
 
 
 def _flags(row: dict) -> str:
@@ -76,8 +82,9 @@ def legend(rows: List[dict]) -> str:
 
 
 def _served(rows: List[dict]) -> bool:
-    """Whether the rows come from a served board (teams, server-scored rows): then they show both."""
-    return any(row.get("team") or row.get("verified") == "server" for row in rows)
+    """Whether the rows come from a served board (teams, server-scored rows) or hold rows the board
+    reproduced: then they show the team and how each row was verified."""
+    return any(row.get("team") or row.get("verified") in ("server", "reproduced") for row in rows)
 
 
 def _dataset(row: dict) -> str:
@@ -215,7 +222,7 @@ def _csv(rows: List[dict]) -> str:
 def _interval_cells(row: dict) -> list:
     interval, mark = row.get("interval"), row.get("not_worse_than_best")
     return ([interval["metric"], repr(interval["low"]), repr(interval["high"])] if interval else ["", "", ""]) \
-        + ["" if mark is None else mark]
+        + [("self" if row.get("paired") else "") if mark is None else mark]
 
 
 def safe_link(url: Optional[str]) -> Optional[str]:
@@ -268,7 +275,7 @@ function text(row, key) {
   if (key === "team") return row.team || "";
   if (key === "verified") return row.published ? "published" : (row.verified || "self");
   if (key === "interval") return row.interval ? "[" + row.interval.low.toFixed(3) + ", " + row.interval.high.toFixed(3) + "]" : "-";
-  if (key === "not_worse_than_best") return row.not_worse_than_best === null ? "-" : (row.not_worse_than_best ? "yes" : "no");
+  if (key === "not_worse_than_best") return row.not_worse_than_best === null ? (row.paired ? "self" : "-") : (row.not_worse_than_best ? "yes" : "no");
   const cell = row.metrics[key];
   if (!cell || cell.mean === null) return "-";
   return cell.mean.toFixed(3) + (cell.std === null ? "" : " \\u00b1 " + cell.std.toFixed(3));
@@ -402,7 +409,9 @@ th {{ cursor: pointer; text-align: left; background: #f4f4f4; }} td {{ font-vari
 <h1>openbench leaderboard</h1>
 <p>One section per dataset, one table per task and protocol (models are comparable only within one); one row per
 model and protocol; mean ± standard deviation over seeds; verified: server where the board scored the row against
-hidden test answers, self where the submitter computed it. Click a column to sort.</p>
+hidden test answers, reproduced where the board re-evaluated the submitted model on its own copy of the dataset,
+self where the submitter computed it. Only rows the board computed are compared with each other. Click a column to
+sort.</p>
 {body}
 {note}<p class="generated">generated {html.escape(generated)} by openbench {html.escape(__version__)}</p>
 <script id="rows" type="application/json">{_json_for_html(shown)}</script>

@@ -20,7 +20,9 @@ __all__ = ["MODEL_TYPES", "VERIFIED", "URL_SCHEMES", "validate", "RunsMixin", "s
 MODEL_TYPES = ("latent", "interpretable", "other")
 
 
-VERIFIED = ("self", "server")
+# self: the submitter computed the record (and its ranks); server: scored by the board's server
+# against hidden answers; reproduced: the board re-evaluated the submitted model itself (reproduce.py)
+VERIFIED = ("self", "server", "reproduced")
 
 
 URL_SCHEMES = ("http://", "https://")
@@ -41,7 +43,8 @@ class RunsMixin(PublishedMixin):
 
     def submit(self, record: dict, name: str, model_type: str = "other", paper: Optional[str] = None,
                code: Optional[str] = None, notes: Optional[str] = None, team: Optional[str] = None,
-               verified: str = "self", ranks=None, ranks_provenance: Optional[dict] = None) -> int:
+               verified: str = "self", ranks=None, ranks_provenance: Optional[dict] = None,
+               certificate: Optional[dict] = None) -> int:
         """Validate and store ``record``; returns the new row id. Refuses duplicates and bad records.
 
         :param team: the submitting team (a served board's token); its rows' names and groups are
@@ -49,17 +52,26 @@ class RunsMixin(PublishedMixin):
         :param verified: ``"self"`` (a result JSON the submitter computed) or ``"server"`` (scored
             by the server against hidden test answers).
         :param ranks: the record's per-query ranks (a polars DataFrame), checked against it
-            (:mod:`openbench.evaluation.statistics.evidence`); the row then shows its interval and is compared
-            with the best of its ranking. ``ranks_provenance``: the ranks file's metadata, checked too.
+            (:mod:`openbench.evaluation.statistics.evidence`); the row then shows its interval, and where
+            the board computed them (``verified`` server or reproduced) it is compared with the best
+            such row of its ranking. ``ranks_provenance``: the ranks file's metadata, checked too.
+        :param certificate: a reproduced row's re-evaluation certificate
+            (:func:`openbench.leaderboard.reproduce.certificate`); required with ``verified="reproduced"``.
         """
         fields = self._fields(name, model_type, paper, code, notes, team, verified)
-        keys, row = self._row(record, fields)
+        keys, row = self._row(record, fields)  # validates the record first
+        ranking = record.get("task", "ranking") == "ranking"
+        if (verified == "reproduced") != (certificate is not None) or (verified == "reproduced" and ranking
+                                                                          and ranks is None):
+            raise LeaderboardError("a reproduced row carries its re-evaluation certificate (and, ranking, the board's "
+                                   "ranks), and only it does")
         if "hosted_protocol" in record["protocol"] or "benchmark_part" in record["protocol"]:
             raise LeaderboardError("a hosted benchmark's rows are scored by its server only (submit-predictions); "
                                    "a record claiming its protocol is refused")
         stored = self._ranks_row(record, ranks, ranks_provenance)
+        extra = {"certificate_json": _canonical(certificate)} if certificate is not None else None
         with self._transaction() as connection:
-            row_id = self._insert(connection, keys, row, fields, record.get("task", "ranking"))
+            row_id = self._insert(connection, keys, row, fields, record.get("task", "ranking"), extra)
             self._insert_ranks(connection, row_id, stored)
             return row_id
 
@@ -93,6 +105,11 @@ class RunsMixin(PublishedMixin):
         if found is None:
             return None
         return ranks_of_blob(found["parquet"]), _loads(found["confidence_json"], self.path, row_id, "confidence_json")
+
+    def certificate(self, row_id: int) -> Optional[dict]:
+        """The re-evaluation certificate of a reproduced row (None for the others)."""
+        found = self.connection.execute("SELECT certificate_json FROM submissions WHERE id = ?", (row_id,)).fetchone()
+        return _loads(found[0], self.path, row_id, "certificate_json") if found and found[0] else None
 
     @staticmethod
     def _fields(name: str, model_type: str, paper: Optional[str], code: Optional[str], notes: Optional[str],
@@ -314,8 +331,14 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
             "scope": first["scope"],
             "seeds": [json.loads(run["seed_key"]) for run in runs],
             "_ids": [run["id"] for run in runs],  # for the stored ranks; annotate() removes it
-            "team": first["team"], "verified": "server" if all(run["verified"] == "server" for run in runs) else "self",
+            "team": first["team"], "verified": _verified(runs),
             "paper": first["paper"], "code": first["code"], "notes": first["notes"]}
+
+
+def _verified(runs: Sequence[sqlite3.Row]) -> str:
+    """A group's mark: server or reproduced where every run has it, else self."""
+    marks = {run["verified"] for run in runs}
+    return marks.pop() if len(marks) == 1 else "self"
 
 
 def scope_of(protocol: dict) -> Optional[str]:

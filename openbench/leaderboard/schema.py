@@ -79,6 +79,11 @@ MIGRATIONS = [
         confidence_json TEXT NOT NULL
     );
     """,
+    # version 5: a reproduced row's re-evaluation certificate (reproduce.py): dataset fingerprint,
+    # model files' sha256, the command that gives its record again
+    """
+    ALTER TABLE submissions ADD COLUMN certificate_json TEXT;
+    """,
 ]
 
 

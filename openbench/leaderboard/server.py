@@ -356,8 +356,8 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
         Route("/api/benchmarks/{name}/predictions", predictions, methods=["POST"])])
 
 
-def bind(host: str, port: int) -> "socket.socket":
-    """A listening TCP socket on ``host``:``port``, bound before anything says the board is served;
+def bind(host: str, port: int):
+    """A listening TCP socket (``socket.socket``) on ``host``:``port``, bound before anything says the board is served;
     a port in use (or a host this machine does not have) is one error line."""
     import socket
 

@@ -44,16 +44,32 @@ class Leaderboard(HostedMixin, TeamsMixin):
     the schema, its checks and the shared transaction (:mod:`.schema`). Use :func:`open_leaderboard`."""
 
 
-def submit_file(result_path, db=None, ranks_path=None, **fields) -> tuple:
+def submit_file(result_path, db=None, ranks_path=None, model=None, dataset=None, **fields) -> tuple:
     """Validate the result JSON at ``result_path`` (and the ranks file at ``ranks_path``, its
-    per-query ranks) and add it; returns (database path, row id)."""
+    per-query ranks) and add it; returns (database path, row id).
+
+    With ``model`` (a :class:`~openbench.models.sources.ModelSpec`) and ``dataset`` (the board's
+    copy of the record's dataset), the board re-evaluates the model itself and stores its own record
+    and ranks, ``verified: reproduced``, with the re-evaluation certificate
+    (:mod:`openbench.leaderboard.reproduce`); the submitted record must be what the model gives."""
     from openbench._io import read_json
 
     record = read_json(result_path, "result record")
-    ranks, provenance = None, None
+    ranks, provenance, certificate = None, None, None
     try:
         validate(record)  # before the store is opened: a refused record creates nothing
-        if ranks_path is not None:
+        if model is not None:
+            if ranks_path is not None:
+                raise LeaderboardError("--ranks goes with a self-reported record: with the model the board computes "
+                                       "the ranks itself")
+            if dataset is None:
+                raise LeaderboardError("the board re-evaluates the model on its own copy of the dataset: give --dataset")
+            from openbench.leaderboard.reproduce import reproduce
+
+            reproduced, certificate = reproduce(record, model, dataset)
+            record, ranks = reproduced.to_dict(), reproduced.ranks
+            fields["verified"] = "reproduced"
+        elif ranks_path is not None:
             from openbench.evaluation.statistics.evidence import MAX_ROWS, EvidenceError, read_ranks
             from openbench.leaderboard.uncertainty import check_ranks
 
@@ -68,7 +84,7 @@ def submit_file(result_path, db=None, ranks_path=None, **fields) -> tuple:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     board = open_leaderboard(db)
     try:
-        row_id = board.submit(record, ranks=ranks, ranks_provenance=provenance, **fields)
+        row_id = board.submit(record, ranks=ranks, ranks_provenance=provenance, certificate=certificate, **fields)
     except LeaderboardError as error:
         raise LeaderboardError(f"{result_path}: refused: {error}") from None
     finally:

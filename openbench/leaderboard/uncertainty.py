@@ -8,13 +8,20 @@ belong to (:mod:`openbench.evaluation.statistics.evidence`: every row, the same 
 * ``interval``: the 95 % bootstrap interval of the ranking's metric on its side (realistic ranks),
   from the record's own ``confidence`` block where it has one, else computed once when the row is
   stored (:func:`~openbench.evaluation.statistics.intervals.confidence_block`, 1,000 resamples, seed 0);
-* ``not_worse_than_best``: within each ranking (a dataset, task, protocol family and scope), every
-  row whose ranks hold the same queries as the best row's is compared with it by the paired
-  sign-flip test of :mod:`openbench.evaluation.statistics.compare` (``PERMUTATIONS`` sign flips, seed 0; exact
-  for at most 16 non-zero differences), the p-values Holm-corrected over the rows compared; a row
-  is marked ``True`` when its corrected p-value is at least ``ALPHA`` (or it is not below the
-  best), ``False`` when it is significantly worse, ``None`` when it cannot be compared (no ranks,
-  several runs, other queries). The best row itself is ``True``.
+* ``not_worse_than_best``: a paired verdict, drawn **only between rows whose ranks the board
+  computed** (``verified`` server: scored against hidden answers; reproduced: the submitted model
+  re-evaluated by the board, :mod:`openbench.leaderboard.reproduce`). A paired test trusts each
+  rank to belong to its query, and a ranks file someone else wrote cannot show that: moving rank
+  values between queries of one relation and side changes no metric the evidence check can see,
+  yet turns "significantly worse" into "≈ best". Within each ranking (a dataset, task, protocol
+  family and scope), every computed row whose ranks hold the same queries as the best computed
+  row's is compared with it by the paired sign-flip test of
+  :mod:`openbench.evaluation.statistics.compare` (``PERMUTATIONS`` sign flips, seed 0; exact for at
+  most 16 non-zero differences), the p-values Holm-corrected over the rows compared; a row is
+  marked ``True`` when its corrected p-value is at least ``ALPHA`` (or it is not below the best),
+  ``False`` when it is significantly worse, ``None`` when it cannot be compared (no ranks, several
+  runs, other queries, or self-reported: ``paired`` then says why). The best computed row itself
+  is ``True``.
 
 Only aggregates leave the store: the ranks of a hosted benchmark hold its hidden test triples.
 """
@@ -29,7 +36,7 @@ from openbench._io.outputs import strict_json
 from openbench.errors import OpenbenchError
 from openbench.record import RecordError
 
-__all__ = ["ALPHA", "PERMUTATIONS", "BOOTSTRAP", "check_ranks", "ranks_blob", "ranks_of_blob", "confidence_of",
+__all__ = ["ALPHA", "PERMUTATIONS", "BOOTSTRAP", "SELF_REPORTED", "COMPUTED_BY_THE_BOARD", "check_ranks", "ranks_blob", "ranks_of_blob", "confidence_of",
            "holm", "annotate"]
 
 ALPHA = 0.05
@@ -85,6 +92,13 @@ def holm(p_values: Sequence[float]) -> List[float]:
 
 RanksLoader = Callable[[int], Optional[Tuple[object, dict]]]
 
+# the rows whose ranks the board produced (runs.VERIFIED): only they are paired with each other
+COMPUTED_BY_THE_BOARD = ("server", "reproduced")
+
+# why a self-reported row with ranks gets no paired verdict (the page, show and the docs say it)
+SELF_REPORTED = ("self-reported: no paired verdict (a paired test trusts each rank to belong to its query, which "
+                 "only ranks the board computed can show)")
+
 
 def _comparable(metric: str, rank_type: str) -> bool:
     return rank_type == "realistic" and (metric == "mrr" or metric.startswith("hits@"))
@@ -120,8 +134,14 @@ def annotate(rows: List[dict], load: RanksLoader, sort: str, side: str, rank_typ
             intervals = (stored[1].get(side) or {}) if isinstance(stored[1], dict) else {}
             if sort in intervals:
                 row["interval"] = {"metric": sort, "side": side, "low": intervals[sort][0], "high": intervals[sort][1]}
-        if not row.get("published"):
-            rankings.setdefault(f"{row.get('group')}|{row.get('scope')}", []).append(row)
+        if row.get("published"):
+            continue
+        if row.get("verified") not in COMPUTED_BY_THE_BOARD:
+            if stored is not None:
+                row["paired"] = SELF_REPORTED
+            row["_stored"] = None  # shown with its own interval, never paired with another row
+            continue
+        rankings.setdefault(f"{row.get('group')}|{row.get('scope')}", []).append(row)
     for members in rankings.values():
         best = members[0]
         if best["_stored"] is not None:

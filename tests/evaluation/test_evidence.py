@@ -97,6 +97,19 @@ def test_the_significance_attack_is_refused(evaluated, tmp_path):
         assert done.exit_code == 0, done.output
     shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--format", "json"])
     rows = {row["name"]: row for row in json.loads(shown.output) if not row["published"]}
+    # self-reported: their intervals, and no paired verdict (issue 63: only ranks the board computed)
+    assert rows["good"]["not_worse_than_best"] is None and rows["weak"]["not_worse_than_best"] is None
+    assert rows["good"]["interval"] is not None and rows["weak"]["interval"] is not None
+    # the board's own ranks of the same two models are compared, and the weak one is marked worse
+    from openbench.leaderboard.reproduce import reproduce
+
+    board = open_leaderboard(tmp_path / "computed.sqlite")
+    for name, model in (("good", lifted_scorer(evaluated["dataset"], 0.6, 1)),
+                        ("weak", lifted_scorer(evaluated["dataset"], 0.45, 3))):
+        again, certificate = reproduce(evaluated[name].to_dict(), model, evaluated["dataset"])
+        board.submit(again.to_dict(), name=name, verified="reproduced", ranks=again.ranks, certificate=certificate)
+    rows = {row["name"]: row for row in board.rows() if not row["published"]}
+    board.close()
     assert rows["good"]["not_worse_than_best"] is True and rows["weak"]["not_worse_than_best"] is False
     assert rows["weak"]["p_vs_best"] == pytest.approx(p_honest)
 

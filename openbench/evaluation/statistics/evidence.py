@@ -40,7 +40,7 @@ from openbench.evaluation.counting.counts import RankCounts
 from openbench.evaluation.statistics.ranks_table import RANKS_FORMAT, RANKS_METADATA_KEY, RANKS_SCHEMA
 from openbench.vocabulary import QUERY_SIDES
 
-__all__ = ["MAX_ROWS", "MAX_DECODED_BYTES", "TOLERANCE", "EvidenceError", "queries_digest", "check_rows",
+__all__ = ["MAX_ROWS", "MAX_DECODED_BYTES", "TOLERANCE", "EvidenceError", "differences", "queries_digest", "check_rows",
            "check_provenance", "check_against_record", "read_ranks", "counts_of"]
 
 MAX_ROWS = 50_000_000  # ~25 M test triples ranked on both sides: beyond every published benchmark
@@ -213,18 +213,18 @@ def counts_of(ranks: pl.DataFrame) -> Tuple[Dict[str, RankCounts], Dict[str, tor
     return counts, relations, labels
 
 
-def _walk(found: Any, stated: Any, where: str) -> Iterator[Tuple[str, Any, Any]]:
+def differences(found: Any, stated: Any, where: str) -> Iterator[Tuple[str, Any, Any]]:
     """(path, recomputed, stated) of every leaf where the two nested values differ."""
     if isinstance(found, dict) or isinstance(stated, dict):
         if not isinstance(found, dict) or not isinstance(stated, dict):
             yield where, found, stated
             return
         for key in sorted(set(found) | set(stated)):
-            yield from _walk(found.get(key, "absent"), stated.get(key, "absent"), f"{where}.{key}")
+            yield from differences(found.get(key, "absent"), stated.get(key, "absent"), f"{where}.{key}")
         return
     if isinstance(found, list) and isinstance(stated, list) and len(found) == len(stated):
         for position, (left, right) in enumerate(zip(found, stated)):
-            yield from _walk(left, right, f"{where}[{position}]")
+            yield from differences(left, right, f"{where}[{position}]")
         return
     numbers = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in (found, stated))
     if numbers:
@@ -235,7 +235,7 @@ def _walk(found: Any, stated: Any, where: str) -> Iterator[Tuple[str, Any, Any]]
 
 
 def _disagreement(found: Any, stated: Any, where: str, name: Optional[_LABEL]) -> None:
-    for path, left, right in _walk(found, stated, where):
+    for path, left, right in differences(found, stated, where):
         raise EvidenceError(f"{path}: the ranks give {left!r}, the record states {right!r}; these are not the ranks "
                             "of this evaluation", name)
 
