@@ -97,7 +97,7 @@ def peer(split: Path, work: Path, overall: dict, inside: float) -> None:
         return
     import torch
 
-    from openbench.evaluation.classification import auroc, average_precision, read_labelled_split
+    from openbench.evaluation.tasks.classification import auroc, average_precision, read_labelled_split
     from openbench.datasets.loader import load_dataset
     from openbench.models.scorers import build_scorer
 

@@ -158,7 +158,7 @@ MUTATIONS: List[Mutation] = [
     Mutation("tokens: a revoked token still resolves to its team", "openbench/leaderboard/teams.py",
              '        if row is None or row["revoked_at"] is not None:', "        if row is None:",
              ("tests/test_server.py",)),
-    Mutation("classification: thresholds chosen on the test split", "openbench/evaluation/classification.py",
+    Mutation("classification: thresholds chosen on the test split", "openbench/evaluation/tasks/classification.py",
              '        scores["valid"], data["valid"], data["test"], names, threshold_metric)',
              '        scores["test"], data["test"], data["test"], names, threshold_metric)',
              ("tests/evaluation/test_classification.py",)),

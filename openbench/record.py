@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from openbench.vocabulary import FILTER_SETS, RANK_TYPES, SIDES, TASKS
 
-__all__ = ["CLASSIFICATION_METRICS", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
+__all__ = ["CLASSIFICATION_METRICS", "REPURPOSING_HEADLINE", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
            "validate_record", "TIMING_KEY"]
 
 SCHEMA_VERSION = 1
@@ -105,6 +105,8 @@ class ResultRecord:
     task: str = "ranking"
     timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
     classification: Optional[Dict[str, Any]] = None
+    # the repurposing task's block (openbench.evaluation.tasks.repurposing): matrix, views, frequent flyers
+    repurposing: Optional[Dict[str, Any]] = None
     # per-query ranks (polars DataFrame, openbench.evaluation.statistics.ranks_table) of an evaluation run here;
     # not part of the JSON (--ranks-output writes them), None for a record read back
     ranks: Optional[Any] = field(default=None, repr=False, compare=False)
@@ -120,6 +122,9 @@ class ResultRecord:
         head = {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task}
         if self.task == "classification":
             body = {"classification": self.classification, "protocol": protocol, "dataset": self.dataset,
+                    "model": self.model}
+        elif self.task == "repurposing":
+            body = {"repurposing": self.repurposing, "protocol": protocol, "dataset": self.dataset,
                     "model": self.model}
         else:
             body = {"metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
@@ -145,16 +150,19 @@ class ResultRecord:
                    diagnostics=record.get("diagnostics"), seed=record.get("seed"), device=record.get("device", ""),
                    version=record.get("version", ""), seconds=seconds, warnings=list(record.get("warnings", [])),
                    task=task, timing=timing, classification=record.get("classification"),
+                   repurposing=record.get("repurposing"),
                    confidence=record.get("confidence"), by_degree=record.get("by_degree"),
                    by_node_type=record.get("by_node_type"))
 
     def metric(self, path: str):
         """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
         ``"per_relation.GENE_DIS.both.realistic.mrr"``, ``"macro_relation.head.realistic.mr"``;
-        classification ``"test.overall.auroc"``. An unknown path is a KeyError naming the choices."""
+        classification ``"test.overall.auroc"``; repurposing ``"views.test.full_matrix.auroc"``. An unknown path is a KeyError naming the choices."""
         parts = path.split(".")
         if self.task == "classification":
             node: Any = self.classification
+        elif self.task == "repurposing":
+            node = self.repurposing
         elif parts[0] in ("per_relation", "macro_relation"):
             node, parts = getattr(self, parts[0]), parts[1:]
         else:
@@ -342,7 +350,7 @@ def validate_record(record) -> None:
     if task not in TASKS:
         raise RecordError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     required = ("metrics", "protocol", "dataset", "model") if task == "ranking" else \
-        ("classification", "protocol", "dataset", "model")
+        (task, "protocol", "dataset", "model")
     missing = [key for key in required if key not in record]
     if missing:
         raise RecordError(f"missing key(s): {', '.join(missing)}")
@@ -351,6 +359,9 @@ def validate_record(record) -> None:
         raise RecordError(f"schema_version {version!r}: this openbench reads version {SCHEMA_VERSION}")
     if task == "classification":
         _check_classification(record)
+        return
+    if task == "repurposing":
+        _check_repurposing(record)
         return
     _check_identity(record)
     dataset = record["dataset"]
@@ -470,3 +481,93 @@ def _check_classification(record) -> None:
         _check_classification_block(f"classification.{split}.overall", part.get("overall"))
         for relation, block in (part.get("per_relation") or {}).items():
             _check_classification_block(f"classification.{split}.per_relation.{relation}", block)
+
+
+# the repurposing task's blocks: what every view holds and how its numbers relate
+REPURPOSING_HEADLINE = ("auroc", "disease_mrr", "disease_auroc", "disease_auprc")
+
+
+def _unit(where: str, value) -> None:
+    number = _number(where, value, null_ok=True)
+    if number is not None and not -SLACK <= number <= 1 + SLACK:
+        raise RecordError(f"{where} = {number}: expected a value in [0, 1]")
+
+
+def _check_recall_ranks(where: str, ranks, recall_at: Sequence[int], prefix: str = "recall@") -> None:
+    """Per rank type: recall@n in [0, 1], non-decreasing in n; optimistic >= realistic >=
+    pessimistic for each n."""
+    if ranks is None:
+        return
+    if not isinstance(ranks, dict):
+        raise RecordError(f"{where} must be an object")
+    for rank_type, block in ranks.items():
+        if rank_type not in (*RANK_TYPES, "expected") or not isinstance(block, dict):
+            raise RecordError(f"{where}.{rank_type}: expected one block per rank type ({', '.join(RANK_TYPES)}, "
+                              "expected)")
+        values = []
+        for n in recall_at:
+            key = f"{prefix}{n}"
+            if key not in block:
+                raise RecordError(f"{where}.{rank_type}.{key} is missing: the protocol's n are {list(recall_at)}")
+            _unit(f"{where}.{rank_type}.{key}", block[key])
+            values.append(block[key])
+        for (n, low), (m, high) in zip(zip(recall_at, values), zip(recall_at[1:], values[1:])):
+            if low is not None and high is not None and high < low - SLACK:
+                raise RecordError(f"{where}.{rank_type}: {prefix}{m} = {high} < {prefix}{n} = {low}; it cannot fall as "
+                                  "n grows")
+        if "mrr" in block:
+            _unit(f"{where}.{rank_type}.mrr", block["mrr"])
+    for n in recall_at:
+        key = f"{prefix}{n}"
+        ordered = [(ranks.get(t) or {}).get(key) for t in ("optimistic", "realistic", "pessimistic")]
+        present = [value for value in ordered if value is not None]
+        if present != sorted(present, reverse=True) and any(a < b - SLACK for a, b in zip(present, present[1:])):
+            raise RecordError(f"{where}: {key} must be optimistic >= realistic >= pessimistic, found {ordered}")
+
+
+def _check_repurposing(record) -> None:
+    """A repurposing record: identity, protocol (n of Recall@n, k of Hit@k), the matrix's counts
+    and every view's values in range and consistent."""
+    _check_identity(record)
+    protocol = record["protocol"]
+    if not isinstance(protocol, dict):
+        raise RecordError("protocol must be an object")
+    for name in ("recall_at", "hits_at"):
+        values = protocol.get(name)
+        if not isinstance(values, list) or not values or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values) or values != sorted(set(values)):
+            raise RecordError(f"protocol.{name} = {values!r}: expected increasing positive integers")
+    recall_at: List[int] = protocol["recall_at"]
+    hits_at: List[int] = protocol["hits_at"]
+    result = record["repurposing"]
+    if not isinstance(result, dict) or not isinstance(result.get("matrix"), dict) or not isinstance(
+            result.get("views"), dict):
+        raise RecordError("repurposing must be an object with matrix and views")
+    matrix = result["matrix"]
+    for key in ("drugs", "diseases", "pairs", "candidates"):
+        count = matrix.get(key)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise RecordError(f"repurposing.matrix.{key} = {count!r}: expected a count")
+    if matrix["pairs"] != matrix["drugs"] * matrix["diseases"] or matrix["candidates"] > matrix["pairs"]:
+        raise RecordError("repurposing.matrix: pairs must be drugs × diseases, candidates at most the pairs")
+    for name, view in result["views"].items():
+        where = f"repurposing.views.{name}"
+        if not isinstance(view, dict):
+            raise RecordError(f"{where} must be an object")
+        full = view.get("full_matrix")
+        if full is not None:
+            _unit(f"{where}.full_matrix.auroc", full.get("auroc"))
+            _check_recall_ranks(f"{where}.full_matrix.ranks", full.get("ranks"), recall_at)
+        negatives = view.get("known_negatives")
+        if negatives is not None:
+            _check_recall_ranks(f"{where}.known_negatives.ranks", negatives.get("ranks"), recall_at)
+        disease = view.get("disease_specific")
+        if disease is not None:
+            for key in ("auroc", "auprc"):
+                _unit(f"{where}.disease_specific.{key}", disease.get(key))
+            for average in ("micro", "macro"):
+                _check_recall_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@")
+        classification = view.get("classification")
+        if classification is not None:
+            for key in ("auroc", "auprc", "accuracy", "f1"):
+                _unit(f"{where}.classification.{key}", classification.get(key))

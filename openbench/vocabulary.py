@@ -52,7 +52,7 @@ NEIGHBOURS = "neighbours"  # --model neighbours: what the training graph's struc
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")
 COMPLEX_LAYOUTS = ("halves", "interleaved")
-TASKS = ("ranking", "classification")
+TASKS = ("ranking", "classification", "repurposing")
 
 
 def check_names(registry: str, names: Iterable[str], expected: Iterable[str]) -> None:

@@ -25,8 +25,8 @@ LAYERS = [
     ("entry", ("openbench.cli", "openbench.entry", "openbench.__main__")),
 ]
 # evaluation/ by stage: the door, the candidates, the tasks beside them; everything else in a stage package
-EVALUATION_TOP = {"__init__", "evaluate", "candidates", "classification", "sweep"}
-EVALUATION_STAGES = {"producers", "counting", "statistics"}
+EVALUATION_TOP = {"__init__", "evaluate", "candidates", "sweep"}
+EVALUATION_STAGES = {"producers", "counting", "statistics", "tasks"}
 
 
 def _modules() -> Dict[str, pathlib.Path]:
@@ -183,8 +183,9 @@ def test_every_override_in_evaluation_says_what_it_returns():
 
 
 def test_evaluation_is_grouped_by_stage():
-    """DESIGN's engine: ``evaluate.py`` (the door), ``candidates.py``, the tasks (classification,
-    sweep) and the stage packages producers/, counting/, statistics/; nothing else at the top."""
+    """DESIGN's engine: ``evaluate.py`` (the door), ``candidates.py``, ``sweep.py``, the stage
+    packages producers/, counting/, statistics/ and the tasks beside ranking (tasks/:
+    classification, repurposing); nothing else at the top."""
     folder = PROJECT_ROOT / "openbench" / "evaluation"
     modules = {path.stem for path in folder.glob("*.py")}
     packages = {path.name for path in folder.iterdir() if path.is_dir() and (path / "__init__.py").exists()}

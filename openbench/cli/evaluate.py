@@ -102,7 +102,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
                                                    "(recorded as a warning) instead of failing.")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda or cuda:N.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None, help="Queries per batch [default: by memory].")
-@click.option("--protocol", type=click.Choice(["sampled", "full"]), default=None,
+@click.option("--protocol", type=click.Choice(["sampled", "full", "txgnn"]), default=None,
               help="sampled: rank each test query against its own negatives, unfiltered (OGB's protocol; the "
                    "default for OGB folders; needs an OGB folder or a split written with --eval-negatives); full: "
                    "against every entity, filtered [default elsewhere].")
@@ -129,7 +129,26 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
                    "head, tail, n_greater, n_equal with the answer, n_candidates, realistic rank), for "
                    "openbench compare and your own statistics.")
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bar on stderr.")
-@click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
+@click.option("--relation", "treat_relations", multiple=True,
+              help="--task repurposing: a treats relation (repeatable; PrimeKG's indication, OpenBioLink's DIS_DRUG; "
+                   "either orientation); the first is the one scored.")
+@click.option("--negative-relation", "negative_relations", multiple=True,
+              help="--task repurposing: known negatives (repeatable; contraindication, true-negative edges).")
+@click.option("--drugs", "drugs_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="--task repurposing: the matrix's drugs, one label per line [default: the node type at the drug "
+                   "end of the treats relation].")
+@click.option("--diseases", "diseases_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="--task repurposing: the matrix's diseases, one label per line.")
+@click.option("--recall-at", default=None,
+              help="--task repurposing: the n of Recall@n, comma-separated [default: 10,100,1000,10000 and 1 % of the "
+                   "matrix].")
+@click.option("--keep-top", type=click.IntRange(min=0), default=None,
+              help="--task repurposing: the best pairs the record keeps, for compare --stability [default: 1000].")
+@click.option("--ground-truth", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="--task repurposing: a CSV or TSV of drug, disease, label (treat / not-treat), optional date and "
+                   "source: scored as an extra test set (a clinical-trials set, say).")
+@click.option("--task", type=click.Choice(["ranking", "classification", "repurposing"]), default="ranking",
+              show_default=True,
               help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
                    "per-relation thresholds chosen on validation).")
 @click.option("--threshold-metric", type=click.Choice(["accuracy", "f1"]), default="accuracy", show_default=True,
@@ -140,11 +159,20 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
              dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
              ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
-             threshold_metric):
+             threshold_metric, treat_relations, negative_relations, drugs_path, diseases_path, recall_at, keep_top,
+             ground_truth):
     """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
     classification of its positives and negatives (--task classification)."""
     if no_filter and filter_text:
         raise click.UsageError("--filter and --no-filter exclude each other")
+    repurposing_options = {"--relation": treat_relations, "--negative-relation": negative_relations,
+                           "--drugs": drugs_path, "--diseases": diseases_path, "--recall-at": recall_at,
+                           "--keep-top": keep_top, "--ground-truth": ground_truth}
+    given = [name for name, value in repurposing_options.items() if value not in (None, ())]
+    if task != "repurposing" and given:
+        raise click.UsageError(f"{', '.join(given)} belong(s) to --task repurposing")
+    if task == "repurposing" and relations_text and not treat_relations:
+        treat_relations = tuple(part.strip() for part in relations_text.split(",") if part.strip())
     if task == "classification" and distributed:
         raise click.UsageError("--task classification runs on one process: --distributed is for ranking")
     from openbench._io import check_output_file, is_openbench_json
@@ -195,8 +223,18 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                            drop_unknown=drop_unknown, **dataset_options)
+    if task == "repurposing":
+        _repurpose(dataset, spec, dict(
+            relations=list(treat_relations) or None, negative_relations=list(negative_relations),
+            drugs=_entity_list(drugs_path) if drugs_path else None,
+            diseases=_entity_list(diseases_path) if diseases_path else None,
+            recall_at=int_list("--recall-at", recall_at) if recall_at else None, keep_top=keep_top,
+            ground_truth=ground_truth, hits_at=int_list("--hits-at", hits_at), protocol=protocol, device=device,
+            seed=seed, lower_is_better=lower_is_better, progress=progress, bootstrap=bootstrap,
+            ranks="fast" if fast else "exact"), output, fmt, inputs)
+        return
     if task == "classification":
-        from openbench.evaluation.classification import summary_lines
+        from openbench.evaluation.tasks.classification import summary_lines
 
         result = evaluate_model(dataset, spec, task="classification", threshold_metric=threshold_metric, fold=fold,
                                 device=device, batch_size=batch_size, seed=seed,
@@ -213,6 +251,16 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         from openbench.evaluation.statistics.ranks_table import write_ranks
 
         write_ranks(ranks_output, evaluated.ranks, record, inputs + ([output] if output else []))
+    _write_record(record, output, fmt, inputs)
+
+
+def _repurpose(dataset, spec, options: dict, output, fmt: str, inputs) -> None:
+    """--task repurposing: the record, and its table on stdout (stderr under --format json)."""
+    from openbench.evaluation.evaluate import evaluate as evaluate_model
+    from openbench.evaluation.tasks.repurposing import summary_lines
+
+    record = evaluate_model(dataset, spec, task="repurposing", **options).to_dict()
+    click.echo("\n".join(summary_lines(record)), err=fmt == "json")
     _write_record(record, output, fmt, inputs)
 
 

@@ -16,7 +16,7 @@ tests reach the engine. It
    :meth:`~openbench.evaluation.producers.base.Producer.run`, whose value holds everything the
    record takes of the producer) and builds the record with the one reduction
    (:func:`~openbench.evaluation.statistics.metrics.summarize`), or, for
-   ``task="classification"``, hands the scorer to :mod:`openbench.evaluation.classification`.
+   ``task="classification"``, hands the scorer to :mod:`openbench.evaluation.tasks.classification`.
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from openbench.vocabulary import QUERY_SIDES
 __all__ = ["PROTOCOLS", "TASKS", "evaluate", "run", "build_record"]
 
 PROTOCOLS = ("full", "sampled")
-TASKS = ("ranking", "classification")
+TASKS = ("ranking", "classification", "repurposing")
 
 
 def build_record(setup: RankingSetup, produced: Produced, seconds: float) -> ResultRecord:
@@ -226,7 +226,10 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
              device="auto", seed: Optional[int] = 0, lower_is_better: bool = False,
              exclude_query_entity: Optional[bool] = None, evaluation_split: str = "test", progress: bool = False,
              entity_chunk: Optional[int] = None, threshold_metric: str = "accuracy", fold: Optional[int] = None,
-             shard: Optional[str] = None, bootstrap: Optional[int] = None) -> ResultRecord:
+             shard: Optional[str] = None, bootstrap: Optional[int] = None,
+             negative_relations: Sequence[str] = (), drugs: Optional[Sequence[str]] = None,
+             diseases: Optional[Sequence[str]] = None, recall_at: Optional[Sequence[int]] = None,
+             keep_top: Optional[int] = None, ground_truth=None) -> ResultRecord:
     """Evaluate ``model`` on ``dataset``; returns the typed result record (its per-query ranks in
     ``record.ranks``).
 
@@ -253,6 +256,15 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
         deterministic and draws nothing; it seeds ``bootstrap``).
     :param bootstrap: resamples of the test triples for the record's ``confidence`` block (95 %
         percentile intervals of MRR and hits@k; :mod:`openbench.evaluation.statistics.intervals`).
+    :param relations: repurposing: the treats relation(s) (the first is the one scored), either
+        orientation; ``negative_relations`` the known negatives; ``drugs`` and ``diseases``
+        curated lists of labels (default: the node types of the relations' ends); ``recall_at``
+        the n of Recall@n (default 10, 100, 1000, 10000 and 1 % of the matrix); ``hits_at`` the k
+        of the disease-specific Hit@k; ``keep_top`` the best pairs the record keeps (1000);
+        ``ground_truth`` a CSV/TSV of (drug, disease, label) scored as an extra test set;
+        ``protocol="txgnn"`` adds TxGNN's own protocol beside the filtered numbers; ``bootstrap``
+        resamples the pairs and diseases for 95 % intervals
+        (:mod:`openbench.evaluation.tasks.repurposing`).
     :param shard: ``"queries"`` or ``"entities"``: evaluate on every rank of the torch.distributed
         process group (joined from torchrun's environment where it is not yet initialised, and
         left again afterwards), each rank's device its own GPU under ``device="auto"``
@@ -260,14 +272,25 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
         the same record.
     """
     if task not in TASKS:
-        raise UsageError(f"task {task!r}: expected ranking or classification")
+        raise UsageError(f"task {task!r}: expected one of {', '.join(TASKS)}")
     if not isinstance(dataset, Dataset):
         from openbench.datasets.loader import load_dataset
 
         dataset = load_dataset(dataset)
     if task == "classification" and shard is not None:
         raise UsageError("triple classification runs on one process: sharding is for ranking")
+    if task == "repurposing" and shard is not None:
+        raise UsageError("the repurposing task runs on one process: its matrix pass uses every core")
     loaded, load_seconds = _load(dataset, model, shard)
+    if task == "repurposing":
+        from openbench.evaluation.tasks.repurposing import DEFAULT_KEEP_TOP, RepurposingOptions
+
+        options = RepurposingOptions(
+            relations=list(relations or []), negative_relations=list(negative_relations), drugs=drugs,
+            diseases=diseases, recall_at=recall_at, hits_at=hits_at, ground_truth=ground_truth,
+            keep_top=DEFAULT_KEEP_TOP if keep_top is None else keep_top, protocol=protocol or "full",
+            bootstrap=bootstrap, seed=seed, ranks=ranks, lower_is_better=lower_is_better, progress=progress)
+        return _with_model_load(_repurpose(dataset, loaded, options, device), load_seconds)
     if task == "classification":
         return _classify(dataset, loaded, threshold_metric=threshold_metric, batch_size=batch_size, device=device,
                          seed=seed, lower_is_better=lower_is_better, progress=progress, fold=fold)
@@ -295,7 +318,7 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
 
 
 class _Classifying:
-    """What :func:`~openbench.evaluation.classification.classification_record` reads of a model:
+    """What :func:`~openbench.evaluation.tasks.classification.classification_record` reads of a model:
     its scores of given triples (higher: more plausible), the dataset, the run's settings."""
 
     def __init__(self, setup: RankingSetup, scorer):
@@ -316,10 +339,27 @@ class _Classifying:
         return self.scorer.description()
 
 
+def _repurpose(dataset: Dataset, model, options, device) -> ResultRecord:
+    """The drug × disease matrix of a scorer (:mod:`openbench.evaluation.tasks.repurposing`)."""
+    from openbench.evaluation.tasks.repurposing import repurposing_record
+
+    if isinstance(model, (TopKLists, OBL2021Submission, ServedLists, TopKListing, OBL2021Listing, ServedListing)):
+        raise UsageError(LISTS_SCORE_NOTHING)
+    setup = RankingSetup(dataset, device=device, seed=options.seed, lower_is_better=options.lower_is_better,
+                         progress=options.progress)
+    scorer = model.to(setup.device) if hasattr(model, "to") else model
+    if setup.device.type != "cpu" and hasattr(scorer, "to"):  # the matrix pass and its C helper run on the CPU
+        scorer = scorer.to(torch.device("cpu"))
+    record = repurposing_record(dataset, scorer, options, setup.dataset_description(), str(setup.device))
+    record["warnings"] = list(setup.warnings) + [w for w in getattr(scorer, "warnings", []) if w not in setup.warnings] \
+        + record["warnings"]
+    return ResultRecord.from_dict(record)
+
+
 def _classify(dataset: Dataset, model, *, threshold_metric: str, batch_size: Optional[int], device,
               seed: Optional[int], lower_is_better: bool, progress: bool, fold: Optional[int]) -> ResultRecord:
     """Triple classification of the validation and test positives and negatives by a scorer."""
-    from openbench.evaluation.classification import classification_record
+    from openbench.evaluation.tasks.classification import classification_record
 
     if isinstance(model, (TopKLists, OBL2021Submission, ServedLists, TopKListing, OBL2021Listing, ServedListing)):
         raise UsageError(LISTS_SCORE_NOTHING)

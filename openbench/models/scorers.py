@@ -38,7 +38,7 @@ from openbench import vocabulary
 
 __all__ = ["ExactQueries", "SideScores", "COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
            "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
-           "get_scorer_class", "file_sha256", "array_sha256", "build_scorer"]
+           "get_scorer_class", "file_sha256", "array_sha256", "build_scorer", "candidate_scores", "squared_norms"]
 
 COMPLEX_LAYOUTS = vocabulary.COMPLEX_LAYOUTS
 LIST_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × width) values gathered at once by score_candidates
@@ -273,25 +273,8 @@ class EmbeddingScorer:
             ranks compare keys). Other kinds: the score, which is its own key.
         """
         candidates = self._cached_candidates(side)[start:stop]
-        if self.kind == "dot":
-            return torch.mm(queries, candidates.T, out=out)
-        if self.kind == "l2":
-            norms = self._candidate_norms[side][start:stop]
-            if keys:  # 2 q·c - ‖c‖² - ‖q‖²: the GEMM adds the candidates' term, one pass the query's
-                scores = torch.addmm(norms.neg(), queries, candidates.T, alpha=2.0, out=out)
-                return scores.sub_(squared_norms(queries)[:, None])
-            scores = torch.addmm(norms, queries, candidates.T, alpha=-2.0, out=out)
-            scores.add_(squared_norms(queries)[:, None])
-            return scores.clamp_(min=0.0).sqrt_().neg_()
-        if self.kind == "l1":
-            scores = torch.cdist(queries, candidates, p=1.0)
-            if out is not None:
-                out.copy_(scores)
-                scores = out
-            return scores.neg_()
-        if self.kind == "moduli":
-            return _moduli_scores(queries, candidates, out)
-        raise ValueError(f"unknown score kind {self.kind!r}")
+        norms = self._candidate_norms[side][start:stop] if self.kind == "l2" else None
+        return candidate_scores(self.kind, queries, candidates, norms, out, keys)
 
     def score_pairs(self, batch: torch.Tensor, entity_offset: int = 0) -> torch.Tensor:
         """(B,) scores of the triples ``batch`` (B, 3) themselves: each tail query against its own
@@ -444,6 +427,34 @@ class EmbeddingScorer:
 
 
 SQUARED_NORM_CHUNK = 1 << 22  # values summed in float64 at a time
+
+
+def candidate_scores(kind: str, queries: torch.Tensor, candidates: torch.Tensor,
+                     squared: Optional[torch.Tensor] = None, out: Optional[torch.Tensor] = None,
+                     keys: bool = False) -> torch.Tensor:
+    """(B, N) scores of queries (B, d') against candidate vectors (N, d') of a score ``kind``:
+    :meth:`EmbeddingScorer.score_chunk`'s arithmetic on a candidate table the caller holds (the
+    repurposing matrix scores its drugs against its diseases only). ``squared``: the candidates'
+    :func:`squared_norms` (L2); ``keys``: for L2, the ranking key -‖q - c‖² instead of the score."""
+    if kind == "dot":
+        return torch.mm(queries, candidates.T, out=out)
+    if kind == "l2":
+        assert squared is not None
+        if keys:  # 2 q·c - ‖c‖² - ‖q‖²: the GEMM adds the candidates' term, one pass the query's
+            scores = torch.addmm(squared.neg(), queries, candidates.T, alpha=2.0, out=out)
+            return scores.sub_(squared_norms(queries)[:, None])
+        scores = torch.addmm(squared, queries, candidates.T, alpha=-2.0, out=out)
+        scores.add_(squared_norms(queries)[:, None])
+        return scores.clamp_(min=0.0).sqrt_().neg_()
+    if kind == "l1":
+        scores = torch.cdist(queries, candidates, p=1.0)
+        if out is not None:
+            out.copy_(scores)
+            scores = out
+        return scores.neg_()
+    if kind == "moduli":
+        return _moduli_scores(queries, candidates, out)
+    raise ValueError(f"unknown score kind {kind!r}")
 
 
 def squared_norms(vectors: torch.Tensor) -> torch.Tensor:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 from openbench.cli import main
-from openbench.evaluation.classification import (auroc, average_precision, choose_threshold, classification_record,
+from openbench.evaluation.tasks.classification import (auroc, average_precision, choose_threshold, classification_record,
                                                  threshold_metrics)
 from openbench.datasets.loader import load_dataset
 from openbench.models.scorers import SCORERS
@@ -177,7 +177,7 @@ def test_top_k_lists_are_refused_with_the_reason(tmp_path):
 
 def test_error_paths_name_what_is_wrong(tmp_path):
     from openbench.errors import InputError, UsageError
-    from openbench.evaluation.classification import read_labelled_split
+    from openbench.evaluation.tasks.classification import read_labelled_split
 
     split = _sample_split(tmp_path)
     dataset = load_dataset(split)
@@ -312,7 +312,7 @@ def test_transe_self_loops_tie_exactly_as_they_do_in_float64():
 def test_auroc_and_auprc_equal_scikit_learn_on_float64_scores_computed_directly(tmp_path):
     """A TransE-L2 model's classification record against scikit-learn on -‖h + r - t‖ computed
     here in float64 from the stored float32 values."""
-    from openbench.evaluation.classification import read_labelled_split
+    from openbench.evaluation.tasks.classification import read_labelled_split
 
     split = _sample_split(tmp_path)
     dataset = load_dataset(split)

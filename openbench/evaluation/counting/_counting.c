@@ -780,3 +780,104 @@ TABLE_SUMMARY(openbench_table_summary_f32, float, uint32_t, 0x7FFFFFFFu, 0x7F800
               row_norms_f32_chosen)
 TABLE_SUMMARY(openbench_table_summary_f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFull, 0x7FF0000000000000ull,
               openbench_fraction_bits_f64, row_norms_f64_chosen)
+
+/* The drug × disease matrix of the repurposing task (matrix.py): one block of fast keys against
+ * T thresholds sorted ascending, each with a window [lows[t], highs[t]] (lows and highs both
+ * non-decreasing). For every key x of the block:
+ *
+ *   a = #{t : highs[t] < x}   the thresholds x is beyond (better than, in exact arithmetic)
+ *   b = #{t : lows[t] <= x}   the thresholds x is not below
+ *
+ * beyond[a] += 1 and reached[b] += 1 (histograms of T + 1 counters: the caller's suffix sums give,
+ * per threshold t, how many keys are beyond it and how many reach it); with `record` set, a key
+ * with a < b (inside the windows of thresholds a .. b - 1: undecided until re-scored) has its
+ * position in the block (row * width + column) written to `pairs`, up to `capacity`. With
+ * point windows (lows == highs) the keys inside are exact ties and nothing needs recording.
+ *
+ * The two counts come from a grid of `cells` equal cells over the keys' span [base, base +
+ * cells / scale): cell c holds the ranges of thresholds [firsts[4c], firsts[4c + 1]) of highs and
+ * [firsts[4c + 2], firsts[4c + 3]) of lows that any key of cell c (or its neighbours: the cell a
+ * key's float64 position rounds into is off by at most one) can fall between, found by binary
+ * search there; a range of one value needs no search. Keys below lows[0] are beyond nothing,
+ * keys above highs[T - 1] beyond every threshold. Returns the keys recorded (more than
+ * `capacity`: the first ones only, and the caller counts again with room), or -1 - position of
+ * a NaN key. With `tops`, the positions of the keys >= `floor` are written there too (their
+ * number in *top_count, the first `top_capacity` kept): the candidates for the matrix's best
+ * pairs, read while the block is in cache. Comparisons are IEEE-exact. */
+static inline int64_t count_below_f64(const double *values, int64_t first, int64_t last, double x, int strict)
+{
+    while (first < last) { /* the first index whose value is not below x (strict: < x; else <= x) */
+        const int64_t middle = first + (last - first) / 2;
+        if (strict ? values[middle] < x : values[middle] <= x) first = middle + 1; else last = middle;
+    }
+    return first;
+}
+
+static inline int64_t count_below_f32(const float *values, int64_t first, int64_t last, float x, int strict)
+{
+    while (first < last) {
+        const int64_t middle = first + (last - first) / 2;
+        if (strict ? values[middle] < x : values[middle] <= x) first = middle + 1; else last = middle;
+    }
+    return first;
+}
+
+#define MATRIX_COUNT(NAME, T, BELOW)                                                               \
+    int64_t NAME(const T *keys, int64_t stride, int64_t rows, int64_t width, const T *lows,        \
+                 const T *highs, int64_t count, const int64_t *firsts, int64_t cells, double base,  \
+                 double scale, int64_t *beyond, int64_t *reached, int record, int64_t *pairs,      \
+                 int64_t capacity, T floor, int64_t *tops, int64_t top_capacity, int64_t *top_count) \
+    {                                                                                               \
+        int64_t recorded = 0, kept = 0;                                                             \
+        if (tops) { /* the keys at or above `floor`: candidates for the matrix's top pairs */        \
+            for (int64_t i = 0; i < rows; ++i) {                                                    \
+                const T *row = keys + i * stride;                                                   \
+                for (int64_t j = 0; j < width; ++j)                                                 \
+                    if (row[j] >= floor) {                                                          \
+                        if (kept < top_capacity) tops[kept] = i * width + j;                        \
+                        ++kept;                                                                     \
+                    }                                                                               \
+            }                                                                                       \
+            *top_count = kept;                                                                      \
+        }                                                                                           \
+        if (count == 0) {                                                                           \
+            for (int64_t i = 0; i < rows; ++i)                                                      \
+                for (int64_t j = 0; j < width; ++j)                                                 \
+                    if (keys[i * stride + j] != keys[i * stride + j]) return -1 - (i * width + j); \
+            beyond[0] += rows * width;                                                              \
+            reached[0] += rows * width;                                                             \
+            return 0;                                                                               \
+        }                                                                                           \
+        const T bottom = lows[0], top = highs[count - 1];                                           \
+        int64_t below_all = 0, above_all = 0;                                                       \
+        for (int64_t i = 0; i < rows; ++i) {                                                        \
+            const T *row = keys + i * stride;                                                       \
+            for (int64_t j = 0; j < width; ++j) {                                                   \
+                const T x = row[j];                                                                 \
+                if (x < bottom) { ++below_all; continue; }                                          \
+                if (x > top) { ++above_all; continue; }                                             \
+                if (x != x) return -1 - (i * width + j);                                            \
+                int64_t cell = (int64_t)(((double)x - base) * scale);                               \
+                cell = cell < 0 ? 0 : (cell >= cells ? cells - 1 : cell);                           \
+                const int64_t *range = firsts + 4 * cell;                                           \
+                const int64_t a = range[1] - range[0] <= 0 ? range[0]                               \
+                                  : BELOW(highs, range[0], range[1], x, 1);                          \
+                const int64_t b = range[3] - range[2] <= 0 ? range[2]                               \
+                                  : BELOW(lows, range[2], range[3], x, 0);                           \
+                beyond[a] += 1;                                                                     \
+                reached[b] += 1;                                                                    \
+                if (record && a < b) {                                                              \
+                    if (recorded < capacity) pairs[recorded] = i * width + j;                       \
+                    ++recorded;                                                                     \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        beyond[0] += below_all;                                                                     \
+        reached[0] += below_all;                                                                    \
+        beyond[count] += above_all;                                                                 \
+        reached[count] += above_all;                                                                \
+        return recorded;                                                                            \
+    }
+
+MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32)
+MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64)

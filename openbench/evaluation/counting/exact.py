@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from openbench.evaluation.candidates import SideCandidates
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
+           "fast_key_bound", "float64_key_bound", "exact_key", "round_outwards",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
 
 logger = logging.getLogger(__name__)
@@ -183,6 +184,81 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
 
     split_rows(count, count * width, run)
     return PairKeys(keys, *_widened(two, one, width), None if identical is None else identical.bool())
+
+
+def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
+                   candidate_norms: Tuple[float, float], rewrite: Optional[np.ndarray] = None) -> np.ndarray:
+    """(B,) float64 bound δ on |fast key - exact key| of any candidate of B queries whose keys the
+    fast pass computes in the precision of unit roundoff ``u`` (the formulas of
+    :meth:`ExactRanks.prepare_queries`, before its margin for the bound's own evaluation).
+
+    :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (B,) on the exact queries' magnitudes;
+        ``fast_norms`` (‖q̂‖₂, ‖q̂‖₁) (B,) on the computed queries' norms; ``fast_magnitudes`` the
+        magnitudes the query's own error is relative to (``query_norms``, or the rewritten
+        formula's); ``candidate_norms`` (C₂, C₁) the largest candidate norms; ``rewrite`` (B,) the
+        rewritten formula's difference, where the fast pass scores one."""
+    own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
+    (c2, c1), (fast_two, fast_one) = candidate_norms, fast_norms
+    if kind == "dot":
+        delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
+    elif kind in ("l1", "moduli"):
+        extra = 2 if kind == "l1" else 4
+        delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
+    else:
+        reach = fast_two + c2
+        error = own * fast_magnitudes[0]
+        norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
+        delta = (gamma(width + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
+                 + 2 * u * reach ** 2 + error * (2 * reach + error))
+    return delta + rewrite if rewrite is not None else delta
+
+
+def float64_key_bound(kind: str, scorer, grid_bits: Optional[int], key: np.ndarray, width: int, query_norms,
+                      candidate_norms) -> np.ndarray:
+    """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)
+    from float64 queries and candidate vectors of ``width`` components; 0 where float64
+    computed the key without rounding (the grid criterion, with the tables' ``grid_bits``).
+
+    :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (P,) on the queries' magnitudes;
+        ``candidate_norms`` likewise. The bounds use only these norms (Cauchy-Schwarz and
+        the triangle inequality), so they cost O(P): ‖e‖ <= γ_nq ‖|q|‖ + γ_nc ‖|c|‖ bounds
+        the inputs' own error, and each computed difference x̂ is off by at most e + 2u|x̂|."""
+    gq, gc = gamma(scorer.query_rounding, U64), gamma(scorer.candidate_rounding, U64)
+    (q2, q1), (c2, c1) = query_norms, candidate_norms
+    if kind == "dot":
+        size = q2 * c2
+        bound = gamma(scorer.query_rounding + scorer.candidate_rounding + width + 2, U64) * size
+        degree = scorer.query_degree + 1
+    elif kind == "l2":
+        squared = -key
+        length = np.sqrt(squared)
+        off = gq * q2 + gc * c2 + 2 * U64 * length
+        bound = off * (2 * length + off) + gamma(width + 2, U64) * squared
+        size, degree = (q2 + c2) ** 2, 2 * scorer.query_degree
+    elif kind == "l1":
+        total = -key
+        bound = gq * q1 + gc * c1 + gamma(width + 3, U64) * total
+        size, degree = q1 + c1, scorer.query_degree
+    else:
+        # Σ(|x_re| + |x_im|) <= √2 Σ|x_k|: the differences' rounding, then the moduli's
+        bound = gq * q1 + gc * c1 + gamma(width // 2 + 8, U64) * -key
+        size, degree = None, None
+    bound = 2 * bound + 4 * (width + scorer.query_rounding + 8) * 2.0 ** -1074
+    if size is not None and grid_bits is not None and degree * grid_bits < 1000:
+        exact = size * 2.0 ** (degree * grid_bits) < EXACT_GRID_LIMIT
+        bound = np.where(exact, 0.0, bound)
+    return bound
+
+
+def exact_key(scorer, kind: str, anchor: np.ndarray, relation: np.ndarray, side: str, candidate: np.ndarray):
+    """The exact key (a Decimal) of one query (its stored anchor and relation rows, float64) on
+    ``side`` against one stored candidate row, by the scorer's own formulas in exact decimal
+    arithmetic (an operation that would round raises decimal.Inexact); dot, L2 and L1 kinds."""
+    with decimal.localcontext(DECIMAL_EXACT):
+        relation_row = _decimals(relation)[None]
+        query = scorer.query_formula(_decimals(anchor)[None], relation_row, side, np.subtract)[0]
+        vector = scorer.candidate_formula(_decimals(candidate)[None], side, relation_row, np.subtract)[0]
+        return _exact_key(kind, query, vector)
 
 
 QUERY_CODES = {"add": 0, "sub": 1, "mul": 2, "cmul": 3, "cmul_conj": 4}  # the C kernel's formula codes
@@ -573,7 +649,6 @@ class ExactRanks:
         width = queries.shape[1]
         # the computed queries' norms (their fast values, exactly in float64)
         fast_two, fast_one = (n.numpy() for n in norm_bounds(queries.detach().cpu(), self.library))
-        own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
         c2, c1 = self.candidate_norms(side)
         rewrite, fast_magnitudes = None, query_norms
         if given.rewrites:
@@ -584,24 +659,13 @@ class ExactRanks:
             rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), used_side, np.add)
             rewritten_two, rewritten_one = norm_bounds(_tensor(rewritten), self.library)
             fast_magnitudes = (rewritten_two.numpy(), rewritten_one.numpy())
-        if self.kind == "dot":
-            delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
-        elif self.kind in ("l1", "moduli"):
-            extra = 2 if self.kind == "l1" else 4
-            delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
-        else:
-            reach = fast_two + c2
-            error = own * fast_magnitudes[0]
-            norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
-            delta = (gamma(width + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
-                     + 2 * u * reach ** 2 + error * (2 * reach + error))
-        if rewrite is not None:
-            delta = delta + rewrite
+        delta = fast_key_bound(self.kind, scorer, u, width, query_norms, (fast_two, fast_one), fast_magnitudes,
+                               (c2, c1), rewrite)
         # the bounds' own float64 evaluation, the true key's bound, and subnormal results
         delta = delta * (1 + 2.0 ** -30) + true_bound + 4 * (width + scorer.query_rounding + 8) * self.tiny
         margin = delta + 4 * U64 * np.abs(true_key)
         lows, highs = true_key - margin, true_key + margin
-        lows, highs = _round_outwards(lows, highs, dtype)
+        lows, highs = round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
         # fast counts are exact, ties included, and the window is the true score itself
         computed_exactly = self._fast_is_exact(scorer, query_norms, c2, c1, dtype)
@@ -795,39 +859,8 @@ class ExactRanks:
                            self.library)
 
     def _bound(self, scorer, key: np.ndarray, width: int, query_norms, candidate_norms) -> np.ndarray:
-        """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)
-        from float64 queries and candidate vectors of ``width`` components; 0 where float64
-        computed the key without rounding (the grid criterion).
-
-        :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (P,) on the queries' magnitudes;
-            ``candidate_norms`` likewise. The bounds use only these norms (Cauchy-Schwarz and
-            the triangle inequality), so they cost O(P): ‖e‖ <= γ_nq ‖|q|‖ + γ_nc ‖|c|‖ bounds
-            the inputs' own error, and each computed difference x̂ is off by at most e + 2u|x̂|."""
-        gq, gc = gamma(scorer.query_rounding, U64), gamma(scorer.candidate_rounding, U64)
-        (q2, q1), (c2, c1) = query_norms, candidate_norms
-        if self.kind == "dot":
-            size = q2 * c2
-            bound = gamma(scorer.query_rounding + scorer.candidate_rounding + width + 2, U64) * size
-            degree = scorer.query_degree + 1
-        elif self.kind == "l2":
-            squared = -key
-            length = np.sqrt(squared)
-            off = gq * q2 + gc * c2 + 2 * U64 * length
-            bound = off * (2 * length + off) + gamma(width + 2, U64) * squared
-            size, degree = (q2 + c2) ** 2, 2 * scorer.query_degree
-        elif self.kind == "l1":
-            total = -key
-            bound = gq * q1 + gc * c1 + gamma(width + 3, U64) * total
-            size, degree = q1 + c1, scorer.query_degree
-        else:
-            # Σ(|x_re| + |x_im|) <= √2 Σ|x_k|: the differences' rounding, then the moduli's
-            bound = gq * q1 + gc * c1 + gamma(width // 2 + 8, U64) * -key
-            size, degree = None, None
-        bound = 2 * bound + 4 * (width + scorer.query_rounding + 8) * 2.0 ** -1074
-        if size is not None and self.grid_bits is not None and degree * self.grid_bits < 1000:
-            exact = size * 2.0 ** (degree * self.grid_bits) < EXACT_GRID_LIMIT
-            bound = np.where(exact, 0.0, bound)
-        return bound
+        """:func:`float64_key_bound` of this scorer's kind and tables' grid."""
+        return float64_key_bound(self.kind, scorer, self.grid_bits, key, width, query_norms, candidate_norms)
 
     def _exact_sign(self, scorer, anchor: np.ndarray, relation: np.ndarray, side: str, candidate: np.ndarray,
                     truth: np.ndarray) -> int:
@@ -835,14 +868,16 @@ class ExactRanks:
         candidate and the truth are stored entity rows."""
         self.stats.decimal += 1
         try:
+            if self.kind == "moduli":
+                with decimal.localcontext(DECIMAL_EXACT):
+                    relation_row = _decimals(relation)[None]
+                    query = scorer.query_formula(_decimals(anchor)[None], relation_row, side, np.subtract)[0]
+                    candidate, truth = (scorer.candidate_formula(_decimals(row)[None], side, relation_row,
+                                                                 np.subtract)[0] for row in (candidate, truth))
+                return self._moduli_sign(query, candidate, truth)
             with decimal.localcontext(DECIMAL_EXACT):
-                relation_row = _decimals(relation)[None]
-                query = scorer.query_formula(_decimals(anchor)[None], relation_row, side, np.subtract)[0]
-                candidate, truth = (scorer.candidate_formula(_decimals(row)[None], side, relation_row, np.subtract)[0]
-                                    for row in (candidate, truth))
-                if self.kind == "moduli":
-                    return self._moduli_sign(query, candidate, truth)
-                difference = _exact_key(self.kind, query, candidate) - _exact_key(self.kind, query, truth)
+                difference = (exact_key(scorer, self.kind, anchor, relation, side, candidate)
+                              - exact_key(scorer, self.kind, anchor, relation, side, truth))
         except (decimal.Inexact, decimal.Overflow, decimal.InvalidOperation) as error:  # pragma: no cover
             return self._unresolved(f"exact arithmetic failed ({type(error).__name__})")
         return (difference > 0) - (difference < 0)
@@ -887,7 +922,7 @@ def _exact_key(kind: str, query, candidate):
     return -np.abs(difference).sum()
 
 
-def _round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
+def round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
     """float64 ``lows`` rounded down and ``highs`` rounded up to ``dtype``, as torch tensors."""
     if dtype == torch.float64:
         return torch.from_numpy(lows), torch.from_numpy(highs)

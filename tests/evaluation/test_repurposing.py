@@ -1,0 +1,561 @@
+"""Issue 64: the drug-repurposing task, every number against an independent reference.
+
+A planted graph (drugs, diseases, genes; an ``indication`` relation stored in both orientations,
+``contraindication`` the known negatives) and models whose scores tie often (integer embeddings:
+exact arithmetic) or never; the references below are written from the definitions, with plain
+loops over every pair of the matrix in exact rational arithmetic, and cross-checked against
+scikit-learn (AUROC, AUPRC), scipy (Spearman, the hypergeometric test) and ranx (Hit@k, MRR on
+tie-free scores)."""
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+import openbench
+from openbench.cli import main
+from openbench.datasets.loader import load_dataset
+from openbench.errors import InputError, UsageError
+from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, count_rows
+from openbench.models.scorers import build_scorer
+from tests.helpers import write_samples
+
+RANK_TYPES = ("optimistic", "realistic", "pessimistic", "expected")
+
+
+def planted_graph(seed, drugs=14, diseases=11, genes=8):
+    """Labelled splits: indications (a fifth stored disease first), contraindications, gene edges."""
+    rng = np.random.default_rng(seed)
+    drug = [f"drug::D{i:02d}" for i in range(drugs)]
+    disease = [f"disease::S{i:02d}" for i in range(diseases)]
+    gene = [f"gene::G{i:02d}" for i in range(genes)]
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, drugs, 70), rng.integers(0, diseases, 70))})
+    rng.shuffle(pairs)
+    splits = {"train": [], "valid": [], "test": []}
+    for index, (a, b) in enumerate(pairs):
+        split = "test" if index % 5 == 0 else "valid" if index % 7 == 1 else "train"
+        triple = (disease[b], "indication", drug[a]) if index % 5 == 2 else (drug[a], "indication", disease[b])
+        splits[split].append(triple)
+    contra = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, drugs, 25), rng.integers(0, diseases, 25))})
+    for index, (a, b) in enumerate(contra):
+        splits["test" if index % 3 == 0 else "train"].append((drug[a], "contraindication", disease[b]))
+    for i in range(drugs):
+        splits["train"].append((drug[i], "targets", gene[i % genes]))
+    for i in range(diseases):
+        splits["train"].append((gene[i % genes], "associated", disease[i]))
+    return splits
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    folder = write_samples(tmp_path_factory.mktemp("repurposing") / "split", planted_graph(3), negatives=False)
+    return load_dataset(folder)
+
+
+def _model(dataset, name, integer, seed=0, dim=4):
+    rng = np.random.default_rng(seed)
+    if integer:
+        entities = rng.integers(-1, 2, (dataset.num_entities, dim)).astype(np.float32)
+        relations = rng.integers(-1, 2, (dataset.num_relations, dim)).astype(np.float32)
+    else:
+        entities = rng.normal(size=(dataset.num_entities, dim)).astype(np.float32)
+        relations = rng.normal(size=(dataset.num_relations, dim)).astype(np.float32)
+    return build_scorer(name, entities, relations, dataset.num_entities, dataset.num_relations), entities, relations
+
+
+# -- the reference, from the definitions ----------------------------------------------------------
+
+def _exact_key(name, h, r, t):
+    h, r, t = ([Fraction(float(x)) for x in v] for v in (h, r, t))
+    if name == "DistMult":
+        return sum(a * b * c for a, b, c in zip(h, r, t))
+    if name == "TransE-L1":
+        return -sum(abs(a + b - c) for a, b, c in zip(h, r, t))
+    return -sum((a + b - c) ** 2 for a, b, c in zip(h, r, t))  # TransE-L2's key
+
+
+class Reference:
+    """Every repurposing number by plain loops over the matrix, in exact arithmetic."""
+
+    def __init__(self, dataset, name, entities, relations, negative=True):
+        labels = dataset.entity_labels
+        self.drugs = [i for i, label in enumerate(labels) if label.startswith("drug::")]
+        self.diseases = [i for i, label in enumerate(labels) if label.startswith("disease::")]
+        indication = dataset.relation_labels.index("indication")
+        contra = dataset.relation_labels.index("contraindication")
+        drug_set = set(self.drugs)
+
+        def pair(h, t):
+            return (h, t) if h in drug_set else (t, h)
+
+        splits = {split: dataset.triples[split].tolist() for split in ("train", "valid", "test")}
+        forward = sum(1 for s in splits.values() for h, r, t in s if r == indication and h in drug_set)
+        backward = sum(1 for s in splits.values() for h, r, t in s if r == indication and h not in drug_set)
+        self.drug_first = forward >= backward
+        known = {pair(h, t) for split in ("train", "valid") for h, r, t in splits[split] if r == indication}
+        self.known = known
+        self.test = sorted({pair(h, t) for h, r, t in splits["test"] if r == indication} - known)
+        self.negatives = sorted({pair(h, t) for s in splits.values() for h, r, t in s if r == contra}
+                                - known - set(self.test)) if negative else []
+        self.test_negatives = sorted({pair(h, t) for h, r, t in splits["test"] if r == contra}
+                                     - known - set(self.test)) if negative else []
+        self.key = {}
+        for d in self.drugs:
+            for s in self.diseases:
+                h, t = (d, s) if self.drug_first else (s, d)
+                self.key[(d, s)] = _exact_key(name, entities[h], relations[indication], entities[t])
+        self.size = len(self.drugs) * len(self.diseases)
+
+    def counts(self, ranked, excluded):
+        """(g, e, n) of each ranked pair against the matrix less ``excluded`` (itself aside)."""
+        out = []
+        for p in ranked:
+            others = [x for x in self.key if x not in excluded and x != p]
+            g = sum(1 for x in others if self.key[x] > self.key[p])
+            e = sum(1 for x in others if self.key[x] == self.key[p])
+            out.append((g, e, len(others) + 1))
+        return out
+
+    @staticmethod
+    def metrics(counts, ns):
+        """{rank type: {"mrr", "recall@n"/"hits@n"}} of (g, e, n) counts."""
+        out = {}
+        for rank_type in RANK_TYPES:
+            block = {}
+            values = []
+            for g, e, _ in counts:
+                if rank_type == "expected":
+                    values.append(sum(Fraction(1, g + i) for i in range(1, e + 2)) / (e + 1))
+                else:
+                    rank = {"optimistic": g + 1, "pessimistic": g + e + 1,
+                            "realistic": Fraction(2 * g + e + 2, 2)}[rank_type]
+                    values.append(Fraction(1) / rank)
+            block["mrr"] = float(sum(values) / len(values))
+            for n in ns:
+                hits = []
+                for g, e, _ in counts:
+                    if rank_type == "expected":
+                        hits.append(Fraction(min(max(n - g, 0), e + 1), e + 1))
+                    else:
+                        rank = {"optimistic": g + 1, "pessimistic": g + e + 1,
+                                "realistic": Fraction(2 * g + e + 2, 2)}[rank_type]
+                        hits.append(Fraction(int(rank <= n)))
+                block[n] = float(sum(hits) / len(hits))
+            out[rank_type] = block
+        return out
+
+    def auroc(self, counts):
+        values = [Fraction(2 * (n - 1 - g - e) + e, 2 * (n - 1)) for g, e, n in counts]  # n - 1 non-positives
+        return float(sum(values) / len(values))
+
+    def per_disease(self, positives, excluded):
+        """(disease of each pair, (g, e, n) among the disease's drugs less ``excluded``)."""
+        out = []
+        for d, s in positives:
+            others = [(x, s) for x in self.drugs if (x, s) not in excluded and x != d]
+            g = sum(1 for o in others if self.key[o] > self.key[(d, s)])
+            e = sum(1 for o in others if self.key[o] == self.key[(d, s)])
+            out.append((s, (g, e, len(others) + 1)))
+        return out
+
+    def entropy(self, n):
+        ranked = sorted(((k, p) for p, k in self.key.items() if p not in self.known), key=lambda x: -x[0])
+        cut = ranked[n - 1][0]
+        above = [p for k, p in ranked if k > cut]
+        tied = [p for k, p in ranked if k == cut]
+        share = Fraction(n - len(above), len(tied))
+        result = {}
+        for name, position, base in (("drug_entropy", 0, len(self.drugs)), ("disease_entropy", 1, len(self.diseases))):
+            totals = {}
+            for p in above:
+                totals[p[position]] = totals.get(p[position], 0) + 1
+            for p in tied:
+                totals[p[position]] = totals.get(p[position], 0) + share
+            probabilities = [float(v) / n for v in totals.values() if v]
+            result[name] = -sum(q * math.log(q) for q in probabilities) / math.log(base)
+        return result
+
+
+def _close(a, b):
+    return a == pytest.approx(b, abs=1e-12)
+
+
+CASES = [("DistMult", True), ("DistMult", False), ("TransE-L1", True), ("TransE-L2", True), ("TransE-L2", False)]
+
+
+@pytest.mark.parametrize("name, integer", CASES)
+def test_every_full_matrix_and_disease_number_equals_its_definition(planted, name, integer):
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    scorer, entities, relations = _model(planted, name, integer, seed=5)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                negative_relations=["contraindication"], recall_at=[1, 5, 20, 60], hits_at=[1, 3],
+                                keep_top=40).to_dict()
+    reference = Reference(planted, name, entities, relations)
+    result = record["repurposing"]
+    view = result["views"]["test"]
+    excluded = reference.known | set(reference.test)
+    counts = reference.counts(reference.test, excluded)
+    expected = reference.metrics(counts, [1, 5, 20, 60])
+    assert result["matrix"]["drugs"] == len(reference.drugs) and result["matrix"]["diseases"] == len(reference.diseases)
+    assert result["matrix"]["candidates"] == reference.size - len(excluded)
+    assert result["matrix"]["scored_as"] == ("(drug, relation, disease)" if reference.drug_first else
+                                             "(disease, relation, drug)")
+    for rank_type in RANK_TYPES:
+        block = view["full_matrix"]["ranks"][rank_type]
+        assert _close(block["mrr"], expected[rank_type]["mrr"]), rank_type
+        for n in (1, 5, 20, 60):
+            assert _close(block[f"recall@{n}"], expected[rank_type][n]), (rank_type, n)
+    assert _close(view["full_matrix"]["auroc"], reference.auroc(counts))
+    # scikit-learn's Mann-Whitney AUROC: the test positives against every non-positive pair
+    scores = [float(reference.key[p]) for p in reference.test] + [
+        float(k) for p, k in reference.key.items() if p not in excluded]
+    labels = [1] * len(reference.test) + [0] * (len(scores) - len(reference.test))
+    assert _close(view["full_matrix"]["auroc"], roc_auc_score(labels, scores))
+    # the known negatives, each among the non-positives (itself aside)
+    negative_counts = reference.counts(reference.negatives, excluded)
+    negative_expected = reference.metrics(negative_counts, [1, 5, 20, 60])
+    for rank_type in RANK_TYPES:
+        for n in (1, 5, 20, 60):
+            assert _close(view["known_negatives"]["ranks"][rank_type][f"recall@{n}"], negative_expected[rank_type][n])
+    # disease-specific: micro, macro, per-disease AUROC and AUPRC against scikit-learn
+    per = reference.per_disease(reference.test, excluded)
+    micro = reference.metrics([c for _, c in per], [1, 3])
+    by_disease = {}
+    for s, c in per:
+        by_disease.setdefault(s, []).append(c)
+    macro_values = {rank_type: {"mrr": [], 1: [], 3: []} for rank_type in RANK_TYPES}
+    for s, cs in by_disease.items():
+        metrics = reference.metrics(cs, [1, 3])
+        for rank_type in RANK_TYPES:
+            for key in ("mrr", 1, 3):
+                macro_values[rank_type][key].append(metrics[rank_type][key])
+    disease = view["disease_specific"]
+    for rank_type in RANK_TYPES:
+        assert _close(disease["micro"][rank_type]["mrr"], micro[rank_type]["mrr"])
+        assert _close(disease["macro"][rank_type]["mrr"], float(np.mean(macro_values[rank_type]["mrr"])))
+        for k in (1, 3):
+            assert _close(disease["micro"][rank_type][f"hits@{k}"], micro[rank_type][k])
+            assert _close(disease["macro"][rank_type][f"hits@{k}"], float(np.mean(macro_values[rank_type][k])))
+    aurocs, auprcs = [], []
+    for s in sorted(by_disease):
+        positives = [d for d, t in reference.test if t == s]
+        negatives = [d for d in reference.drugs if (d, s) not in excluded]
+        disease_scores = [float(reference.key[(d, s)]) for d in positives + negatives]
+        disease_labels = [1] * len(positives) + [0] * len(negatives)
+        aurocs.append(roc_auc_score(disease_labels, disease_scores))
+        auprcs.append(average_precision_score(disease_labels, disease_scores))
+    assert _close(disease["auroc"], float(np.mean(aurocs))) and _close(disease["auprc"], float(np.mean(auprcs)))
+    assert disease["diseases"] == len(by_disease)
+    # positives against known negatives (the test split's), scikit-learn on the exact keys
+    classification = view["classification"]
+    scores = [float(reference.key[p]) for p in reference.test + reference.test_negatives]
+    labels = [1] * len(reference.test) + [0] * len(reference.test_negatives)
+    assert _close(classification["auroc"], roc_auc_score(labels, scores))
+    assert _close(classification["auprc"], average_precision_score(labels, scores))
+    # frequent flyers: Entropy@n, tied pairs across the n-th place sharing the places left
+    for n in (1, 5, 20):
+        found = result["frequent_flyers"]["entropy"][str(n)]
+        want = reference.entropy(n)
+        assert _close(found["drug_entropy"], want["drug_entropy"]) and \
+            _close(found["disease_entropy"], want["disease_entropy"]), n
+    from openbench.record import validate_record
+
+    validate_record(record)
+
+
+def test_the_matrix_counts_equal_plain_loops_on_planted_ties():
+    """count_matrix and count_rows alone: greater and equal counts of random special pairs over a
+    random matrix, every tie decided exactly, against Fraction keys (dot, L2 and L1)."""
+    for name in ("DistMult", "TransE-L1", "TransE-L2"):
+        for integer in (True, False):
+            rng = np.random.default_rng(7)
+            n, dim = 50, 5
+            entities = (rng.integers(-2, 3, (n, dim)) if integer else rng.normal(size=(n, dim))).astype(np.float32)
+            relations = (rng.integers(-2, 3, (2, dim)) if integer else rng.normal(size=(2, dim))).astype(np.float32)
+            scorer = build_scorer(name, entities, relations, n, 2)
+            spec = MatrixSpec(torch.arange(0, 17), torch.arange(20, 43), 1, integer)
+            keys = {(i, j): _exact_key(name, *(
+                (entities[i], relations[1], entities[20 + j]) if integer else (entities[20 + j], relations[1],
+                                                                               entities[i]))) for i in range(17)
+                    for j in range(23)}
+            rows, cols = rng.integers(0, 17, 40), rng.integers(0, 23, 40)
+            thresholds = rng.random(40) < 0.7
+            counted = count_matrix(scorer, spec, rows, cols, thresholds)
+            for p in np.flatnonzero(thresholds):
+                k = keys[(rows[p], cols[p])]
+                assert counted.greater[p] == sum(1 for v in keys.values() if v > k)
+                assert counted.equal[p] == sum(1 for v in keys.values() if v == k)
+            for a in range(40):
+                for b in range(40):
+                    ka, kb = keys[(rows[a], cols[a])], keys[(rows[b], cols[b])]
+                    assert (counted.groups[a] < counted.groups[b]) == (ka < kb)
+            greater, equal = count_rows(scorer, spec, rows, cols)
+            for p in range(40):
+                k = keys[(rows[p], cols[p])]
+                row = [keys[(rows[p], j)] for j in range(23)]
+                assert greater[p] == sum(1 for v in row if v > k) and equal[p] == sum(1 for v in row if v == k)
+
+
+def test_the_best_pairs_are_the_matrix_s_best_with_every_tie_at_the_cut(planted):
+    scorer, entities, relations = _model(planted, "DistMult", True, seed=2)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], keep_top=25,
+                                recall_at=[10]).to_dict()
+    reference = Reference(planted, "DistMult", entities, relations, negative=False)
+    labels = planted.entity_labels
+    top = record["repurposing"]["top_pairs"]
+    ranked = sorted(((k, p) for p, k in reference.key.items() if p not in reference.known), key=lambda x: -x[0])
+    cut = ranked[24][0]
+    want = {(labels[d], labels[s]) for k, (d, s) in ranked if k >= cut}
+    assert {(drug, disease) for drug, disease, _ in top} == want
+    for drug, disease, place in top:  # a pair's place: 1 + the pairs scoring strictly higher
+        d, s = labels.index(drug), labels.index(disease)
+        assert place == 1 + sum(1 for k, _ in ranked if k > reference.key[(d, s)])
+
+
+def test_tie_free_hits_and_mrr_equal_ranx(planted):
+    """On scores without ties, the disease-specific micro Hit@k and MRR equal ranx's, each
+    positive its own query among its disease's candidate drugs (the other known positives removed)."""
+    from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+    scorer, entities, relations = _model(planted, "DistMult", False, seed=9, dim=6)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                hits_at=[1, 3, 5]).to_dict()
+    reference = Reference(planted, "DistMult", entities, relations, negative=False)
+    excluded = reference.known | set(reference.test)
+    qrels, run = {}, {}
+    for index, (d, s) in enumerate(reference.test):
+        query = f"q{index}"
+        qrels[query] = {f"d{d}": 1}
+        run[query] = {f"d{x}": float(reference.key[(x, s)]) for x in reference.drugs
+                      if x == d or (x, s) not in excluded}
+        assert len(set(run[query].values())) == len(run[query])  # no ties
+    found = ranx_evaluate(Qrels(qrels), Run(run), ["mrr", "hit_rate@1", "hit_rate@3", "hit_rate@5"])
+    micro = record["repurposing"]["views"]["test"]["disease_specific"]["micro"]["realistic"]
+    assert _close(micro["mrr"], found["mrr"])
+    for k in (1, 3, 5):
+        assert _close(micro[f"hits@{k}"], found[f"hit_rate@{k}"])
+
+
+# -- a ground-truth file ----------------------------------------------------------------------------
+
+def test_a_ground_truth_file_scores_as_a_test_set_and_names_its_unknown_rows(planted, tmp_path):
+    scorer, entities, relations = _model(planted, "DistMult", True, seed=4)
+    reference = Reference(planted, "DistMult", entities, relations, negative=False)
+    labels = planted.entity_labels
+    free = [p for p in reference.key if p not in reference.known and p not in reference.test]
+    positives, negatives = free[:6], free[6:10]
+    leaked = sorted(reference.known)[0]
+    rows = ["drug\tdisease\tlabel\tdate\tsource"]
+    rows += [f"{labels[d]}\t{labels[s]}\ttreat\t2024-01-01\ttrials" for d, s in positives]
+    rows += [f"{labels[d]}\t{labels[s]}\tnot-treat\t2024-02-01\ttrials" for d, s in negatives]
+    rows += [f"{labels[leaked[0]]}\t{labels[leaked[1]]}\ttreat\t\t", "drug::NOPE\tdisease::S00\ttreat\t\t",
+             f"{labels[positives[0][0]]}\tgene::G00\ttreat\t\t"]
+    path = tmp_path / "trials.tsv"
+    path.write_text("\n".join(rows) + "\n")
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], ground_truth=path,
+                                recall_at=[1, 10, 50]).to_dict()
+    view = record["repurposing"]["views"]["ground_truth"]
+    file = view["file"]
+    assert file["unknown_rows"] == 2 and [row["line"] for row in file["unknown"]] == [len(rows) - 1, len(rows)]
+    assert "'drug::NOPE'" in file["unknown"][0]["why"] and "outside the matrix" in file["unknown"][1]["why"]
+    assert file["positive_pairs_in_training"] == 1 and file["in_training"][0]["line"] == len(rows) - 2
+    excluded = reference.known | set(reference.test) | set(positives)
+    counts = reference.counts(positives, excluded)
+    expected = reference.metrics(counts, [1, 10, 50])
+    for rank_type in RANK_TYPES:
+        for n in (1, 10, 50):
+            assert _close(view["full_matrix"]["ranks"][rank_type][f"recall@{n}"], expected[rank_type][n])
+    assert _close(view["full_matrix"]["auroc"], reference.auroc(counts))
+    assert view["positives"] == 6 and view["negatives"] == 4
+
+
+@pytest.mark.parametrize("content, message", [
+    ("drug,disease,label\ndrug::D00,disease::S00,maybe\n", "line 2: label 'maybe'; expected treat or not-treat"),
+    ("drug,disease\ndrug::D00,disease::S00\n", "line 1: the header names drug, disease; expected the columns"),
+    ("drug,disease,label\n", "no rows below the header"),
+])
+def test_a_bad_ground_truth_file_is_one_line_naming_file_and_line(planted, tmp_path, content, message):
+    scorer, _, _ = _model(planted, "DistMult", True)
+    path = tmp_path / "truth.csv"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], ground_truth=path)
+
+
+# -- mistakes --------------------------------------------------------------------------------------
+
+def test_mistakes_are_one_clear_error(planted, tmp_path):
+    scorer, _, _ = _model(planted, "DistMult", True)
+    with pytest.raises(UsageError, match=r"'indications': not a relation of the dataset \(did you mean 'indication'"):
+        openbench.evaluate(planted, scorer, task="repurposing", relations=["indications"])
+    with pytest.raises(UsageError, match="needs the treats relation"):
+        openbench.evaluate(planted, scorer, task="repurposing")
+    with pytest.raises(InputError, match=r"2 drugs of the list are not entities of the dataset \(line 2: 'drug::X'"):
+        openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                           drugs=["drug::D00", "drug::X", "drug::Y"])
+    with pytest.raises(UsageError, match="both a treats and a negative relation"):
+        openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                           negative_relations=["indication"])
+
+
+def test_curated_lists_restrict_the_matrix_and_count_what_falls_outside(planted):
+    scorer, entities, relations = _model(planted, "DistMult", True)
+    labels = planted.entity_labels
+    drugs = [label for label in labels if label.startswith("drug::")][:6]
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], drugs=drugs).to_dict()
+    matrix = record["repurposing"]["matrix"]
+    assert matrix["drugs"] == 6 and matrix["drugs_from"] == "a list of 6 labels"
+    assert sum(matrix["triples_outside_matrix"].values()) > 0
+
+
+# -- TxGNN's protocol -------------------------------------------------------------------------------
+
+def test_txgnn_s_protocol_is_its_formulas_on_the_same_scores(planted):
+    """The fine-tuning test: scikit-learn on float32 sigmoids of the positives and of the drawn
+    negatives (each a destination with a test edge of its type); the disease-centric evaluation:
+    per disease, every drug of the relation less the disease's training and validation drugs,
+    AUROC and AUPRC averaged with TxGNN's -1 for an undefined value."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    from openbench.evaluation.tasks.repurposing import RepurposingOptions, define_matrix
+    from openbench.evaluation.tasks.txgnn import draw_negatives
+
+    scorer, entities, relations = _model(planted, "TransE-L2", False, seed=3)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], protocol="txgnn",
+                                seed=11).to_dict()
+    block = record["repurposing"]["txgnn"]
+    matrix = define_matrix(planted, RepurposingOptions(relations=["indication"]))
+    known = np.union1d(matrix.pairs["train"], matrix.pairs["valid"])
+    test = np.setdiff1d(matrix.pairs["test"], known)
+    rows, cols = matrix.rows_cols(test)
+
+    def sigmoid(pair_rows, pair_cols):
+        triples = matrix.spec.triples(torch.from_numpy(pair_rows), torch.from_numpy(pair_cols))
+        scores = []
+        for h, r, t in triples.tolist():
+            scores.append(-math.sqrt(float(sum((Fraction(float(a)) + Fraction(float(b)) - Fraction(float(c))) ** 2
+                                               for a, b, c in zip(entities[h], relations[r], entities[t])))))
+        return torch.sigmoid(torch.tensor(scores, dtype=torch.float32)).numpy()
+
+    drawn = draw_negatives(rows, cols, 11)
+    assert set(drawn["drug -> disease"][1]) <= set(cols) and set(drawn["disease -> drug"][0]) <= set(rows)
+    positive = sigmoid(rows, cols)
+    per_type, all_scores, all_labels = [], [], []
+    for name in ("drug -> disease", "disease -> drug"):
+        negative = sigmoid(*drawn[name])
+        labels = [1] * positive.size + [0] * negative.size
+        scores = np.r_[positive, negative]
+        per_type.append((roc_auc_score(labels, scores), average_precision_score(labels, scores)))
+        assert _close(block["fine_tuning_test"]["per_edge_type"][name]["auroc"], per_type[-1][0])
+    micro_scores = np.r_[positive, positive, sigmoid(*drawn["drug -> disease"]), sigmoid(*drawn["disease -> drug"])]
+    micro_labels = [1] * (2 * positive.size) + [0] * (2 * positive.size)
+    fine = block["fine_tuning_test"]
+    assert _close(fine["micro_auroc"], roc_auc_score(micro_labels, micro_scores))
+    assert _close(fine["micro_auprc"], average_precision_score(micro_labels, micro_scores))
+    assert _close(fine["macro_auroc"], float(np.mean([a for a, _ in per_type])))
+    relation_drugs = np.unique(np.concatenate([matrix.pairs[s] for s in ("train", "valid", "test")]) // matrix.width)
+    known_rows, known_cols = matrix.rows_cols(known)
+    aurocs, auprcs = [], []
+    for disease in np.unique(cols):
+        candidates = relation_drugs[~np.isin(relation_drugs, known_rows[known_cols == disease])]
+        labels = np.isin(candidates, rows[cols == disease]).astype(int)
+        predictions = sigmoid(candidates, np.full(candidates.size, disease))
+        if labels.all():
+            aurocs.append(-1.0)
+            auprcs.append(-1.0)
+        else:
+            aurocs.append(roc_auc_score(labels, predictions))
+            auprcs.append(average_precision_score(labels, predictions))
+    assert _close(block["disease_centric"]["auroc"], float(np.mean(aurocs)))
+    assert _close(block["disease_centric"]["auprc"], float(np.mean(auprcs)))
+
+
+# -- stability ----------------------------------------------------------------------------------------
+
+def test_stability_equals_scipy(planted, tmp_path):
+    from scipy.stats import hypergeom, spearmanr
+
+    from openbench.evaluation.statistics.stability import stability
+
+    records = []
+    for seed in (1, 2):
+        scorer, _, _ = _model(planted, "DistMult", False, seed=seed)
+        records.append(openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                          keep_top=60).to_dict())
+    found = stability(records[0], records[1], at=[10, 30, 60])
+    population = records[0]["repurposing"]["matrix"]["candidates"]
+    for k in (10, 30, 60):
+        a, b = records[0]["repurposing"]["top_pairs"][:k], records[1]["repurposing"]["top_pairs"][:k]
+        place_a = {(x, y): p for x, y, p in a}
+        place_b = {(x, y): p for x, y, p in b}
+        common = sorted(set(place_a) & set(place_b))
+        block = found["at"][str(k)]
+        assert block["commonality"] == len(common) / k
+        assert block["hypergeometric_p"] == pytest.approx(hypergeom.sf(len(common) - 1, population, k, k), rel=1e-9)
+        if len(common) >= 3:
+            rho, p = spearmanr([place_a[c] for c in common], [place_b[c] for c in common])
+            assert block["spearman"] == pytest.approx(rho, abs=1e-12)
+            assert block["spearman_p"] == pytest.approx(p, rel=1e-6)
+    for index, record in enumerate(records):
+        (tmp_path / f"r{index}.json").write_text(json.dumps(record))
+    done = CliRunner().invoke(main, ["compare", "--stability", str(tmp_path / "r0.json"), str(tmp_path / "r1.json"),
+                                     "--at", "10,30"])
+    assert done.exit_code == 0, done.output
+    assert "Commonality@10" in done.output and "Spearman@30" in done.output
+
+
+# -- the command line ---------------------------------------------------------------------------------
+
+def test_the_command_line_prints_the_protocol_line_and_writes_a_valid_record(planted, tmp_path):
+    from openbench.record import validate_record
+
+    scorer, entities, relations = _model(planted, "DistMult", True)
+    np.save(tmp_path / "e.npy", entities)
+    np.save(tmp_path / "r.npy", relations)
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", planted.path, "--model", "DistMult",
+                                     "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
+                                     str(tmp_path / "r.npy"), "--task", "repurposing", "--relation", "indication",
+                                     "--negative-relation", "contraindication", "--recall-at", "1,10",
+                                     "--bootstrap", "20", "--protocol", "txgnn", "--output", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
+    assert "matrix 14 drugs × 11 diseases = 154 pairs; filtered" in done.output
+    assert "TxGNN's protocol" in done.output and "per disease" in done.output
+    record = json.loads((tmp_path / "r.json").read_text())
+    validate_record(record)
+    assert record["task"] == "repurposing" and record["repurposing"]["confidence"]["resamples"] == 20
+    again = CliRunner().invoke(main, ["evaluate", "--dataset", planted.path, "--model", "DistMult",
+                                      "--entity-embeddings", str(tmp_path / "e.npy"), "--relation-embeddings",
+                                      str(tmp_path / "r.npy"), "--task", "repurposing", "--relation", "indication",
+                                      "--negative-relation", "contraindication", "--recall-at", "1,10",
+                                      "--bootstrap", "20", "--protocol", "txgnn", "--output",
+                                      str(tmp_path / "again.json")])
+    assert again.exit_code == 0
+    first, second = (json.loads((tmp_path / name).read_text()) for name in ("r.json", "again.json"))
+    first.pop("timing"), second.pop("timing")
+    assert first == second  # the same seed, the same record (timing aside)
+
+
+def test_a_forged_repurposing_record_is_refused(planted):
+    from openbench.record import RecordError, validate_record
+
+    scorer, _, _ = _model(planted, "DistMult", True)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                recall_at=[1, 10, 100]).to_dict()
+    validate_record(record)
+    broken = json.loads(json.dumps(record))
+    broken["repurposing"]["views"]["test"]["full_matrix"]["ranks"]["realistic"]["recall@10"] = 0.0
+    broken["repurposing"]["views"]["test"]["full_matrix"]["ranks"]["realistic"]["recall@1"] = 0.5
+    with pytest.raises(RecordError, match="recall@10 = 0.0 < recall@1"):
+        validate_record(broken)
+    broken = json.loads(json.dumps(record))
+    broken["repurposing"]["matrix"]["pairs"] += 1
+    with pytest.raises(RecordError, match="pairs must be drugs × diseases"):
+        validate_record(broken)
+    broken = json.loads(json.dumps(record))
+    broken["repurposing"]["views"]["test"]["full_matrix"]["auroc"] = 1.5
+    with pytest.raises(RecordError, match=r"auroc = 1.5: expected a value in \[0, 1\]"):
+        validate_record(broken)
