@@ -788,22 +788,25 @@ TABLE_SUMMARY(openbench_table_summary_f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFu
  *   a = #{t : highs[t] < x}   the thresholds x is beyond (better than, in exact arithmetic)
  *   b = #{t : lows[t] <= x}   the thresholds x is not below
  *
- * beyond[a] += 1 and reached[b] += 1 (histograms of T + 1 counters: the caller's suffix sums give,
- * per threshold t, how many keys are beyond it and how many reach it); with `record` set, a key
- * with a < b (inside the windows of thresholds a .. b - 1: undecided until re-scored) has its
- * position in the block (row * width + column) written to `pairs`, up to `capacity`. With
- * point windows (lows == highs) the keys inside are exact ties and nothing needs recording.
+ * and the caller's histograms of T + 1 counters get beyond[a] += 1 and reached[b] += 1 (their
+ * suffix sums give, per threshold, the keys beyond it and the keys reaching it). A key with a < b
+ * lies inside the windows of thresholds a .. b - 1: with `queries64` given (exact ranks' second
+ * step), it is recomputed in float64 from the block's float64 query row and its stored column
+ * (kind 0: dot product, 1: -squared L2 distance, 2: -L1 distance) and placed again among the
+ * float64 windows [keys64_lo[t], keys64_hi[t]]; a key still undecided is recorded as three values
+ * (its position row * width + column, a, b), up to `capacity` (the return value counts them all).
+ * Without `record` nothing is recorded (point windows: inside means tied).
  *
- * The two counts come from a grid of `cells` equal cells over the keys' span [base, base +
- * cells / scale): cell c holds the ranges of thresholds [firsts[4c], firsts[4c + 1]) of highs and
- * [firsts[4c + 2], firsts[4c + 3]) of lows that any key of cell c (or its neighbours: the cell a
- * key's float64 position rounds into is off by at most one) can fall between, found by binary
- * search there; a range of one value needs no search. Keys below lows[0] are beyond nothing,
- * keys above highs[T - 1] beyond every threshold. Returns the keys recorded (more than
- * `capacity`: the first ones only, and the caller counts again with room), or -1 - position of
- * a NaN key. With `tops`, the positions of the keys >= `floor` are written there too (their
- * number in *top_count, the first `top_capacity` kept): the candidates for the matrix's best
- * pairs, read while the block is in cache. Comparisons are IEEE-exact. */
+ * The counts come from a grid of `cells` equal cells over the thresholds' span: x falls in cell
+ * c = floor((x - base) * scale) (in the keys' precision, base a key value: off by less than a
+ * quarter cell), clamped to
+ * -1 (below every window) .. cells (above). The tables are per cell c + 1: `pure` (1 when every key
+ * of cells c - 1 .. c + 1 has the same a and b, and, recording, a == b), `ab` (that a and b, or the
+ * ranges [ab[4k], ab[4k + 1]) of highs and [ab[4k + 2], ab[4k + 3]) of lows a key can fall
+ * between). A key of a pure cell only counts one for its cell (the common case: a load and an
+ * increment); the cells' counts go to the histograms at the end. With `tops`, the positions of the
+ * keys >= `floor` are written there too (their number in *top_count, the first `top_capacity`
+ * kept). Returns the keys recorded, or -1 - the position of a NaN key. Comparisons are IEEE-exact. */
 static inline int64_t count_below_f64(const double *values, int64_t first, int64_t last, double x, int strict)
 {
     while (first < last) { /* the first index whose value is not below x (strict: < x; else <= x) */
@@ -822,62 +825,158 @@ static inline int64_t count_below_f32(const float *values, int64_t first, int64_
     return first;
 }
 
-#define MATRIX_COUNT(NAME, T, BELOW)                                                               \
+static inline double float64_key(int kind, const double *query, const float *column_f32, const double *column_f64,
+                                 int64_t dims)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t k = 0;
+    for (; k + 4 <= dims; k += 4) {
+        double c0, c1, c2, c3;
+        if (column_f32) {
+            c0 = column_f32[k]; c1 = column_f32[k + 1]; c2 = column_f32[k + 2]; c3 = column_f32[k + 3];
+        } else {
+            c0 = column_f64[k]; c1 = column_f64[k + 1]; c2 = column_f64[k + 2]; c3 = column_f64[k + 3];
+        }
+        if (kind == 0) {
+            s0 += query[k] * c0; s1 += query[k + 1] * c1; s2 += query[k + 2] * c2; s3 += query[k + 3] * c3;
+        } else if (kind == 1) {
+            const double d0 = query[k] - c0, d1 = query[k + 1] - c1, d2 = query[k + 2] - c2, d3 = query[k + 3] - c3;
+            s0 += d0 * d0; s1 += d1 * d1; s2 += d2 * d2; s3 += d3 * d3;
+        } else {
+            s0 += fabs(query[k] - c0); s1 += fabs(query[k + 1] - c1);
+            s2 += fabs(query[k + 2] - c2); s3 += fabs(query[k + 3] - c3);
+        }
+    }
+    for (; k < dims; ++k) {
+        const double c = column_f32 ? (double)column_f32[k] : column_f64[k];
+        if (kind == 0) s0 += query[k] * c;
+        else if (kind == 1) { const double d = query[k] - c; s0 += d * d; }
+        else s0 += fabs(query[k] - c);
+    }
+    const double total = (s0 + s1) + (s2 + s3);
+    return kind == 0 ? total : -total;
+}
+
+#ifdef HAVE_AVX512_SCAN
+/* float64_key on AVX-512 for float32 columns: eight lanes of partial sums, fused multiply-adds
+ * (one rounding each: within the same bound as any other order). */
+__attribute__((target("avx512f"))) static double float64_key_avx512(int kind, const double *query,
+                                                                     const float *column, int64_t dims)
+{
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    int64_t k = 0;
+    for (; k + 16 <= dims; k += 16) {
+        const __m512d c0 = _mm512_cvtps_pd(_mm256_loadu_ps(column + k));
+        const __m512d c1 = _mm512_cvtps_pd(_mm256_loadu_ps(column + k + 8));
+        const __m512d q0 = _mm512_loadu_pd(query + k), q1 = _mm512_loadu_pd(query + k + 8);
+        if (kind == 0) {
+            s0 = _mm512_fmadd_pd(q0, c0, s0);
+            s1 = _mm512_fmadd_pd(q1, c1, s1);
+        } else if (kind == 1) {
+            const __m512d d0 = _mm512_sub_pd(q0, c0), d1 = _mm512_sub_pd(q1, c1);
+            s0 = _mm512_fmadd_pd(d0, d0, s0);
+            s1 = _mm512_fmadd_pd(d1, d1, s1);
+        } else {
+            s0 = _mm512_add_pd(s0, _mm512_abs_pd(_mm512_sub_pd(q0, c0)));
+            s1 = _mm512_add_pd(s1, _mm512_abs_pd(_mm512_sub_pd(q1, c1)));
+        }
+    }
+    double total = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+    for (; k < dims; ++k) {
+        const double c = column[k];
+        if (kind == 0) total += query[k] * c;
+        else if (kind == 1) { const double d = query[k] - c; total += d * d; }
+        else total += fabs(query[k] - c);
+    }
+    return kind == 0 ? total : -total;
+}
+#endif
+
+static inline double float64_key_of(int kind, const double *query, const float *column_f32,
+                                    const double *column_f64, int64_t dims)
+{
+#ifdef HAVE_AVX512_SCAN
+    if (column_f32 && chosen_isa()) return float64_key_avx512(kind, query, column_f32, dims);
+#endif
+    return float64_key(kind, query, column_f32, column_f64, dims);
+}
+
+#define MATRIX_SPAN 512
+
+#define MATRIX_COUNT(NAME, T, BELOW, IS_F32)                                                       \
     int64_t NAME(const T *keys, int64_t stride, int64_t rows, int64_t width, const T *lows,        \
-                 const T *highs, int64_t count, const int64_t *firsts, int64_t cells, double base,  \
-                 double scale, int64_t *beyond, int64_t *reached, int record, int64_t *pairs,      \
-                 int64_t capacity, T floor, int64_t *tops, int64_t top_capacity, int64_t *top_count) \
+                 const T *highs, int64_t count, const int8_t *pure, const int64_t *ab, int64_t cells, \
+                 T base, T scale, uint32_t *cell_counts, int64_t *beyond, int64_t *reached,         \
+                 int record, int64_t *pairs, int64_t capacity, T floor, int64_t *tops,              \
+                 int64_t top_capacity, int64_t *top_count, int kind, const double *queries64,       \
+                 int64_t dims, const T *columns, const double *keys64_lo, const double *keys64_hi)  \
     {                                                                                               \
         int64_t recorded = 0, kept = 0;                                                             \
-        if (tops) { /* the keys at or above `floor`: candidates for the matrix's top pairs */        \
-            for (int64_t i = 0; i < rows; ++i) {                                                    \
-                const T *row = keys + i * stride;                                                   \
-                for (int64_t j = 0; j < width; ++j)                                                 \
-                    if (row[j] >= floor) {                                                          \
-                        if (kept < top_capacity) tops[kept] = i * width + j;                        \
-                        ++kept;                                                                     \
-                    }                                                                               \
-            }                                                                                       \
-            *top_count = kept;                                                                      \
-        }                                                                                           \
-        if (count == 0) {                                                                           \
-            for (int64_t i = 0; i < rows; ++i)                                                      \
-                for (int64_t j = 0; j < width; ++j)                                                 \
-                    if (keys[i * stride + j] != keys[i * stride + j]) return -1 - (i * width + j); \
-            beyond[0] += rows * width;                                                              \
-            reached[0] += rows * width;                                                             \
-            return 0;                                                                               \
-        }                                                                                           \
-        const T bottom = lows[0], top = highs[count - 1];                                           \
-        int64_t below_all = 0, above_all = 0;                                                       \
+        int32_t slot[MATRIX_SPAN];                                                                  \
+        const T upper = (T)cells;                                                                   \
+        for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = 0;                                 \
         for (int64_t i = 0; i < rows; ++i) {                                                        \
             const T *row = keys + i * stride;                                                       \
-            for (int64_t j = 0; j < width; ++j) {                                                   \
-                const T x = row[j];                                                                 \
-                if (x < bottom) { ++below_all; continue; }                                          \
-                if (x > top) { ++above_all; continue; }                                             \
-                if (x != x) return -1 - (i * width + j);                                            \
-                int64_t cell = (int64_t)(((double)x - base) * scale);                               \
-                cell = cell < 0 ? 0 : (cell >= cells ? cells - 1 : cell);                           \
-                const int64_t *range = firsts + 4 * cell;                                           \
-                const int64_t a = range[1] - range[0] <= 0 ? range[0]                               \
-                                  : BELOW(highs, range[0], range[1], x, 1);                          \
-                const int64_t b = range[3] - range[2] <= 0 ? range[2]                               \
-                                  : BELOW(lows, range[2], range[3], x, 0);                           \
-                beyond[a] += 1;                                                                     \
-                reached[b] += 1;                                                                    \
-                if (record && a < b) {                                                              \
-                    if (recorded < capacity) pairs[recorded] = i * width + j;                       \
-                    ++recorded;                                                                     \
+            const double *query = queries64 ? queries64 + i * dims : 0;                             \
+            for (int64_t first = 0; first < width; first += MATRIX_SPAN) {                          \
+                const int64_t last = first + MATRIX_SPAN < width ? first + MATRIX_SPAN : width;     \
+                int nan = 0;                                                                        \
+                for (int64_t j = first; j < last; ++j) { /* the cells: no branch, vectorisable */  \
+                    T t = (row[j] - base) * scale;                                                  \
+                    t = t < upper ? t : upper;                                                      \
+                    t = t > (T)-1 ? t : (T)-1;                                                      \
+                    slot[j - first] = (int32_t)t + 1;                                               \
+                    nan |= row[j] != row[j];                                                        \
+                }                                                                                   \
+                if (nan) {                                                                          \
+                    for (int64_t j = first; j < last; ++j)                                          \
+                        if (row[j] != row[j]) return -1 - (i * width + j);                          \
+                }                                                                                   \
+                for (int64_t j = first; j < last; ++j) {                                            \
+                    const int32_t c = slot[j - first];                                              \
+                    if (pure[c]) { ++cell_counts[c]; continue; }                                    \
+                    const T x = row[j];                                                             \
+                    const int64_t *range = ab + 4 * c;                                              \
+                    int64_t a = BELOW(highs, range[0], range[1], x, 1);                             \
+                    int64_t b = BELOW(lows, range[2], range[3], x, 0);                              \
+                    if (record && a < b) {                                                          \
+                        if (query) { /* float64 from the stored values */                          \
+                            const double key = float64_key_of(kind, query,                          \
+                                IS_F32 ? (const float *)(const void *)(columns + j * dims) : 0,     \
+                                IS_F32 ? 0 : (const double *)(const void *)(columns + j * dims), dims); \
+                            a = count_below_f64(keys64_hi, a, b, key, 1);                           \
+                            b = count_below_f64(keys64_lo, a, b, key, 0);                           \
+                        }                                                                           \
+                        if (a < b) {                                                                \
+                            if (recorded < capacity) {                                              \
+                                pairs[3 * recorded] = i * width + j;                                \
+                                pairs[3 * recorded + 1] = a;                                        \
+                                pairs[3 * recorded + 2] = b;                                        \
+                            }                                                                       \
+                            ++recorded;                                                             \
+                        }                                                                           \
+                    }                                                                               \
+                    beyond[a] += 1;                                                                 \
+                    reached[b] += 1;                                                                \
+                }                                                                                   \
+                if (tops) {                                                                         \
+                    for (int64_t j = first; j < last; ++j)                                          \
+                        if (row[j] >= floor) {                                                      \
+                            if (kept < top_capacity) tops[kept] = i * width + j;                    \
+                            ++kept;                                                                 \
+                        }                                                                           \
                 }                                                                                   \
             }                                                                                       \
         }                                                                                           \
-        beyond[0] += below_all;                                                                     \
-        reached[0] += below_all;                                                                    \
-        beyond[count] += above_all;                                                                 \
-        reached[count] += above_all;                                                                \
+        for (int64_t c = 0; c < cells + 2; ++c) { /* a pure cell's keys share their a and b */    \
+            if (cell_counts[c]) {                                                                   \
+                beyond[ab[4 * c]] += cell_counts[c];                                                \
+                reached[ab[4 * c + 2]] += cell_counts[c];                                           \
+            }                                                                                       \
+        }                                                                                           \
+        if (tops) *top_count = kept;                                                                \
         return recorded;                                                                            \
     }
 
-MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32)
-MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64)
+MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, 1)
+MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0)

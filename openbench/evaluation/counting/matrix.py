@@ -7,10 +7,11 @@ D × S pairs score above it, and how many tie with it; and which pairs are the m
 Ranking every pair of the matrix against T scores by a Python loop, or holding a float64 copy of
 the matrix, does not scale to PrimeKG's 1.36e8 pairs; this module counts it in one pass:
 
-1. **Blocks.** Rows (drugs) are taken a block at a time, about :data:`BLOCK_KEYS` keys, and each
-   block's keys are computed on the worker thread that counts it, right after its GEMM, so the
-   block is counted from cache (:func:`~openbench.models.scorers.candidate_scores`: the ranking
-   pass's own arithmetic on the matrix's columns).
+1. **Blocks.** Rows (drugs) are taken a block at a time, about :data:`BLOCK_KEYS` keys: each
+   block's keys are one GEMM on every core (:func:`~openbench.models.scorers.candidate_scores`:
+   the ranking pass's own arithmetic on the matrix's columns), then counted by every core, a share
+   of its rows each. Narrow per-thread GEMMs stream the column table once per block and ran at half
+   the machine's speed.
 2. **One C pass per block** (``openbench_matrix_count_*`` in ``_counting.c``): every key is
    placed among the T sorted thresholds' windows [low, high] by a grid of cells over their span
    and a short binary search, two histograms of T + 1 counters record how many keys lie beyond
@@ -52,9 +53,8 @@ __all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "count_matrix", "count_ro
 
 logger = logging.getLogger(__name__)
 
-BLOCK_KEYS = 1 << 20  # keys per block: 4 MB of float32, counted from cache by the thread that made it
-GRID_CELLS_PER_THRESHOLD = 4
-MAX_GRID_CELLS = 1 << 20
+BLOCK_KEYS = 1 << 23  # keys per block: 32 MB of float32, a GEMM wide enough to run at the machine's speed
+MAX_GRID_CELLS = 1 << 16  # the cells' counters stay in L2
 TOP_SLACK = 4  # the best pairs kept at most this many times the asked number (ties at the cut)
 
 
@@ -132,46 +132,67 @@ def _configure(library) -> None:
     for name in ("openbench_matrix_count_f32", "openbench_matrix_count_f64"):
         function = getattr(library, name)
         real = ctypes.c_float if name.endswith("f32") else ctypes.c_double
-        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64, ctypes.c_double,
-                             ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                             ctypes.c_int64, real, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p]
+        pointer, count = ctypes.c_void_p, ctypes.c_int64
+        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, count, real,
+                             real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer, count,
+                             pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
         function.restype = ctypes.c_int64
 
 
 @dataclass
 class _Windows:
-    """T windows sorted ascending in the blocks' dtype, and the grid that places a key among them."""
+    """T windows sorted ascending in the blocks' dtype (lows and highs non-decreasing)."""
 
     lows: torch.Tensor
     highs: torch.Tensor
-    firsts: np.ndarray  # (cells, 4) int64
-    base: float
-    scale: float
     point: bool  # lows == highs: a key inside is a tie, decided in the pass
 
 
-def _grid(lows: np.ndarray, highs: np.ndarray) -> Tuple[np.ndarray, float, float]:
-    """The cells of :func:`_windows`: for cell c, the ranges of ``highs`` and ``lows`` (float64,
-    sorted) that a key of cells c - 1 .. c + 1 can fall between."""
+@dataclass
+class _Grid:
+    """The cells that place a key among the windows (``openbench_matrix_count_*``): per cell
+    c = -1 .. cells (stored at c + 1), whether it is pure and the ranges of highs and lows a key of
+    cells c - 1 .. c + 1 can fall between; keys map to cells by (key - base) * scale."""
+
+    pure: np.ndarray  # (cells + 2,) int8
+    ranges: np.ndarray  # (cells + 2, 4) int64
+    cells: int
+    base: float
+    scale: float
+    counts: np.ndarray  # (cells + 2,) uint32 scratch, per thread: see _BlockPass
+
+
+def _grid(windows: _Windows, record: bool) -> _Grid:
+    """The grid of ``windows``: ``cells - 2`` equal cells over [lows[0], highs[-1]] and two more above
+    (a key whose cell rounds to ``cells`` or beyond is above every window; to -1 or below, below
+    every one); a cell is pure when its range is one value for highs and for lows (and, where keys
+    inside a window are recorded, no window covers it)."""
+    lows, highs = windows.lows.double().numpy(), windows.highs.double().numpy()
     count = lows.shape[0]
+    dtype = np.float32 if windows.lows.dtype == torch.float32 else np.float64
     if count == 0:
-        return np.zeros((1, 4), dtype=np.int64), 0.0, 0.0
-    bottom, top = float(lows[0]), float(highs[-1])
-    cells = int(min(MAX_GRID_CELLS, max(1, GRID_CELLS_PER_THRESHOLD * count)))
-    span = top - bottom
-    scale = cells / span if span > 0 and np.isfinite(span) else 0.0
-    if scale == 0.0:
-        cells = 1
-    edges = np.arange(-1, cells + 2, dtype=np.float64)
+        pure = np.ones(3, np.int8)
+        return _Grid(pure, np.zeros((3, 4), np.int64), 1, 0.0, 0.0, np.zeros(3, np.uint32))
+    bottom, top = lows[0], highs[-1]
+    cells = MAX_GRID_CELLS  # fine enough that a window covers few cells, whatever the thresholds
+    span = float(top - bottom)
+    scale = float(dtype((cells - 2) / span)) if span > 0 and np.isfinite(span) and (cells - 2) / span < np.inf else 1.0
+    base = float(dtype(bottom))
+    index = np.arange(-1, cells + 1, dtype=np.float64)  # c of each slot
     with np.errstate(over="ignore", invalid="ignore"):
-        points = bottom + edges / scale if scale else np.full(edges.shape, bottom)
-    left, right = points[:-2][:cells], points[3:][:cells]
-    if cells == 1:
-        left, right = np.array([-np.inf]), np.array([np.inf])
-    firsts = np.stack([np.searchsorted(highs, left, "left"), np.searchsorted(highs, right, "right"),
+        left = base + (index - 1) / scale
+        right = base + (index + 2) / scale
+    left[0], right[0] = -np.inf, base  # slot 0: below every window
+    left[-1], right[-1] = top, np.inf  # slot cells + 1: above every window
+    ranges = np.stack([np.searchsorted(highs, left, "left"), np.searchsorted(highs, right, "right"),
                        np.searchsorted(lows, left, "left"), np.searchsorted(lows, right, "right")], axis=1)
-    return np.ascontiguousarray(firsts.astype(np.int64)), bottom, scale
+    ranges[0] = (0, 0, 0, 0)
+    ranges[-1] = (count, count, count, count)
+    pure = (ranges[:, 0] == ranges[:, 1]) & (ranges[:, 2] == ranges[:, 3])
+    if record:
+        pure &= ranges[:, 0] == ranges[:, 2]
+    return _Grid(np.ascontiguousarray(pure.astype(np.int8)), np.ascontiguousarray(ranges.astype(np.int64)), cells,
+                 base, scale, np.zeros(cells + 2, np.uint32))
 
 
 def _windows(keys: np.ndarray, half_width: float, dtype: torch.dtype) -> _Windows:
@@ -183,54 +204,76 @@ def _windows(keys: np.ndarray, half_width: float, dtype: torch.dtype) -> _Window
     margin = half_width * (1 + 2.0 ** -30) + 4 * U64 * np.abs(keys) if half_width > 0 else np.zeros_like(keys)
     lows, highs = round_outwards(keys - margin, keys + margin, dtype)
     lows, highs = lows.contiguous(), highs.contiguous()
-    lows_f64, highs_f64 = lows.double().numpy(), highs.double().numpy()
-    firsts, base, scale = _grid(lows_f64, highs_f64)
-    return _Windows(lows, highs, firsts, base, scale, bool(np.array_equal(lows_f64, highs_f64)))
+    return _Windows(lows, highs, bool(torch.equal(lows, highs)))
 
 
 class _BlockPass:
-    """One block's C pass, capacities grown and the pass repeated where a block records more."""
+    """One block's C pass (``openbench_matrix_count_*``), capacities grown and the pass repeated
+    where a block records more; with float64 windows, exact ranks' float64 step inside it: a key
+    inside a fast window is recomputed in float64 from the block's float64 query rows and the stored
+    columns and placed among the float64 windows, and only what stays undecided is recorded, with
+    its range of thresholds."""
 
-    def __init__(self, windows: _Windows, record: bool, library):
+    KINDS = {"dot": 0, "l2": 1, "l1": 2}
+
+    def __init__(self, windows: _Windows, record: bool, library, kind: str = "dot",
+                 queries64: Optional[torch.Tensor] = None, columns: Optional[torch.Tensor] = None,
+                 lows64: Optional[np.ndarray] = None, highs64: Optional[np.ndarray] = None):
         self.windows, self.record, self.library = windows, record, library
         self.count = int(windows.lows.shape[0])
+        self.grid = _grid(windows, record)
+        self.kind = self.KINDS.get(kind, 0)
+        self.queries64 = None if queries64 is None else queries64.contiguous()
+        self.columns = None if columns is None else columns.contiguous()
+        self.lows64 = None if lows64 is None else np.ascontiguousarray(lows64)
+        self.highs64 = None if highs64 is None else np.ascontiguousarray(highs64)
 
-    def __call__(self, keys: torch.Tensor, floor: Optional[float]):
-        """(beyond (T + 1,), reached (T + 1,), undecided positions, top positions) of one block."""
-        windows = self.windows
+    def __call__(self, keys: torch.Tensor, floor: Optional[float], first: int = 0):
+        """(beyond (T + 1,), reached (T + 1,), undecided (n, 3): position, first and last undecided
+        threshold, top positions) of the rows ``keys`` (B, S) of the block, its first row ``first``."""
+        windows, grid = self.windows, self.grid
         rows, width = keys.shape
         capacity, top_capacity = 1 << 12, 1 << 12
-        function = (self.library.openbench_matrix_count_f32 if keys.dtype == torch.float32
-                    else self.library.openbench_matrix_count_f64)
-        real = ctypes.c_float if keys.dtype == torch.float32 else ctypes.c_double
-        if floor is not None and keys.dtype == torch.float32:  # rounded down: every key at the floor stays
+        f32 = keys.dtype == torch.float32
+        function = self.library.openbench_matrix_count_f32 if f32 else self.library.openbench_matrix_count_f64
+        real = ctypes.c_float if f32 else ctypes.c_double
+        if floor is not None and f32:  # rounded down: every key at the floor stays
             rounded = np.float32(floor)
             floor = float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
+        refine = (None, 0, None, None, None)  # the float64 step's queries, width, columns, windows
+        if self.queries64 is not None and self.columns is not None and self.lows64 is not None \
+                and self.highs64 is not None:
+            refine = (self.queries64[first:first + rows].data_ptr(), self.queries64.shape[1], self.columns.data_ptr(),
+                      self.lows64.ctypes.data, self.highs64.ctypes.data)
+        counts = np.zeros(grid.cells + 2, np.uint32)  # this call's own scratch (calls run on several threads)
         while True:
             beyond, reached = np.zeros(self.count + 1, np.int64), np.zeros(self.count + 1, np.int64)
-            pairs, tops = np.empty(capacity, np.int64), np.empty(top_capacity, np.int64)
+            pairs, tops = np.empty(3 * capacity, np.int64), np.empty(top_capacity, np.int64)
             top_count = np.zeros(1, np.int64)
             found = function(keys.data_ptr(), keys.stride(0), rows, width, windows.lows.data_ptr(),
-                             windows.highs.data_ptr(), self.count, windows.firsts.ctypes.data, windows.firsts.shape[0],
-                             windows.base, windows.scale, beyond.ctypes.data, reached.ctypes.data, int(self.record),
-                             pairs.ctypes.data, capacity, real(-np.inf if floor is None else floor),
-                             tops.ctypes.data if floor is not None else None, top_capacity, top_count.ctypes.data)
+                             windows.highs.data_ptr(), self.count, grid.pure.ctypes.data, grid.ranges.ctypes.data,
+                             grid.cells, real(grid.base), real(grid.scale), counts.ctypes.data, beyond.ctypes.data,
+                             reached.ctypes.data, int(self.record), pairs.ctypes.data, capacity,
+                             real(-np.inf if floor is None else floor),
+                             tops.ctypes.data if floor is not None else None, top_capacity, top_count.ctypes.data,
+                             self.kind, *refine)
             if found < 0:
                 position = -1 - found
                 raise ScoreError(f"the model gave a NaN score to pair (row {position // width} of a block, column "
                                  f"{position % width}); a repurposing matrix ranks finite scores")
             kept = int(top_count[0]) if floor is not None else 0
             if found <= capacity and kept <= top_capacity:
-                return beyond, reached, pairs[:found], tops[:kept]
+                return beyond, reached, pairs[:3 * found].reshape(-1, 3), tops[:kept]
             capacity, top_capacity = max(capacity, int(found)), max(top_capacity, kept)
 
 
 def _numpy_pass(windows: _Windows, record: bool):
-    """The C pass's contract in numpy (no compiled helper; ``OPENBENCH_KERNEL=torch``)."""
+    """The C pass's contract in numpy (no compiled helper, or ``OPENBENCH_KERNEL=torch``): no
+    float64 step, every key inside a window recorded with its range of thresholds."""
     lows, highs = windows.lows.double().numpy(), windows.highs.double().numpy()
     count = lows.shape[0]
 
-    def run(keys: torch.Tensor, floor: Optional[float]):
+    def run(keys: torch.Tensor, floor: Optional[float], first: int = 0):
         flat = keys.double().reshape(-1).numpy()
         if np.isnan(flat).any():
             position = int(np.flatnonzero(np.isnan(flat))[0])
@@ -240,9 +283,10 @@ def _numpy_pass(windows: _Windows, record: bool):
         b = np.searchsorted(lows, flat, "right")
         beyond = np.bincount(a, minlength=count + 1).astype(np.int64)
         reached = np.bincount(b, minlength=count + 1).astype(np.int64)
-        undecided = np.flatnonzero(a < b) if record else np.zeros(0, np.int64)
+        inside = np.flatnonzero(a < b) if record else np.zeros(0, np.int64)
+        triples = np.stack([inside, a[inside], b[inside]], axis=1) if inside.size else np.zeros((0, 3), np.int64)
         tops = np.flatnonzero(flat >= floor) if floor is not None else np.zeros(0, np.int64)
-        return beyond, reached, undecided, tops
+        return beyond, reached, triples, tops
 
     return run
 
@@ -279,11 +323,26 @@ class _EmbeddingBlocks:
         self.exact_queries = query  # (D, d') float64
         self.query_norms = (norms[0].numpy(), norms[1].numpy())
         self.anchor_ids, self.relation_ids = ids, relations
+        self.rewritten = scorer.rewrites(spec.side)  # the fast pass scores a rewritten query formula
 
     def keys(self, first: int, last: int, out: torch.Tensor) -> torch.Tensor:
         from openbench.models.scorers import candidate_scores
 
         return candidate_scores(self.kind, self.fast_queries[first:last], self.columns, self.squared, out, keys=True)
+
+    def in_float64(self) -> "_EmbeddingBlocks":
+        """The same matrix whose fast pass runs in float64 from the exact queries (the query formula
+        in float64, not a rewritten one) and the stored columns: twice a float32 GEMM's work, but
+        windows some 10^9 times narrower, for a matrix whose float32 windows hold many keys."""
+        from openbench.models.scorers import squared_norms
+
+        other = object.__new__(_EmbeddingBlocks)
+        other.__dict__.update(self.__dict__)
+        other.fast_queries = self.exact_queries.contiguous()
+        other.columns = self.columns.to(torch.float64).contiguous()
+        other.squared = squared_norms(other.columns) if self.kind == "l2" else None
+        other.rewritten = False
+        return other
 
     def fast_bound(self, grid_bits: Optional[int]) -> float:
         """The largest bound on a fast key's rounding over the matrix's rows (0 where the grid
@@ -299,7 +358,7 @@ class _EmbeddingBlocks:
             return 0.0
         fast_two, fast_one = (n.numpy() for n in norm_bounds(self.fast_queries))
         rewrite, magnitudes = None, self.query_norms
-        if scorer.rewrites(self.spec.side):
+        if self.rewritten:
             from openbench.evaluation.counting.exact import real_rows
 
             anchor = real_rows(scorer.entities[self.anchor_ids])
@@ -318,7 +377,7 @@ class _EmbeddingBlocks:
         """Every fast key computed without rounding (the ranking engine's grid criterion)."""
         from openbench.evaluation.counting.exact import SUBNORMAL_SPACING
 
-        if grid_bits is None or self.kind not in ("dot", "l2", "l1") or self.scorer.rewrites(self.spec.side):
+        if grid_bits is None or self.kind not in ("dot", "l2", "l1") or self.rewritten:
             return False
         significand = 53 if dtype == torch.float64 else 24
         degree = self.scorer.query_degree + 1 if self.kind == "dot" else (
@@ -384,31 +443,31 @@ def _blocks(rows: int, width: int) -> List[Tuple[int, int]]:
     return [(first, min(rows, first + step)) for first in range(0, rows, step)]
 
 
-def _run_blocks(count_block: Callable, blocks: List[Tuple[int, int]], workers: int, progress: Optional[Callable],
-                on_result: Callable) -> None:
-    """``on_result(count_block(first, last))`` for every block, in block order on the calling
-    thread; the blocks after the first are counted on ``workers`` threads (each with one torch
-    thread, so that each computes and counts its own blocks). The first block is counted alone:
-    what ``on_result`` learns of it (the floor of the best pairs) serves every other block."""
-    from openbench.evaluation.counting.tally import one_torch_thread
-
-    def done(result, first: int, last: int) -> None:
-        on_result(result)
-        if progress:
-            progress(last - first)
-
-    if not blocks:
-        return
-    done(count_block(*blocks[0]), *blocks[0])
-    rest = blocks[1:]
-    if workers <= 1 or len(rest) <= 1:
-        for first, last in rest:
-            done(count_block(first, last), first, last)
-        return
-    with one_torch_thread(), ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openbench-matrix") as pool:
-        futures = [pool.submit(count_block, first, last) for first, last in rest]
-        for future, (first, last) in zip(futures, rest):
-            done(future.result(), first, last)
+def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[int, int]], workers: int,
+                progress: Optional[Callable], on_result: Callable) -> None:
+    """For every block: its keys ``make_keys(first, last)`` (B, S) computed on the calling thread
+    (the GEMM on every torch thread), then counted by ``count_part(keys[r0:r1], first + r0)`` on
+    ``workers`` threads, a share of its rows each (the C pass releases the GIL), and
+    ``on_result`` called with each part's result in row order before the next block: what it
+    learns (the floor of the best pairs) serves the next blocks."""
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openbench-matrix") if workers > 1 else None
+    try:
+        for first, last in blocks:
+            keys = make_keys(first, last)
+            rows = last - first
+            step = -(-rows // workers) if pool is not None else rows
+            parts = [(r0, min(rows, r0 + step)) for r0 in range(0, rows, step)]
+            if pool is None or len(parts) == 1:
+                results = [count_part(keys[r0:r1], first + r0) for r0, r1 in parts]
+            else:
+                results = list(pool.map(lambda part: count_part(keys[part[0]:part[1]], first + part[0]), parts))
+            for result in results:
+                on_result(result)
+            if progress:
+                progress(rows)
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
 def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_cols: np.ndarray,
@@ -452,9 +511,11 @@ def _library():
     return library
 
 
-def _passes(windows: _Windows, record: bool):
+def _passes(windows: _Windows, record: bool, **refine):
+    """The block pass: the C helper's (with the float64 step where ``refine`` gives its inputs),
+    else numpy's."""
     library = _library()
-    return _BlockPass(windows, record, library) if library is not None else _numpy_pass(windows, record)
+    return _BlockPass(windows, record, library, **refine) if library is not None else _numpy_pass(windows, record)
 
 
 class _Tops:
@@ -466,6 +527,22 @@ class _Tops:
         self.codes = np.zeros(0, np.int64)
         self.keys = np.zeros(0, np.float64)
         self.floor: Optional[float] = -np.inf if wanted else None
+
+    def prime(self, keys: torch.Tensor, first: int, width: int) -> None:
+        """Before the first block is counted: a floor from its own keys (B, width), so that the pass
+        records a few candidates instead of the whole block. The (K + e)-th largest key, e the
+        excluded pairs the block holds, is at most the K-th largest of the others; read from the
+        block's first rows (a few times K keys), which only lowers it."""
+        if not self.wanted or self.floor is None or self.floor > -np.inf:
+            return
+        low, high = first * width, (first + keys.shape[0]) * width
+        inside = int(np.count_nonzero((self.excluded >= low) & (self.excluded < high)))
+        rank = self.wanted + inside
+        rows = min(keys.shape[0], max(1, -(-4 * rank // max(1, keys.shape[1]))))  # a few times the rank: cheap
+        flat = keys[:rows].reshape(-1)
+        if flat.numel() >= rank:
+            kth = float(torch.topk(flat, rank, sorted=False).values.min())
+            self.floor = kth - self.slack
 
     def add(self, codes: np.ndarray, keys: np.ndarray) -> None:
         if not self.wanted or codes.size == 0:
@@ -499,17 +576,21 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
         raise ScoreError("the model gave a NaN score to a pair of the matrix; a repurposing matrix ranks finite scores")
     order = np.argsort(values[thresholds], kind="stable")
     threshold_values = values[thresholds][order]
-    windows = _point_windows(threshold_values)
-    count_pass = _passes(windows, record=False)
+    tensor = torch.from_numpy(np.ascontiguousarray(threshold_values))
+    count_pass = _passes(_Windows(tensor, tensor, True), record=False)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), 0.0)
 
     beyond, reached = np.zeros(threshold_values.shape[0] + 1, np.int64), np.zeros(threshold_values.shape[0] + 1,
                                                                                     np.int64)
 
-    def count_block(first: int, last: int):
+    def make_keys(first: int, last: int) -> torch.Tensor:
         keys = blocks.keys(first, last).double().contiguous()
-        block_beyond, block_reached, _, top_positions = count_pass(keys, tops.floor)
-        flat = keys.reshape(-1).numpy()
+        tops.prime(keys, first, width)
+        return keys
+
+    def count_part(keys: torch.Tensor, first: int):
+        block_beyond, block_reached, _, top_positions = count_pass(keys, tops.floor, first)
+        flat = keys.reshape(-1).numpy() if keys.is_contiguous() else keys.contiguous().reshape(-1).numpy()
         return block_beyond, block_reached, first * width + top_positions, flat[top_positions]
 
     def on_result(result) -> None:
@@ -517,7 +598,7 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
         reached.__iadd__(result[1])
         tops.add(result[2], result[3])
 
-    _run_blocks(count_block, block_list, 1, progress, on_result)
+    _run_blocks(make_keys, count_part, block_list, max(1, torch.get_num_threads()), progress, on_result)
     greater, equal = np.zeros(values.shape[0], np.int64), np.zeros(values.shape[0], np.int64)
     above = _suffix(beyond)
     at_least = _suffix(reached)
@@ -533,12 +614,6 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
     top, top_groups, top_keys = _final_tops(tops, top_k, width, keys_of)
     return MatrixCounts(greater, equal, groups, values, top, top_groups, top_keys,
                         {"mode": "as computed", "blocks": len(block_list), "rescored": 0, "decimal": 0})
-
-
-def _point_windows(values: np.ndarray) -> _Windows:
-    tensor = torch.from_numpy(np.ascontiguousarray(values))
-    firsts, base, scale = _grid(values, values)
-    return _Windows(tensor, tensor, firsts, base, scale, True)
 
 
 def _suffix(histogram: np.ndarray) -> np.ndarray:
@@ -656,17 +731,36 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
                        blocks.fast_queries.dtype)
     record = not windows.point
-    count_pass = _passes(windows, record)
+    library = _library()
+    refine: Optional[dict] = None
+    if record and library is not None and blocks.fast_queries.dtype == torch.float32 and \
+            _crowded(blocks, windows, library, min(rows, max(1, BLOCK_KEYS // max(1, width)))):
+        # most keys would be re-scored one by one: the whole pass in float64 costs less
+        blocks = blocks.in_float64()
+        delta = blocks.fast_bound(grid_bits)
+        windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
+                           torch.float64)
+        record = not windows.point
+    if record and library is not None and blocks.fast_queries.dtype == torch.float32:
+        lows64, highs64 = _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
+        refine = dict(kind=blocks.kind, queries64=blocks.exact_queries, columns=blocks.columns, lows64=lows64,
+                      highs64=highs64)
+    count_pass = _passes(windows, record, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
 
-    def count_block(first: int, last: int):
-        keys = torch.empty((last - first, width), dtype=blocks.fast_queries.dtype)
-        keys = blocks.keys(first, last, keys)
-        beyond, reached, undecided, top_positions = count_pass(keys, tops.floor)
-        flat = keys.reshape(-1)
-        return (beyond, reached, first * width + undecided, flat[torch.from_numpy(undecided)].double().numpy(),
-                first * width + top_positions, flat[torch.from_numpy(top_positions)].double().numpy())
+    buffer = torch.empty((min(rows, max(1, BLOCK_KEYS // max(1, width))), width), dtype=blocks.fast_queries.dtype)
+
+    def make_keys(first: int, last: int) -> torch.Tensor:
+        keys = blocks.keys(first, last, buffer[:last - first])
+        tops.prime(keys, first, width)
+        return keys
+
+    def count_part(keys: torch.Tensor, first: int):
+        flat = keys.reshape(-1)  # the rows of a part are contiguous in the block
+        beyond, reached, triples, top_positions = count_pass(keys, tops.floor, first)
+        return (beyond, reached, first * width + triples[:, 0], triples[:, 1:], first * width + top_positions,
+                flat[torch.from_numpy(top_positions)].double().numpy())
 
     block_list = _blocks(rows, width)
     count = sorted_where.shape[0]
@@ -680,7 +774,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
             undecided.append((result[2], result[3]))
         tops.add(result[4], result[5])
 
-    _run_blocks(count_block, block_list, max(1, torch.get_num_threads()), progress, on_result)
+    _run_blocks(make_keys, count_part, block_list, max(1, torch.get_num_threads()), progress, on_result)
     above = _suffix(beyond)
     greater_sorted, equal_sorted = above.copy(), np.zeros(count, np.int64)
     if windows.point:
@@ -688,11 +782,13 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     rescored = 0
     if record:
         undecided_codes = np.concatenate([codes for codes, _ in undecided]) if undecided else np.zeros(0, np.int64)
-        undecided_fast = np.concatenate([fast for _, fast in undecided]) if undecided else np.zeros(0)
         rescored = undecided_codes.size
-        more_greater, more_equal = _settle(blocks, exact, grid_bits, undecided_codes, undecided_fast, windows,
+        # the range of thresholds each recorded key is still undecided for
+        ranges = np.concatenate([r for _, r in undecided]) if undecided else np.zeros((0, 2), np.int64)
+        first_t, last_t = ranges[:, 0], ranges[:, 1]
+        more_greater, more_equal = _settle(blocks, exact, grid_bits, undecided_codes, first_t, last_t,
                                            special_rows[sorted_where], special_cols[sorted_where], threshold_keys,
-                                           special_bounds[sorted_where], groups[sorted_where], width)
+                                           special_bounds[sorted_where], width)
         greater_sorted += more_greater
         equal_sorted += more_equal
     greater, equal = np.zeros(special_rows.shape[0], np.int64), np.zeros(special_rows.shape[0], np.int64)
@@ -706,7 +802,50 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     top, top_groups, top_keys = _final_tops(tops, top_k, width, keys_of)
     return MatrixCounts(greater, equal, groups, special_keys, top, top_groups, top_keys,
                         {"mode": "exact", "blocks": len(block_list), "rescored": int(rescored),
-                         "decimal": int(exact.decimal), "fast_bound": delta})
+                         "decimal": int(exact.decimal), "fast_bound": delta,
+                         "pass_precision": str(blocks.fast_queries.dtype).replace("torch.", ""),
+                         "float64_in_pass": refine is not None})
+
+
+PROBE_KEYS = 1 << 21  # the first rows' keys that tell whether a matrix is crowded
+CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
+
+
+def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, rows: int) -> bool:
+    """Whether more than :data:`CROWDED` of the first block's fast keys lie inside a window (each
+    would be re-scored from the table, some 80 times a key's share of a float64 GEMM)."""
+    rows = max(1, min(rows, blocks.fast_queries.shape[0], max(1, PROBE_KEYS // max(1, blocks.columns.shape[0]))))
+    keys = blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype))
+    count = int(windows.lows.shape[0])
+    grid = _grid(windows, True)
+    beyond, reached = np.zeros(count + 1, np.int64), np.zeros(count + 1, np.int64)
+    counts = np.zeros(grid.cells + 2, np.uint32)
+    inside = library.openbench_matrix_count_f32(
+        keys.data_ptr(), keys.stride(0), rows, keys.shape[1], windows.lows.data_ptr(), windows.highs.data_ptr(),
+        count, grid.pure.ctypes.data, grid.ranges.ctypes.data, grid.cells, ctypes.c_float(grid.base),
+        ctypes.c_float(grid.scale), counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, 1, None, 0,
+        ctypes.c_float(np.inf), None, 0, None, 0, None, 0, None, None, None)
+    return inside < 0 or inside > CROWDED * keys.numel()
+
+
+def _float64_windows(blocks: _EmbeddingBlocks, scorer, grid_bits, keys: np.ndarray,
+                     threshold_bound: float) -> Tuple[np.ndarray, np.ndarray]:
+    """The thresholds' float64 windows for the pass's float64 step: each sorted key widened by the
+    largest bound on any matrix pair's float64 key (the largest norms on both sides) plus the
+    thresholds' own, rounded outwards (non-decreasing, as the keys)."""
+    from openbench.evaluation.counting.exact import U64, float64_key_bound, norm_bounds
+
+    q2, q1 = (float(n.max(initial=0.0)) for n in blocks.query_norms)
+    c2, c1 = (float(n.max()) if n.numel() else 0.0 for n in norm_bounds(blocks.columns))
+    worst = {"dot": 0.0, "l2": -(q2 + c2) ** 2, "l1": -(q1 + c1)}[blocks.kind]
+    pair_bound = float(float64_key_bound(blocks.kind, scorer, grid_bits, np.array([worst]),
+                                         blocks.exact_queries.shape[1], (np.array([q2]), np.array([q1])),
+                                         (np.array([c2]), np.array([c1])))[0])
+    width = (pair_bound + threshold_bound) * (1 + 2.0 ** -30)
+    margin = width + 4 * U64 * np.abs(keys) if width > 0 else np.zeros_like(keys)
+    lows = np.nextafter(keys - margin, -np.inf) if width > 0 else keys.copy()
+    highs = np.nextafter(keys + margin, np.inf) if width > 0 else keys.copy()
+    return lows, highs
 
 
 def _decide(blocks: _EmbeddingBlocks, exact: _ExactOrder, grid_bits, rows: np.ndarray, cols: np.ndarray,
@@ -732,17 +871,14 @@ def _decide(blocks: _EmbeddingBlocks, exact: _ExactOrder, grid_bits, rows: np.nd
     return above, tie
 
 
-def _settle(blocks: _EmbeddingBlocks, exact: _ExactOrder, grid_bits, codes: np.ndarray, fast: np.ndarray,
-            windows: _Windows, t_rows, t_cols, t_keys, t_bounds, t_groups, width: int) -> Tuple[np.ndarray, np.ndarray]:
-    """(greater (T,), equal (T,)) the recorded keys add to the sorted thresholds whose windows
-    hold them (:func:`_decide`)."""
+def _settle(blocks: _EmbeddingBlocks, exact: _ExactOrder, grid_bits, codes: np.ndarray, first: np.ndarray,
+            last: np.ndarray, t_rows, t_cols, t_keys, t_bounds, width: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(greater (T,), equal (T,)) the recorded keys add to the sorted thresholds ``first[i] ..
+    last[i] - 1`` each is undecided for (:func:`_decide`)."""
     count = t_keys.shape[0]
     greater, equal = np.zeros(count, np.int64), np.zeros(count, np.int64)
     if codes.size == 0:
         return greater, equal
-    lows, highs = windows.lows.double().numpy(), windows.highs.double().numpy()
-    first = np.searchsorted(highs, fast, "left")
-    last = np.searchsorted(lows, fast, "right")
     spans = last - first
     pair = np.repeat(np.arange(codes.size), spans)
     threshold = (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans)) + np.repeat(first, spans)
