@@ -240,7 +240,7 @@ class _BlockPass:
         if floor is not None and f32:  # rounded down: every key at the floor stays
             rounded = np.float32(floor)
             floor = float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
-        refine = (None, 0, None, None, None)  # the float64 step's queries, width, columns, windows
+        refine: tuple = (None, 0, None, None, None)  # the float64 step's queries, width, columns, windows
         if self.queries64 is not None and self.columns is not None and self.lows64 is not None \
                 and self.highs64 is not None:
             refine = (self.queries64[first:first + rows].data_ptr(), self.queries64.shape[1], self.columns.data_ptr(),
