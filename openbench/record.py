@@ -567,6 +567,9 @@ def _check_repurposing(record) -> None:
                 _unit(f"{where}.disease_specific.{key}", disease.get(key))
             for average in ("micro", "macro"):
                 _check_recall_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@")
+            for label, values in (disease.get("per_disease") or {}).items():
+                for key in ("mrr", "auroc", "auprc"):
+                    _unit(f"{where}.disease_specific.per_disease.{label}.{key}", (values or {}).get(key))
         classification = view.get("classification")
         if classification is not None:
             for key in ("auroc", "auprc", "accuracy", "f1"):

@@ -182,11 +182,13 @@ def _on_board(db, method: str, *args):
 
 @leaderboard.command("show")
 @click.option("--dataset", default=None, help="A registry name or a fingerprint prefix (6+ characters).")
-@click.option("--sort", default=None, help="mrr, hits@1, hits@10, mr, ... (classification: auroc, auprc, "
-                                             "accuracy, f1) [default: mrr, or auroc].")
+@click.option("--sort", default=None, help="mrr, hits@1, hits@10, mr, ...; classification: auroc, auprc, accuracy, "
+                                             "f1; repurposing: auroc, recall@N, disease_mrr, disease_hits@K, "
+                                             "disease_auroc, disease_auprc [default: mrr, or auroc].")
 @click.option("--side", type=click.Choice(SIDES), default="both", show_default=True)
 @click.option("--rank-type", type=click.Choice(RANK_TYPES), default="realistic", show_default=True)
-@click.option("--task", type=click.Choice(["ranking", "classification"]), default="ranking", show_default=True,
+@click.option("--task", type=click.Choice(["ranking", "classification", "repurposing"]), default="ranking",
+              show_default=True,
               help="Which records: tasks are never ranked together.")
 @click.option("--scoped", is_flag=True, help="Show the records of scoped protocols (--relations, --sides, "
                                              "--entities), ranked within each scope, instead of the full ones.")

@@ -21,6 +21,9 @@ __all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TA
            "legend", "safe_link"]
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
+# a repurposing row (runs.repurposing_headline): the full matrix, then each disease's drugs
+REPURPOSING_COLUMNS = ("auroc", "recall@100", "recall@1000", "disease_mrr", "disease_hits@10", "disease_auroc",
+                       "disease_auprc")
 FLAGS = {"published": "†", "nonstandard": "*"}
 LEGEND_PARTS = {"published": "† published result, not reproduced here (protocol unknown: LibKGE, LinkExplorer 2022)",
                 "nonstandard": "* protocol differs from the dataset's standard one"}
@@ -96,6 +99,9 @@ def _columns(rows: List[dict], sort: Optional[str] = None) -> List[str]:
     """The metric columns shown: the standard ones present, plus the sort key when it is another."""
     present = {key for row in rows for key in row["metrics"]}
     shown = list(METRICS)
+    if any(str(row.get("family", "")).startswith("repurposing") for row in rows):
+        shown = [m for m in REPURPOSING_COLUMNS if m in present]
+        return shown + ([sort] if sort and sort in present and sort not in shown else [])
     for names in (METRICS, CLASSIFICATION_METRICS):
         chosen = [m for m in names if m in present]
         if chosen:
@@ -360,6 +366,11 @@ def _protocol_text(members: List[dict]) -> str:
     if first.get("family", "").startswith("classification"):
         return ("what this table holds: triple classification of the test positives and negatives, thresholds "
                 "per relation chosen on validation; AUROC 0.5 = chance")
+    if first.get("family", "").startswith("repurposing") and isinstance(protocol, dict):
+        return ("what this table holds: drug repurposing, " + ", ".join(map(str, protocol.get("relations", [])))
+                + "; every drug × disease pair ranked, the training and validation pairs filtered; AUROC = 1 - mean "
+                "quantile rank of the test pairs among the matrix's non-positive pairs, Recall@n the share ranked "
+                "within its top n; disease_*: each test pair among its disease's drugs (macro); realistic ranks")
     if isinstance(protocol, dict):
         return f"what this table holds: {protocol_line(protocol, rank_type=first.get('rank_type') or 'realistic')}"
     return f"what this table holds: published numbers; protocol: {protocol or 'not stated'}"

@@ -85,9 +85,28 @@ def _model_words(spec) -> List[str]:
     return words + (["--trust-pickle"] if spec.trust_pickle else [])
 
 
+def _repurposing_words(options: Dict[str, Any]) -> List[str]:
+    words = ["--task", "repurposing"]
+    for relation in options["relations"]:
+        words += ["--relation", relation]
+    for relation in options["negative_relations"]:
+        words += ["--negative-relation", relation]
+    words += ["--recall-at", ",".join(map(str, options["recall_at"])),
+              "--hits-at", ",".join(map(str, options["hits_at"])), "--keep-top", str(options["keep_top"])]
+    if options["protocol"] == "txgnn":
+        words += ["--protocol", "txgnn"]
+    if options["ranks"] == "fast":
+        words.append("--fast")
+    if options.get("bootstrap"):
+        words += ["--bootstrap", str(options["bootstrap"])]
+    return words
+
+
 def _protocol_words(options: Dict[str, Any]) -> List[str]:
     if options.get("task") == "classification":
         return ["--task", "classification", "--threshold-metric", options["threshold_metric"]]
+    if options.get("task") == "repurposing":
+        return _repurposing_words(options)
     words: List[str] = []
     if options["protocol"] == "sampled":
         words += ["--protocol", "sampled"]
@@ -131,6 +150,25 @@ def certificate(model, dataset, options: Dict[str, Any], seed) -> dict:
             "command": _command(model, str(dataset.path), options, seed) if files else None}
 
 
+def repurposing_options(record: dict) -> Dict[str, Any]:
+    """The :func:`openbench.evaluate` options that give a repurposing record again; curated lists
+    and ground-truth files are named in the record by their size and hash only, so a record that
+    used them is refused."""
+    protocol, matrix = record.get("protocol") or {}, (record.get("repurposing") or {}).get("matrix") or {}
+    if protocol.get("ground_truth_sha256"):
+        raise LeaderboardError("a repurposing record scored with a ground-truth file names it by its hash only; it "
+                               "cannot be reproduced here")
+    if "list" in str(matrix.get("drugs_from", "")) or "list" in str(matrix.get("diseases_from", "")):
+        raise LeaderboardError("a repurposing record of curated drug or disease lists names them by their size only; "
+                               "it cannot be reproduced here")
+    return {"task": "repurposing", "relations": list(protocol.get("relations") or []),
+            "negative_relations": list(protocol.get("negative_relations") or []),
+            "recall_at": list(protocol.get("recall_at") or []), "hits_at": list(protocol.get("hits_at") or []),
+            "keep_top": protocol.get("keep_top"), "protocol": protocol.get("protocol", "full"),
+            "ranks": protocol.get("ranks", "exact"), "lower_is_better": bool(protocol.get("lower_is_better", False)),
+            "bootstrap": (record["repurposing"].get("confidence") or {}).get("resamples")}
+
+
 def _first_difference(board: dict, submitted: dict) -> Optional[Tuple[str, Any, Any]]:
     from openbench.evaluation.statistics.evidence import differences
 
@@ -158,10 +196,14 @@ def reproduce(record: dict, spec, dataset_path, *, device: str = "auto", progres
 
     from openbench.datasets.loader import Dataset
 
-    classification = record.get("task", "ranking") == "classification"
+    task = record.get("task", "ranking")
     protocol = record.get("protocol") or {}
-    options = ({"task": "classification", "threshold_metric": protocol.get("threshold_metric", "accuracy")}
-               if classification else protocol_options(protocol))
+    if task == "classification":
+        options = {"task": "classification", "threshold_metric": protocol.get("threshold_metric", "accuracy")}
+    elif task == "repurposing":
+        options = repurposing_options(record)
+    else:
+        options = protocol_options(protocol)
     dataset = dataset_path if isinstance(dataset_path, Dataset) else load_dataset(dataset_path)
     stated = (record.get("dataset") or {}).get("fingerprint")
     if dataset.fingerprint != stated:
@@ -169,8 +211,8 @@ def reproduce(record: dict, spec, dataset_path, *, device: str = "auto", progres
                                f"record's is {str(stated)[:12]}…: give --dataset the split the record evaluated")
     reproduced = evaluate(dataset, spec, device=device, seed=record.get("seed"), progress=progress, **options)
     difference: Optional[Tuple[str, Any, Any]] = (
-        next(differences_of(reproduced.to_dict().get("classification"), record.get("classification"),
-                            "classification"), None) if classification
+        next(differences_of(reproduced.to_dict().get(task), record.get(task), task), None)
+        if task in ("classification", "repurposing")
         else _first_difference(reproduced.to_dict(), record))
     if difference is not None:
         where, found, claimed = difference

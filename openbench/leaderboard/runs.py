@@ -15,7 +15,7 @@ from openbench.leaderboard.schema import DuplicateRun, LeaderboardError, canonic
 from openbench.record import CLASSIFICATION_METRICS, RecordError, validate_record
 from openbench.vocabulary import RANK_TYPES, SIDES, TASKS
 
-__all__ = ["MODEL_TYPES", "VERIFIED", "URL_SCHEMES", "validate", "RunsMixin", "scope_of", "dataset_label"]
+__all__ = ["MODEL_TYPES", "VERIFIED", "repurposing_headline", "URL_SCHEMES", "validate", "RunsMixin", "scope_of", "dataset_label"]
 
 MODEL_TYPES = ("latent", "interpretable", "other")
 
@@ -195,7 +195,7 @@ class RunsMixin(PublishedMixin):
         ranked within their scope (``row["scope"]``), never with full-protocol rows."""
         if task not in TASKS:
             raise LeaderboardError(f"task {task!r}: expected one of {', '.join(TASKS)}")
-        sort = sort or ("mrr" if task == "ranking" else "auroc")
+        sort = sort or {"ranking": "mrr", "classification": "auroc", "repurposing": "auroc"}[task]
         if side not in SIDES:
             raise LeaderboardError(f"side {side!r}: expected one of {', '.join(SIDES)}")
         if rank_type not in RANK_TYPES:
@@ -270,10 +270,30 @@ def _dataset_matches(query: str, name: Optional[str], fingerprint: Optional[str]
 
 
 def _headline_metrics(record: dict) -> dict:
-    """What a row shows: a ranking record's metrics; a classification record's test overall block."""
+    """What a row shows: a ranking record's metrics; a classification record's test overall block;
+    a repurposing record's test view (:func:`repurposing_headline`)."""
     if record.get("task", "ranking") == "classification":
         return dict(record["classification"]["test"]["overall"])
+    if record.get("task") == "repurposing":
+        return repurposing_headline(record)
     return record["metrics"]
+
+
+def repurposing_headline(record: dict) -> dict:
+    """A repurposing record's test view as one flat row (realistic ranks): the full matrix's AUROC
+    and Recall@n, the disease-specific macro MRR and Hit@k, AUROC and AUPRC."""
+    view = (record["repurposing"].get("views") or {}).get("test") or {}
+    out: Dict[str, Optional[float]] = {}
+    full = view.get("full_matrix") or {}
+    out["auroc"] = full.get("auroc")
+    realistic = ((full.get("ranks") or {}).get("realistic") or {})
+    out.update({key: value for key, value in realistic.items() if key.startswith("recall@")})
+    disease = view.get("disease_specific") or {}
+    macro = ((disease.get("macro") or {}).get("realistic") or {})
+    out["disease_mrr"] = macro.get("mrr")
+    out.update({f"disease_{key}": value for key, value in macro.items() if key.startswith("hits@")})
+    out["disease_auroc"], out["disease_auprc"] = disease.get("auroc"), disease.get("auprc")
+    return out
 
 
 def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None) -> str:
@@ -307,6 +327,9 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
     if task == "classification":
         per_run = [{k: v for k, v in cell.items() if k in CLASSIFICATION_METRICS} for cell in cells]
         side, rank_type = "test", "overall"
+    elif task == "repurposing":
+        per_run = [dict(cell) for cell in cells]
+        side, rank_type = "test", "realistic"
     else:
         per_run = [(cell.get(side) or {}).get(rank_type, {}) for cell in cells]
     names = sorted({key for values in per_run for key in values})
@@ -327,7 +350,7 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
             "group_key": f"{fingerprint} {task}{_candidates_note(protocol)}",
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
             "protocol": protocol, "published": False,
-            "nonstandard_protocol": _nonstandard(first["dataset_name"], protocol),
+            "nonstandard_protocol": _nonstandard(first["dataset_name"], protocol) if task == "ranking" else None,
             "scope": first["scope"],
             "seeds": [json.loads(run["seed_key"]) for run in runs],
             "_ids": [run["id"] for run in runs],  # for the stored ranks; annotate() removes it

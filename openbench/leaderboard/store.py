@@ -102,9 +102,19 @@ def read_rows(db=None, **query) -> List[dict]:
 
 
 def page_rows(board: Leaderboard, dataset: Optional[str] = None) -> List[dict]:
-    """Every table a page shows: ranking (with the published rows), classification and scoped."""
+    """Every table a page shows: ranking (with the published rows), classification, repurposing and
+    scoped."""
     return (board.rows(dataset=dataset) + board.rows(dataset=dataset, task="classification")
+            + _rows_if_any(board, dataset, "repurposing")
             + board.rows(dataset=dataset, scoped=True))
+
+
+def _rows_if_any(board: Leaderboard, dataset: Optional[str], task: str) -> List[dict]:
+    """The rows of ``task``, none where the board holds none (rows() says why a table is empty)."""
+    try:
+        return board.rows(dataset=dataset, task=task)
+    except LeaderboardError:
+        return []
 
 
 def read_page_rows(db=None, dataset: Optional[str] = None) -> List[dict]:

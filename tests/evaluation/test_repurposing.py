@@ -249,6 +249,11 @@ def test_every_full_matrix_and_disease_number_equals_its_definition(planted, nam
         aurocs.append(roc_auc_score(disease_labels, disease_scores))
         auprcs.append(average_precision_score(disease_labels, disease_scores))
     assert _close(disease["auroc"], float(np.mean(aurocs))) and _close(disease["auprc"], float(np.mean(auprcs)))
+    labels = planted.entity_labels
+    for s, auroc_s, auprc_s in zip(sorted(by_disease), aurocs, auprcs):
+        per = disease["per_disease"][labels[s]]
+        assert _close(per["auroc"], auroc_s) and _close(per["auprc"], auprc_s)
+        assert _close(per["mrr"], reference.metrics(by_disease[s], [1])["realistic"]["mrr"])
     assert disease["diseases"] == len(by_disease)
     # positives against known negatives (the test split's), scikit-learn on the exact keys
     classification = view["classification"]
@@ -559,3 +564,69 @@ def test_a_forged_repurposing_record_is_refused(planted):
     broken["repurposing"]["views"]["test"]["full_matrix"]["auroc"] = 1.5
     with pytest.raises(RecordError, match=r"auroc = 1.5: expected a value in \[0, 1\]"):
         validate_record(broken)
+
+
+# -- the leaderboard ----------------------------------------------------------------------------------
+
+def test_the_board_ranks_repurposing_records_in_a_table_of_their_own_and_reproduces_them(planted, tmp_path):
+    """Repurposing rows never mix with ranking rows; a model submitted with its files is
+    re-evaluated by the board (the same record, verified: reproduced)."""
+    db = tmp_path / "board.sqlite"
+    for seed in (1, 2):
+        scorer, entities, relations = _model(planted, "DistMult", False, seed=seed)
+        np.save(tmp_path / f"e{seed}.npy", entities)
+        np.save(tmp_path / f"r{seed}.npy", relations)
+        model = ["--model", "DistMult", "--entity-embeddings", str(tmp_path / f"e{seed}.npy"),
+                 "--relation-embeddings", str(tmp_path / f"r{seed}.npy")]
+        done = CliRunner().invoke(main, ["evaluate", "--dataset", planted.path, *model, "--task", "repurposing",
+                                         "--relation", "indication", "--recall-at", "1,10,100",
+                                         "--output", str(tmp_path / f"rep{seed}.json")])
+        assert done.exit_code == 0, done.output
+        extra = ["--dataset", planted.path, *model] if seed == 1 else []
+        done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / f"rep{seed}.json"), "--name",
+                                         f"DistMult {seed}", *extra, "--db", str(db)])
+        assert done.exit_code == 0, done.output
+        assert ("reproduced by the board" in done.output) == (seed == 1)
+    shown = CliRunner().invoke(main, ["leaderboard", "show", "--task", "repurposing", "--db", str(db), "--format",
+                                      "json"])
+    assert shown.exit_code == 0, shown.output
+    rows = {row["name"]: row for row in json.loads(shown.output)}
+    assert set(rows) == {"DistMult 1", "DistMult 2"}
+    assert rows["DistMult 1"]["verified"] == "reproduced" and rows["DistMult 2"]["verified"] == "self"
+    record = json.loads((tmp_path / "rep1.json").read_text())
+    view = record["repurposing"]["views"]["test"]
+    assert rows["DistMult 1"]["metrics"]["auroc"]["mean"] == view["full_matrix"]["auroc"]
+    assert rows["DistMult 1"]["metrics"]["disease_mrr"]["mean"] == \
+        view["disease_specific"]["macro"]["realistic"]["mrr"]
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--task", "repurposing", "--db", str(db)]).output
+    assert "drug repurposing, indication" in table and "disease_mrr" in table and "recall@100" in table
+    ranking = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)])
+    assert "DistMult 1" not in ranking.output
+
+
+def test_the_report_draws_the_repurposing_figures(planted, tmp_path):
+    paths = []
+    for name in ("DistMult", "TransE-L2"):
+        scorer, _, _ = _model(planted, name, False, seed=3)
+        record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                    recall_at=[1, 10, 100], hits_at=[1, 3, 10]).to_dict()
+        paths.append(tmp_path / f"{name}.json")
+        paths[-1].write_text(json.dumps(record))
+    done = CliRunner().invoke(main, ["report", *map(str, paths), "--output", str(tmp_path / "report")])
+    assert done.exit_code == 0, done.output
+    figures = json.loads((tmp_path / "report" / "figures.json").read_text())["figures"]
+    assert set(figures) == {"recall_curve", "hits_curve", "per_disease", "frequent_flyers"}
+    record = json.loads(paths[0].read_text())
+    realistic = record["repurposing"]["views"]["test"]["full_matrix"]["ranks"]["realistic"]
+    assert figures["recall_curve"]["DistMult"] == [[n, realistic[f"recall@{n}"]] for n in (1, 10, 100)]
+    per_disease = record["repurposing"]["views"]["test"]["disease_specific"]["per_disease"]
+    assert sorted(v["auprc"] for v in per_disease.values()) == figures["per_disease"]["DistMult"]
+    for key in figures:
+        assert (tmp_path / "report" / f"{key}.png").stat().st_size > 1000
+    page = (tmp_path / "report" / "index.html").read_text()
+    assert "drug repurposing" in page and "Recall@n over the whole drug × disease matrix" in page
+    ranking = openbench.evaluate(planted, _model(planted, "DistMult", False)[0]).to_dict()
+    (tmp_path / "ranking.json").write_text(json.dumps(ranking))
+    done = CliRunner().invoke(main, ["report", str(paths[0]), str(tmp_path / "ranking.json"), "--output",
+                                     str(tmp_path / "mixed")])
+    assert done.exit_code == 1 and "different tasks" in done.output

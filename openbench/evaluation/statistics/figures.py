@@ -113,10 +113,13 @@ def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
     from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record, read_ranks
 
     record = read_json(path, "result record")
-    if not isinstance(record, dict) or record.get("written_by") != "openbench" or "metrics" not in record:
+    if not isinstance(record, dict) or record.get("written_by") != "openbench" or (
+            "metrics" not in record and record.get("task") != "repurposing"):
         raise InputError("not an openbench result record (evaluate --output writes one)", path)
-    if record.get("task", "ranking") != "ranking":
-        raise InputError("a classification record: the report draws ranking results", path)
+    if record.get("task", "ranking") == "classification":
+        raise InputError("a classification record: the report draws ranking and repurposing results", path)
+    if record.get("task") == "repurposing":
+        return str((record.get("model") or {}).get("name") or path.stem), record, None
     name = str((record.get("model") or {}).get("name") or path.stem)
     ranks_path = path.with_suffix(".ranks.parquet")  # NAME.json -> NAME.ranks.parquet, as evaluate writes them
     ranks = None
@@ -252,6 +255,12 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
     if len(fingerprints) > 1:
         raise InputError("the records are of different datasets (fingerprints differ): a report compares models on "
                          "one dataset", record_paths[0])
+    tasks = {record.get("task", "ranking") for record, _ in models.values()}
+    if len(tasks) > 1:
+        raise InputError("the records are of different tasks (ranking and repurposing): a report draws one task",
+                         record_paths[0])
+    if tasks == {"repurposing"}:
+        return _repurposing_report(models, output, seed, resamples, [*record_paths, *inputs])
     data, comparison = _figures(models, seed, resamples)
     pngs: Dict[str, bytes] = {}
     plotters: Dict[str, Callable[[Any], Any]] = {"per_relation": _plot_per_relation, "rank_ecdf": _plot_ecdf,
@@ -277,6 +286,33 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
 
     replace_folder(Path(output), fill, inputs=[*record_paths, *inputs], kind="report")
     logger.info("wrote the report of %d record(s) to %s", len(models), output)
+    return Path(output) / "index.html"
+
+
+def _repurposing_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], output: Path, seed: int,
+                        resamples: int, inputs: Sequence) -> Path:
+    """The report folder of repurposing records (:mod:`.repurposing_figures`)."""
+    import matplotlib
+
+    from openbench._io import replace_folder
+    from openbench.evaluation.statistics.repurposing_figures import (render_figures, repurposing_figures,
+                                                                      repurposing_page)
+
+    records = {name: record for name, (record, _) in models.items()}
+    data = repurposing_figures(records)
+    with matplotlib.rc_context({"font.size": 12}):
+        pngs = render_figures(data)
+    page = repurposing_page(records, pngs)
+    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": {}}
+
+    def fill(staging: Path) -> None:
+        (staging / "index.html").write_text(page, encoding="utf-8")
+        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        for key, png in pngs.items():
+            (staging / f"{key}.png").write_bytes(png)
+
+    replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
+    logger.info("wrote the repurposing report of %d record(s) to %s", len(models), output)
     return Path(output) / "index.html"
 
 

@@ -53,6 +53,7 @@ PROTOCOLS = ("full", "txgnn")
 DRUG_WORDS = ("drug", "compound", "chemical")
 SPLIT_NAMES = ("train", "valid", "test")
 NAMED = 20  # entities or rows named in a record's lists (the count is always whole)
+FLYERS_AT = 100  # the best pairs whose drugs and diseases the frequent flyers count
 
 
 @dataclass
@@ -554,9 +555,18 @@ def _disease_view(dataset, scorer, options: RepurposingOptions, matrix: Matrix, 
     labels = dataset.entity_labels
     disease_ids: np.ndarray = blocks["disease_ids"]  # type: ignore[assignment]
     aurocs: List[Optional[float]] = blocks["per_disease_auroc"]  # type: ignore[assignment]
+    auprcs: List[Optional[float]] = blocks["per_disease_auprc"]  # type: ignore[assignment]
     undefined = [labels[int(matrix.diseases[d])] for d, value in zip(disease_ids.tolist(), aurocs) if value is None]
+    realistic = greater + (equal + 2) / 2.0
+    per_disease = {}
+    for position, disease in enumerate(disease_ids.tolist()):
+        members = cols == disease
+        per_disease[labels[int(matrix.diseases[disease])]] = {
+            "pairs": int(members.sum()), "mrr": float((1.0 / realistic[members]).mean()),
+            "auroc": aurocs[position], "auprc": auprcs[position]}
     return {"pairs": int(positives.size), "diseases": blocks["diseases"], "micro": blocks["micro"],
             "macro": blocks["macro"], "auroc": blocks["auroc"], "auprc": blocks["auprc"],
+            "per_disease": dict(sorted(per_disease.items())),
             "diseases_without_negative_drugs": undefined[:NAMED], "diseases_without_negative_drugs_count":
                 len(undefined),
             "_per_disease": (blocks["disease_ids"], blocks["per_disease_auroc"], blocks["per_disease_auprc"]),
@@ -604,14 +614,17 @@ def _frequent_flyers(counted, matrix: Matrix, dataset, recall_at: Sequence[int])
             entropy[str(n)] = found
     labels = dataset.entity_labels
 
+    # the frequencies among the best FLYERS_AT pairs (fewer where the matrix has fewer candidates)
+    counted_over = min(FLYERS_AT, int(top_rows.size))
+
     def most(ids: np.ndarray, entities: np.ndarray) -> List[list]:
         if ids.size == 0:
             return []
-        values, counts = np.unique(ids, return_counts=True)
+        values, counts = np.unique(ids[:counted_over], return_counts=True)
         order = np.lexsort((values, -counts))[:10]
         return [[labels[int(entities[values[i]])], int(counts[i])] for i in order]
 
-    return {"entropy": entropy, "top_pairs_counted": int(top_rows.size),
+    return {"entropy": entropy, "counted_over": counted_over,
             "top_drugs": most(top_rows, matrix.drugs), "top_diseases": most(top_cols, matrix.diseases)}
 
 

@@ -1,0 +1,160 @@
+"""``openbench report`` of repurposing records: the figures a reader of Every Cure's and TxGNN's
+evaluations looks for, one page (:func:`repurposing_page`; :mod:`.figures` builds the folder).
+
+* Recall@n against n (the full matrix, realistic ranks), one line per model: how fast each model's
+  global list collects the test pairs;
+* Hit@k against k (each disease's drugs, macro over diseases);
+* the per-disease distribution of AUPRC (TxGNN's per-disease metric): a mean hides whether a
+  model is good on a few diseases or fair on all;
+* the frequent flyers: how often the drugs and diseases most frequent among the matrix's best pairs
+  appear there (a few drugs topping every disease is a hub model's sign).
+"""
+from __future__ import annotations
+
+import base64
+import html
+from typing import Any, Callable, Dict, List
+
+__all__ = ["repurposing_figures", "repurposing_page", "render_figures", "plotters", "CAPTIONS"]
+
+CAPTIONS = {
+    "recall_curve": "Recall@n over the whole drug × disease matrix (realistic ranks): the share of the test pairs "
+                    "within the matrix's top n pairs, the training and validation pairs filtered.",
+    "hits_curve": "Hit@k for each disease's test pairs among all its drugs (macro over diseases, realistic ranks).",
+    "per_disease": "Distribution of the per-disease AUPRC (each test disease's positives among all its drugs): a "
+                   "mean over diseases hides whether a model is good on a few or fair on all.",
+    "frequent_flyers": "The drugs and diseases most frequent among the matrix's best 100 pairs: a few drugs topping "
+                       "every disease are frequent flyers.",
+}
+
+
+def repurposing_figures(models: Dict[str, dict]) -> Dict[str, Any]:
+    """{figure: the plotted numbers} of {model name: repurposing record}."""
+    data: Dict[str, Any] = {"recall_curve": {}, "hits_curve": {}, "per_disease": {}, "frequent_flyers": {}}
+    for name, record in models.items():
+        view = record["repurposing"]["views"].get("test") or {}
+        protocol = record["protocol"]
+        realistic = ((view.get("full_matrix") or {}).get("ranks") or {}).get("realistic") or {}
+        data["recall_curve"][name] = [[n, realistic.get(f"recall@{n}")] for n in protocol["recall_at"]
+                                      if realistic.get(f"recall@{n}") is not None]
+        disease = view.get("disease_specific") or {}
+        macro = ((disease.get("macro") or {}).get("realistic") or {})
+        data["hits_curve"][name] = [[k, macro.get(f"hits@{k}")] for k in protocol["hits_at"]
+                                    if macro.get(f"hits@{k}") is not None]
+        data["per_disease"][name] = sorted(value["auprc"] for value in (disease.get("per_disease") or {}).values()
+                                           if value.get("auprc") is not None)
+        flyers = record["repurposing"].get("frequent_flyers") or {}
+        data["frequent_flyers"][name] = {"drugs": flyers.get("top_drugs", []), "diseases": flyers.get("top_diseases", [])}
+    return {key: value for key, value in data.items() if any(value.values())}
+
+
+def _plot_curve(series: Dict[str, List[list]], xlabel: str, ylabel: str, log: bool):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for name, points in series.items():
+        if points:
+            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+    if log:
+        axes.set_xscale("log")
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_ylim(0, 1.02)
+    axes.legend(fontsize=11)
+    axes.grid(alpha=0.3)
+    return figure
+
+
+def _plot_per_disease(series: Dict[str, List[float]]):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    shown = {name: values for name, values in series.items() if values}
+    axes.hist(list(shown.values()), bins=20, range=(0, 1), label=list(shown), alpha=0.8)
+    axes.set_xlabel("AUPRC of a disease (its test drugs among all drugs)")
+    axes.set_ylabel("diseases")
+    axes.legend(fontsize=11)
+    return figure
+
+
+def _plot_flyers(series: Dict[str, Dict[str, List[list]]]):
+    import matplotlib.pyplot as plt
+
+    names = list(series)
+    figure, grid = plt.subplots(len(names), 2, figsize=(10, 3.2 * len(names)), squeeze=False)
+    for row, name in enumerate(names):
+        for column, kind in enumerate(("drugs", "diseases")):
+            axes = grid[row][column]
+            items = series[name][kind]
+            axes.barh([str(label)[-28:] for label, _ in items], [count for _, count in items])
+            axes.invert_yaxis()
+            axes.set_title(f"{name}: {kind} among the best pairs", fontsize=11)
+            axes.tick_params(labelsize=9)
+    figure.tight_layout()
+    return figure
+
+
+def plotters() -> Dict[str, Callable[[Any], Any]]:
+    return {"recall_curve": lambda d: _plot_curve(d, "n (pairs of the matrix)", "Recall@n", True),
+            "hits_curve": lambda d: _plot_curve(d, "k (drugs of a disease)", "Hit@k (macro)", False),
+            "per_disease": _plot_per_disease, "frequent_flyers": _plot_flyers}
+
+
+def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
+    """The report's HTML for repurposing records: the protocol, a summary table, the figures."""
+    from openbench import __version__
+    from openbench.evaluation.tasks.repurposing import summary_lines
+
+    escape = html.escape
+    rows = []
+    for name, record in models.items():
+        view = record["repurposing"]["views"].get("test") or {}
+        full, disease = view.get("full_matrix") or {}, view.get("disease_specific") or {}
+        macro = ((disease.get("macro") or {}).get("realistic") or {})
+
+        def cell(value) -> str:
+            return "-" if value is None else f"{value:.4f}"
+
+        rows.append(f"<tr><td>{escape(name)}</td><td>{cell(full.get('auroc'))}</td><td>{cell(macro.get('mrr'))}</td>"
+                    f"<td>{cell(disease.get('auroc'))}</td><td>{cell(disease.get('auprc'))}</td></tr>")
+    first = next(iter(models.values()))
+    parts = [f"<p class=\"protocol\">What these numbers are: {escape(summary_lines(first)[0])}.</p>",
+             "<table><thead><tr><th>model</th><th>matrix AUROC</th><th>per-disease MRR (macro)</th>"
+             "<th>per-disease AUROC</th><th>per-disease AUPRC</th></tr></thead><tbody>" + "".join(rows)
+             + "</tbody></table>"]
+    for key in CAPTIONS:
+        if key in pngs:
+            encoded = base64.b64encode(pngs[key]).decode("ascii")
+            parts.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(CAPTIONS[key])}\">"
+                         f"<figcaption>{escape(CAPTIONS[key])}</figcaption></figure>")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>openbench report</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; font-size: 16px; max-width: 70em; }}
+table {{ border-collapse: collapse; }} th, td {{ padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: left; }}
+td {{ font-variant-numeric: tabular-nums; }} figure {{ margin: 2em 0; }} img {{ max-width: 100%; }}
+</style></head>
+<body>
+<h1>openbench report (drug repurposing): {escape(', '.join(models))}</h1>
+{chr(10).join(parts)}
+<p class="generated">openbench {escape(__version__)}</p>
+</body></html>
+"""
+
+
+def render_figures(data: Dict[str, Any]) -> Dict[str, bytes]:
+    """PNG bytes of each figure with data."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    out: Dict[str, bytes] = {}
+    for key, plot in plotters().items():
+        if data.get(key):
+            figure = plot(data[key])
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=100, metadata={"Software": None}, bbox_inches="tight")
+            out[key] = buffer.getvalue()
+            plt.close(figure)
+    return out
+
