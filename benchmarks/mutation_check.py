@@ -439,6 +439,19 @@ MUTATIONS: List[Mutation] = [
     Mutation("leaderboard: a reproduction that differs from the record accepted", "openbench/leaderboard/reproduce.py",
              "    if difference is not None:\n        where, found, claimed = difference",
              "    if False:\n        where, found, claimed = difference", ("tests/test_uncertainty.py",), fast=True),
+    # issue 64: the drug-repurposing task
+    Mutation("repurposing: a pair stored disease-first left outside the matrix",
+             "openbench/evaluation/tasks/repurposing.py", "        inside = forward | backward",
+             "        inside = forward", ("tests/evaluation/test_repurposing.py",), fast=True),
+    Mutation("repurposing: a relation given as both treats and negative accepted",
+             "openbench/evaluation/tasks/repurposing.py", "    if overlap:\n", "    if False:\n",
+             ("tests/evaluation/test_repurposing.py",), fast=True),
+    Mutation("repurposing record: a matrix whose pairs are not drugs × diseases accepted", "openbench/record.py",
+             "    if matrix[\"pairs\"] != matrix[\"drugs\"] * matrix[\"diseases\"] or",
+             "    if False and", ("tests/evaluation/test_repurposing.py",), fast=True),
+    Mutation("repurposing over torch.distributed: the ranks' counts not summed", "openbench/evaluation/counting/matrix.py",
+             "        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)\n", "",
+             ("tests/evaluation/test_repurposing.py::test_the_record_is_the_same_on_one_process_and_several",)),
 ]
 
 

@@ -301,3 +301,24 @@ def exact_stats(record):
     identical, decimal, unresolved, ..."""
     values = record.to_dict() if hasattr(record, "to_dict") else record
     return values["timing"]["exact_ranks"]
+
+
+def repurposing_worker(rank, world, folder, rendezvous, out, model_seed):
+    """One gloo rank of a sharded repurposing evaluation (``shard="entities"``): rank 0 writes the
+    record to ``out``."""
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
+                            timeout=__import__("datetime").timedelta(seconds=120))
+    try:
+        dataset = load_dataset(folder)
+        rng = np.random.default_rng(model_seed)
+        entities = rng.normal(size=(dataset.num_entities, 6)).astype(np.float32)
+        relations = rng.normal(size=(dataset.num_relations, 6)).astype(np.float32)
+        scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+        record = evaluate(dataset, scorer, task="repurposing", relations=["indication"],
+                          negative_relations=["contraindication"], recall_at=[1, 10, 50], keep_top=30,
+                          shard="entities").to_dict()
+        record.pop("timing")
+        if rank == 0:
+            Path(out).write_text(json.dumps(record, sort_keys=True))
+    finally:
+        dist.destroy_process_group()

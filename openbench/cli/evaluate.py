@@ -75,7 +75,8 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--distributed", is_flag=True, help="Run on the torch.distributed process group torchrun set up "
                                                   "(gloo on CPU, NCCL on GPUs); rank 0 writes the result.")
 @click.option("--shard", type=click.Choice(vocabulary.SHARDS), default="queries", show_default=True,
-              help="With --distributed: split the test queries, or the candidate entities, over the ranks.")
+              help="With --distributed: split the test queries, or the candidate entities, over the ranks "
+                   "(--task repurposing always splits the matrix's drugs).")
 @click.option("--candidates", type=click.Choice(vocabulary.CANDIDATE_MODES), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", "model_dirs", type=click.Path(file_okay=False, exists=True), multiple=True,
@@ -231,7 +232,8 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
             recall_at=int_list("--recall-at", recall_at) if recall_at else None, keep_top=keep_top,
             ground_truth=ground_truth, hits_at=int_list("--hits-at", hits_at), protocol=protocol, device=device,
             seed=seed, lower_is_better=lower_is_better, progress=progress, bootstrap=bootstrap,
-            ranks="fast" if fast else "exact"), output, fmt, inputs)
+            ranks="fast" if fast else "exact", shard="entities" if distributed else None), output, fmt, inputs,
+            writes=not distributed or os.environ.get("RANK", "0") == "0")
         return
     if task == "classification":
         from openbench.evaluation.tasks.classification import summary_lines
@@ -254,12 +256,15 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
     _write_record(record, output, fmt, inputs)
 
 
-def _repurpose(dataset, spec, options: dict, output, fmt: str, inputs) -> None:
-    """--task repurposing: the record, and its table on stdout (stderr under --format json)."""
+def _repurpose(dataset, spec, options: dict, output, fmt: str, inputs, writes: bool = True) -> None:
+    """--task repurposing: the record, and its table on stdout (stderr under --format json). Under
+    --distributed every rank counts its share of the drugs and has the whole record; rank 0 writes it."""
     from openbench.evaluation.evaluate import evaluate as evaluate_model
     from openbench.evaluation.tasks.repurposing import summary_lines
 
     record = evaluate_model(dataset, spec, task="repurposing", **options).to_dict()
+    if not writes:
+        return
     click.echo("\n".join(summary_lines(record)), err=fmt == "json")
     _write_record(record, output, fmt, inputs)
 

@@ -279,8 +279,8 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
         dataset = load_dataset(dataset)
     if task == "classification" and shard is not None:
         raise UsageError("triple classification runs on one process: sharding is for ranking")
-    if task == "repurposing" and shard is not None:
-        raise UsageError("the repurposing task runs on one process: its matrix pass uses every core")
+    if task == "repurposing" and shard not in (None, "entities"):
+        raise UsageError(f"the repurposing task shards the matrix's drugs: {option('shard', 'entities')}")
     loaded, load_seconds = _load(dataset, model, shard)
     if task == "repurposing":
         from openbench.evaluation.tasks.repurposing import DEFAULT_KEEP_TOP, RepurposingOptions
@@ -290,7 +290,19 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
             diseases=diseases, recall_at=recall_at, hits_at=hits_at, ground_truth=ground_truth,
             keep_top=DEFAULT_KEEP_TOP if keep_top is None else keep_top, protocol=protocol or "full",
             bootstrap=bootstrap, seed=seed, ranks=ranks, lower_is_better=lower_is_better, progress=progress)
-        return _with_model_load(_repurpose(dataset, loaded, options, device), load_seconds)
+        if shard is None:
+            return _with_model_load(_repurpose(dataset, loaded, options, device), load_seconds)
+        import torch.distributed as dist
+
+        from openbench.evaluation.counting.matrix import Shard
+
+        joined, _ = _join_process_group("cpu")
+        try:
+            options.shard = Shard(dist.get_rank(), dist.get_world_size())
+            return _with_model_load(_repurpose(dataset, loaded, options, "cpu"), load_seconds)
+        finally:
+            if joined:
+                dist.destroy_process_group()
     if task == "classification":
         return _classify(dataset, loaded, threshold_metric=threshold_metric, batch_size=batch_size, device=device,
                          seed=seed, lower_is_better=lower_is_better, progress=progress, fold=fold)

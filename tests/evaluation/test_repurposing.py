@@ -8,6 +8,7 @@ scikit-learn (AUROC, AUPRC), scipy (Spearman, the hypergeometric test) and ranx 
 tie-free scores)."""
 import json
 import math
+import os
 from fractions import Fraction
 
 import numpy as np
@@ -630,3 +631,54 @@ def test_the_report_draws_the_repurposing_figures(planted, tmp_path):
     done = CliRunner().invoke(main, ["report", str(paths[0]), str(tmp_path / "ranking.json"), "--output",
                                      str(tmp_path / "mixed")])
     assert done.exit_code == 1 and "different tasks" in done.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("world", [2, 3])
+def test_the_record_is_the_same_on_one_process_and_several(planted, tmp_path, world, monkeypatch):
+    """--shard entities over torch.distributed (gloo): the drugs' blocks dealt over the ranks, the
+    counts summed; the record equals one process's, byte for byte (timing aside). Small blocks, so
+    that every rank holds several."""
+    import torch.multiprocessing as mp
+
+    from openbench.evaluation.counting import matrix
+    from tests.bases import repurposing_worker
+
+    monkeypatch.setenv(matrix.BLOCK_VARIABLE, "64")  # read by the spawned ranks too
+    rng = np.random.default_rng(2)
+    entities = rng.normal(size=(planted.num_entities, 6)).astype(np.float32)
+    relations = rng.normal(size=(planted.num_relations, 6)).astype(np.float32)
+    scorer = build_scorer("DistMult", entities, relations, planted.num_entities, planted.num_relations)
+    one = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                             negative_relations=["contraindication"], recall_at=[1, 10, 50], keep_top=30).to_dict()
+    one.pop("timing")
+    out = tmp_path / "sharded.json"
+    mp.spawn(repurposing_worker, args=(world, planted.path, str(tmp_path / "rendezvous"), str(out), 2), nprocs=world,
+             join=True)
+    assert json.loads(out.read_text()) == json.loads(json.dumps(one, sort_keys=True))
+
+
+@pytest.mark.slow
+def test_torchrun_gives_the_one_process_record(planted, tmp_path):
+    """``torchrun … evaluate --task repurposing --distributed``: the drugs dealt over two ranks, rank 0
+    writes the record, which equals one process's (timing aside)."""
+    import subprocess
+    import sys
+
+    scorer, entities, relations = _model(planted, "DistMult", False)
+    np.save(tmp_path / "e.npy", entities)
+    np.save(tmp_path / "r.npy", relations)
+    base = ["-m", "openbench", "evaluate", "--dataset", planted.path, "--model", "DistMult", "--entity-embeddings",
+            str(tmp_path / "e.npy"), "--relation-embeddings", str(tmp_path / "r.npy"), "--task", "repurposing",
+            "--relation", "indication", "--negative-relation", "contraindication", "--no-progress"]
+    env = {**os.environ, "OPENBENCH_MATRIX_BLOCK_KEYS": "64"}
+    single = subprocess.run([sys.executable, *base, "--output", str(tmp_path / "one.json")], capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert single.returncode == 0, single.stderr
+    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                          "29523", *base, "--distributed", "--output", str(tmp_path / "two.json")],
+                         capture_output=True, text=True, timeout=180, env=env)
+    assert run.returncode == 0, run.stderr
+    one, two = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "two.json"))
+    one.pop("timing"), two.pop("timing")
+    assert one == two

@@ -49,11 +49,12 @@ import torch
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 
-__all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "count_matrix", "count_rows", "exact_mode_applies"]
+__all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "Shard", "count_matrix", "count_rows", "exact_mode_applies"]
 
 logger = logging.getLogger(__name__)
 
 BLOCK_KEYS = 1 << 23  # keys per block: 32 MB of float32, a GEMM wide enough to run at the machine's speed
+BLOCK_VARIABLE = "OPENBENCH_MATRIX_BLOCK_KEYS"  # another block size (tests deal small blocks over ranks)
 MAX_GRID_CELLS = 1 << 16  # the cells' counters stay in L2
 TOP_SLACK = 4  # the best pairs kept at most this many times the asked number (ties at the cut)
 
@@ -113,6 +114,37 @@ class MatrixCounts:
     top_groups: np.ndarray
     top_keys: np.ndarray
     stats: Dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """This process's share of the matrix under torch.distributed (every rank one ``Shard`` with
+    its rank): blocks dealt round-robin, and the reductions that make every rank hold the counts of
+    the whole matrix. Histograms and counts are int64 sums, exact in any order: the record is the
+    one process's, byte for byte."""
+
+    rank: int
+    world: int
+
+    def mine(self, items: list) -> list:
+        return items[self.rank::self.world]
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        """The element-wise sum over the ranks (int64 or float64; float64 only where one rank holds
+        each value and the others 0, so that the sum is exact)."""
+        import torch.distributed as dist
+
+        tensor = torch.from_numpy(np.ascontiguousarray(values)).clone()
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+        return tensor.numpy()
+
+    def gather(self, value) -> list:
+        """Every rank's ``value``, in rank order."""
+        import torch.distributed as dist
+
+        gathered: list = [None] * self.world
+        dist.all_gather_object(gathered, value)
+        return gathered
 
 
 def exact_mode_applies(scorer) -> bool:
@@ -438,8 +470,16 @@ class _ValueBlocks:
 
 # -- the pass over every block ----------------------------------------------------------------
 
+def block_keys() -> int:
+    """Keys per block: :data:`BLOCK_KEYS`, or the environment's :data:`BLOCK_VARIABLE`."""
+    import os
+
+    given = os.environ.get(BLOCK_VARIABLE, "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else BLOCK_KEYS
+
+
 def _blocks(rows: int, width: int) -> List[Tuple[int, int]]:
-    step = max(1, BLOCK_KEYS // max(1, width))
+    step = max(1, block_keys() // max(1, width))
     return [(first, min(rows, first + step)) for first in range(0, rows, step)]
 
 
@@ -473,7 +513,7 @@ def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[in
 def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_cols: np.ndarray,
                  thresholds: np.ndarray, top_k: int = 0, top_excluded: Optional[np.ndarray] = None,
                  ranks: str = "exact", lower_is_better: bool = False,
-                 progress: Optional[Callable[[int], None]] = None) -> MatrixCounts:
+                 progress: Optional[Callable[[int], None]] = None, shard: Optional[Shard] = None) -> MatrixCounts:
     """Count the matrix of ``spec`` against its special pairs (see the module docstring).
 
     :param special_rows: (P,) int64 row indexes (into ``spec.rows``) of the special pairs;
@@ -483,6 +523,8 @@ def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_col
         that are never among them (the known positives).
     :param ranks: ``"exact"`` (embedding scorers of dot, L2 or L1 keys: exact decisions) or
         ``"fast"`` (the keys as computed); other scorers are always compared as computed.
+    :param shard: under torch.distributed, this rank's share (:class:`Shard`): every rank returns
+        the counts of the whole matrix.
     """
     special_rows = np.asarray(special_rows, dtype=np.int64)
     special_cols = np.asarray(special_cols, dtype=np.int64)
@@ -491,9 +533,10 @@ def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_col
     rows, width = spec.shape
     exact = ranks == "exact" and exact_mode_applies(scorer) and not lower_is_better
     if exact:
-        return _count_exact(scorer, spec, special_rows, special_cols, thresholds, top_k, top_excluded, progress)
+        return _count_exact(scorer, spec, special_rows, special_cols, thresholds, top_k, top_excluded, progress,
+                            shard)
     return _count_values(_ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast"), spec, special_rows,
-                         special_cols, thresholds, top_k, top_excluded, progress)
+                         special_cols, thresholds, top_k, top_excluded, progress, shard)
 
 
 def _codes(rows: np.ndarray, cols: np.ndarray, width: int) -> np.ndarray:
@@ -561,17 +604,20 @@ class _Tops:
 
 
 def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_cols, thresholds, top_k,
-                  top_excluded, progress) -> MatrixCounts:
+                  top_excluded, progress, shard: Optional[Shard] = None) -> MatrixCounts:
     """Scores as computed: the special pairs' values read from their blocks (a first pass over the
     blocks that hold one), then every block counted against them with point windows."""
     rows, width = spec.shape
     block_list = _blocks(rows, width)
+    mine = shard.mine(block_list) if shard else block_list
     values = np.zeros(special_rows.shape[0], np.float64)
-    for first, last in block_list:
+    for first, last in mine:
         inside = np.flatnonzero((special_rows >= first) & (special_rows < last))
         if inside.size:
             block = blocks.keys(first, last).double().numpy()
             values[inside] = block[special_rows[inside] - first, special_cols[inside]]
+    if shard:  # each value read by the one rank whose block holds it, 0 elsewhere: an exact sum
+        values = shard.sum(values)
     if np.isnan(values).any():
         raise ScoreError("the model gave a NaN score to a pair of the matrix; a repurposing matrix ranks finite scores")
     order = np.argsort(values[thresholds], kind="stable")
@@ -598,7 +644,10 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
         reached.__iadd__(result[1])
         tops.add(result[2], result[3])
 
-    _run_blocks(make_keys, count_part, block_list, max(1, torch.get_num_threads()), progress, on_result)
+    _run_blocks(make_keys, count_part, mine, max(1, torch.get_num_threads()), progress, on_result)
+    if shard:
+        beyond, reached = shard.sum(beyond), shard.sum(reached)
+        tops = _gathered_tops(tops, shard)
     greater, equal = np.zeros(values.shape[0], np.int64), np.zeros(values.shape[0], np.int64)
     above = _suffix(beyond)
     at_least = _suffix(reached)
@@ -614,6 +663,15 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
     top, top_groups, top_keys = _final_tops(tops, top_k, width, keys_of)
     return MatrixCounts(greater, equal, groups, values, top, top_groups, top_keys,
                         {"mode": "as computed", "blocks": len(block_list), "rescored": 0, "decimal": 0})
+
+
+def _gathered_tops(tops: "_Tops", shard: Shard) -> "_Tops":
+    """Every rank's best-pair candidates in one :class:`_Tops` (each rank's floor came from its own
+    blocks, so each kept every pair of its own at least as good as the matrix's K-th)."""
+    merged = _Tops(tops.wanted, tops.excluded, tops.slack)
+    for codes, keys in shard.gather((tops.codes, tops.keys)):
+        merged.add(codes, keys)
+    return merged
 
 
 def _suffix(histogram: np.ndarray) -> np.ndarray:
@@ -707,7 +765,7 @@ class _ExactOrder:
 
 
 def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, thresholds, top_k, top_excluded,
-                 progress) -> MatrixCounts:
+                 progress, shard: Optional[Shard] = None) -> MatrixCounts:
     from openbench.evaluation.counting.exact import ExactRanks
 
     rows, width = spec.shape
@@ -734,7 +792,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     library = _library()
     refine: Optional[dict] = None
     if record and library is not None and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, min(rows, max(1, BLOCK_KEYS // max(1, width)))):
+            _crowded(blocks, windows, library, min(rows, max(1, block_keys() // max(1, width)))):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
         blocks = blocks.in_float64()
         delta = blocks.fast_bound(grid_bits)
@@ -749,7 +807,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
 
-    buffer = torch.empty((min(rows, max(1, BLOCK_KEYS // max(1, width))), width), dtype=blocks.fast_queries.dtype)
+    buffer = torch.empty((min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype)
 
     def make_keys(first: int, last: int) -> torch.Tensor:
         keys = blocks.keys(first, last, buffer[:last - first])
@@ -774,7 +832,11 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
             undecided.append((result[2], result[3]))
         tops.add(result[4], result[5])
 
-    _run_blocks(make_keys, count_part, block_list, max(1, torch.get_num_threads()), progress, on_result)
+    _run_blocks(make_keys, count_part, shard.mine(block_list) if shard else block_list,
+                max(1, torch.get_num_threads()), progress, on_result)
+    if shard:
+        beyond, reached = shard.sum(beyond), shard.sum(reached)
+        tops = _gathered_tops(tops, shard)
     above = _suffix(beyond)
     greater_sorted, equal_sorted = above.copy(), np.zeros(count, np.int64)
     if windows.point:
@@ -789,6 +851,9 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         more_greater, more_equal = _settle(blocks, exact, grid_bits, undecided_codes, first_t, last_t,
                                            special_rows[sorted_where], special_cols[sorted_where], threshold_keys,
                                            special_bounds[sorted_where], width)
+        if shard:  # each rank settled the keys of its own blocks
+            more_greater, more_equal = shard.sum(more_greater), shard.sum(more_equal)
+            rescored = int(shard.sum(np.array([rescored], np.int64))[0])
         greater_sorted += more_greater
         equal_sorted += more_equal
     greater, equal = np.zeros(special_rows.shape[0], np.int64), np.zeros(special_rows.shape[0], np.int64)
@@ -891,7 +956,7 @@ def _settle(blocks: _EmbeddingBlocks, exact: _ExactOrder, grid_bits, codes: np.n
 
 
 def count_rows(scorer, spec: MatrixSpec, rows: np.ndarray, cols: np.ndarray, ranks: str = "exact",
-               lower_is_better: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+               lower_is_better: bool = False, shard: Optional[Shard] = None) -> Tuple[np.ndarray, np.ndarray]:
     """(greater (P,), equal (P,)) int64 of P pairs (rows, cols) (matrix indexes), each counted
     against its own row only: how many columns of its row have a greater key, and how many an
     equal one (itself included). The ranking engine's question for one query per pair, decided
@@ -915,6 +980,8 @@ def count_rows(scorer, spec: MatrixSpec, rows: np.ndarray, cols: np.ndarray, ran
     else:
         blocks = _ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast")
     wanted = np.unique(rows)
+    if shard:  # the rows dealt round-robin; the counts summed at the end
+        wanted = np.asarray(shard.mine(wanted.tolist()), dtype=np.int64)
     for first, last in _blocks(spec.shape[0], width):
         inside_rows = wanted[(wanted >= first) & (wanted < last)]
         if inside_rows.size == 0:
@@ -948,4 +1015,6 @@ def count_rows(scorer, spec: MatrixSpec, rows: np.ndarray, cols: np.ndarray, ran
                 own = values[cols[members]]
                 greater[members] = (values[None, :] > own[:, None]).sum(axis=1)
                 equal[members] = (values[None, :] == own[:, None]).sum(axis=1)
+    if shard:
+        greater, equal = shard.sum(greater), shard.sum(equal)
     return greater, equal

@@ -74,6 +74,7 @@ class RepurposingOptions:
     ranks: str = "exact"
     lower_is_better: bool = False
     progress: bool = False
+    shard: Optional[object] = None  # openbench.evaluation.counting.matrix.Shard under torch.distributed
 
 
 def node_type(label: str) -> Optional[str]:
@@ -427,7 +428,8 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
         counted = count_matrix(scorer, matrix.spec, rows, cols, is_threshold, top_k=max(0, int(options.keep_top)),
                                top_excluded=np.isin(special.codes, known), ranks=options.ranks,
                                lower_is_better=options.lower_is_better,
-                               progress=(lambda done: bar.update(done)) if bar is not None else None)
+                               progress=(lambda done: bar.update(done)) if bar is not None else None,
+                               shard=options.shard)  # type: ignore[arg-type]
     finally:
         if bar is not None:
             bar.close()
@@ -532,7 +534,8 @@ def _disease_view(dataset, scorer, options: RepurposingOptions, matrix: Matrix, 
     local = np.searchsorted(diseases, cols)
     transposed = MatrixSpec(torch.from_numpy(matrix.diseases[diseases]), torch.from_numpy(matrix.drugs),
                             matrix.spec.relation, not matrix.spec.rows_are_heads)
-    greater, equal = count_rows(scorer, transposed, local, rows, options.ranks, options.lower_is_better)
+    greater, equal = count_rows(scorer, transposed, local, rows, options.ranks, options.lower_is_better,
+                                options.shard)  # type: ignore[arg-type]
     groups = special.groups[special.index(positives)]
     removed = special.index(excluded)
     removed_cols = excluded % matrix.width
