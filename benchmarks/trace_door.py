@@ -34,12 +34,20 @@ from openbench.datasets.loader import load_dataset  # noqa: E402
 from openbench.demo import planted_graph, write_samples  # noqa: E402
 
 
+PACKAGES = ("openbench", "graphgen", "splits")  # the project's own code: anything else is a library
+
+
 def module_of(code) -> str | None:
-    """The project module a code object belongs to (None outside the project)."""
-    name = code.co_filename
-    if not name.startswith(str(ROOT)) or "/.venv" in name:
-        return None
-    return name[len(str(ROOT)) + 1:].removesuffix(".py").replace("/", ".")
+    """The project module a code object belongs to (None outside the project's packages: a
+    virtual environment inside the checkout, beside it under a name sharing its prefix, or
+    anywhere else holds libraries, never the project)."""
+    path = Path(code.co_filename)
+    for package in PACKAGES:
+        folder = ROOT / package
+        if path.is_relative_to(folder):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            return ".".join(parts)
+    return None
 
 
 def planted_dataset(folder: Path, queries: int = 1):

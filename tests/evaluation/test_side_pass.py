@@ -137,3 +137,24 @@ def test_an_entity_shard_without_its_reduction_is_refused(tmp_path):
     source = EmbeddingBlocks(model, None, gather_rows=lambda rows: rows, reduce=None)
     with pytest.raises(ValueError, match="needs gather_rows and reduce"):
         source.begin(setup, batch, setup.side_candidates(batch, "tail"), dataset.num_entities)
+
+
+@pytest.mark.parametrize("environment", [".venv", "venv", "env", "anything", "../{name}-venv", "../{name}_env"])
+def test_the_trace_counts_only_the_project_s_modules_wherever_the_environment_lives(environment):
+    """A virtual environment inside the checkout (any folder name) or beside it (a name sharing the
+    checkout's prefix) holds libraries: their modules are never the project's. The project's own
+    files are, with their dotted names."""
+    from types import SimpleNamespace
+
+    door = _trace_door()
+    root = door.ROOT
+    folder = (root / environment.format(name=root.name)).resolve()
+    library = folder / "lib" / "python3.11" / "site-packages"
+    for package in ("numpy/core/fromnumeric.py", "openbench/evaluate.py", "torch/functional.py",
+                    "splits/__init__.py"):
+        assert door.module_of(SimpleNamespace(co_filename=str(library / package))) is None, library / package
+    assert door.module_of(SimpleNamespace(co_filename=str(root / "openbench" / "evaluation" / "evaluate.py"))) == \
+        "openbench.evaluation.evaluate"
+    assert door.module_of(SimpleNamespace(co_filename=str(root / "graphgen" / "graph_files.py"))) == \
+        "graphgen.graph_files"
+    assert door.module_of(SimpleNamespace(co_filename=str(root / "benchmarks" / "trace_door.py"))) is None
