@@ -8,7 +8,7 @@ which :func:`read_graph_info` reads and the readers below then check against."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Collection, Optional
+from typing import Collection, Optional, Sequence, Tuple
 
 import polars as pl
 
@@ -16,13 +16,15 @@ from graphgen.edge_types import EDGE_TYPES, PREFIX_TO_NODE_TYPE
 from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError
 
-__all__ = ["SPLIT_COLUMNS", "GRAPH_INFO", "GRAPH_FORMAT", "UNWRITABLE", "read_edges", "read_nodes",
-           "check_nodes_known", "read_graph_info", "refuse_unwritable"]
+__all__ = ["SPLIT_COLUMNS", "GRAPH_INFO", "GRAPH_FORMAT", "UNTYPED", "UNWRITABLE", "read_edges", "read_nodes",
+           "read_any_edges", "read_any_nodes", "no_edges", "nodes_of_edges", "check_nodes_known", "read_graph_info",
+           "refuse_unwritable"]
 
 # the split files' columns: an edge with its label (value 1 positive, 0 negative)
 SPLIT_COLUMNS = ["id1", "relation", "id2", "qscore", "value", "source"]
 GRAPH_INFO = "graph_info.json"  # beside the edges of a converted published graph
 GRAPH_FORMAT = "openbench-graph"
+UNTYPED = "entity"  # the node type of every node of a plain triples file read without --nodes
 
 
 def read_graph_info(folder) -> Optional[dict]:
@@ -87,6 +89,72 @@ def read_nodes(path, sep: str = "\t", node_types: Optional[Collection[str]] = No
                          f"node type, or to another; expected prefixes {', '.join(PREFIX_TO_NODE_TYPE)}",
                          path, line_of_row(path, row))
     return frame.unique("id", keep="first", maintain_order=True).with_columns(pl.col("id").cast(pl.Categorical))
+
+
+def no_edges() -> pl.DataFrame:
+    """An empty frame of edges as :func:`read_edges` returns them (a graph without true negatives)."""
+    return pl.DataFrame(schema={"id1": pl.Categorical, "relation": pl.String, "id2": pl.Categorical,
+                                "qscore": pl.String, "value": pl.String, "source": pl.String})
+
+
+def _plain_edges(path: Path, value: str) -> pl.DataFrame:
+    """A plain triples file (:mod:`openbench._io.triples`) as split rows with ``value``."""
+    from openbench._io.triples import read_triples
+
+    frame = read_triples(path).rename({"h": "id1", "r": "relation", "t": "id2"})
+    refuse_unwritable(frame, ("id1", "relation", "id2"), path)
+    return frame.select(pl.col("id1").cast(pl.Categorical), "relation", pl.col("id2").cast(pl.Categorical),
+                        pl.lit("").alias("qscore"), pl.lit(value).alias("value"), pl.lit("").alias("source"))
+
+
+def read_any_edges(path, value: str, sep: str = "\t", relations: Optional[Collection[str]] = None) -> pl.DataFrame:
+    """:func:`read_edges` of OpenBioLink's edges, or the triples of a plain ``head, relation, tail``
+    file (three fields a line, TSV or CSV, optional header; any relation names), as split rows."""
+    from openbench._io.triples import sniff
+
+    path = Path(path)
+    layout = sniff(path)
+    if relations is None and layout is not None and layout.fields == 3:
+        return _plain_edges(path, value)
+    return read_edges(path, value, sep, relations)
+
+
+def read_any_nodes(path, sep: str = "\t", node_types: Optional[Collection[str]] = None,
+                   plain: bool = False) -> pl.DataFrame:
+    """:func:`read_nodes`, or for a plain triples graph (``plain``) an ``id, type`` file of any type
+    names (TSV or CSV, optional header), a node listed with two types refused."""
+    if not plain:
+        return read_nodes(path, sep, node_types)
+    from openbench._io.triples import read_node_types
+
+    path = Path(path)
+    frame = read_node_types(path)
+    refuse_unwritable(frame, ("id", "node_type"), path)
+    _refuse_two_types(frame, path)
+    return frame.unique("id", keep="first", maintain_order=True).with_columns(pl.col("id").cast(pl.Categorical))
+
+
+def nodes_of_edges(edges: Sequence[Tuple[pl.DataFrame, Path]], plain: bool = False) -> pl.DataFrame:
+    """The nodes of ``edges`` ((frame, its file) pairs) when no node file is given: for a plain
+    triples graph, every node of type :data:`UNTYPED`; for OpenBioLink's edges, the type of each
+    id's CURIE prefix (an id with a prefix of no node type is an error naming its file and line)."""
+    ids = pl.concat([frame.select(pl.col(column).cast(pl.String).alias("id")) for frame, _ in edges
+                     for column in ("id1", "id2")]).unique(maintain_order=True)
+    if plain:
+        return ids.with_columns(pl.col("id").cast(pl.Categorical), pl.lit(UNTYPED).alias("node_type"))
+    typed = ids.with_columns(pl.col("id").str.extract(r"^([^:]+):", 1).replace_strict(
+        PREFIX_TO_NODE_TYPE, default=None, return_dtype=pl.String).alias("node_type"))
+    untyped = typed.filter(pl.col("node_type").is_null())
+    if untyped.height:
+        node = untyped["id"][0]
+        for frame, path in edges:
+            rows = frame.select(((pl.col("id1").cast(pl.String) == node) | (pl.col("id2").cast(pl.String) == node))
+                                .arg_true()).to_series()
+            if len(rows):
+                raise InputError(f"node {node!r}: its prefix maps to no node type (expected prefixes "
+                                 f"{', '.join(PREFIX_TO_NODE_TYPE)}); give the node types with --nodes", path,
+                                 line_of_row(Path(path), int(rows[0])))
+    return typed.with_columns(pl.col("id").cast(pl.Categorical))
 
 
 # what no split file can hold inside a field: its separator, and line ends

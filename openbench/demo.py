@@ -8,6 +8,8 @@ while a constant model would sit at AMRI 0. It is written in OpenBioLink's sampl
 """
 from __future__ import annotations
 
+import json
+
 import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -147,6 +149,8 @@ def trained_scorer(dataset, model: str, folder: Path, dim: int, epochs: int, see
     def fill(staging: Path) -> None:
         for name, array in (("entities", entities), ("relations", relations)):
             np.save(staging / f"{name}.npy", array)
+        description = {"kind": "pykeen-arrays", "scorer": model, "dimensions": dim, "epochs": epochs, "seed": seed}
+        (staging / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
 
     replace_folder(folder, fill, kind="embeddings")
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)

@@ -15,10 +15,11 @@ import numpy as np
 import torch
 
 from openbench._io import check_output_folder, replace_folder
+from openbench.progress import stage
 from openbench.errors import InputError
 from openbench.datasets.loader import Dataset
 
-__all__ = ["PYKEEN_MODELS", "train_embeddings", "train_pipeline", "train_dataset"]
+__all__ = ["PYKEEN_MODELS", "pykeen_model", "train_embeddings", "train_pipeline", "train_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ PYKEEN_MODELS: Dict[str, Tuple[str, dict]] = {
     "ComplEx": ("ComplEx", {}),
     "RotatE": ("RotatE", {}),
     "RESCAL": ("RESCAL", {}),
+    "SimplE": ("SimplE", {}),
 }
 
 
@@ -113,9 +115,19 @@ def train_embeddings(dataset: Dataset, model: str = "DistMult", dim: int = 32, e
     finally:
         shown.close()
     logger.info("trained %s for %d epochs, final loss %.4f", model, epochs, losses[-1] if losses else float("nan"))
+    return _scorer_arrays(kge)
+
+
+# the models whose PyKEEN tables are the arrays of openbench's scorer of the same name (one entity
+# and one relation table, complex ones as [Re | Im] halves): train writes them beside the pickle
+ARRAY_MODELS = ("TransE-L1", "TransE-L2", "DistMult", "ComplEx", "RotatE")
+
+
+def _scorer_arrays(model) -> Tuple[np.ndarray, np.ndarray]:
+    """(entity array, relation array) of a trained PyKEEN model, rows in its factory's id order."""
     with torch.no_grad():
-        entities = kge.entity_representations[0](indices=None).detach().cpu()
-        relations = kge.relation_representations[0](indices=None).detach().cpu()
+        entities = model.entity_representations[0](indices=None).detach().cpu()
+        relations = model.relation_representations[0](indices=None).detach().cpu()
     return _to_array(entities), _to_array(relations)
 
 
@@ -147,27 +159,30 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     from pykeen.pipeline import pipeline
     from openbench import __version__
 
-    try:
-        model_class = model_resolver.lookup(model)
-    except (KeyError, ValueError) as error:
-        raise InputError(f"unknown PyKEEN model {model!r} ({error})") from None
+    model_class, model_kwargs = pykeen_model(model)
     factories = {split: dataset.triples_factory(split) for split in dataset.triples}
     validation = factories["valid"] if dataset.triples["valid"].shape[0] else None
     stopper = "early" if early_stopping and validation is not None else None
-    shown = _epoch_progress(f"training {model_class.__name__}", epochs, progress)
+    label = model if model in PYKEEN_MODELS else model_class.__name__
+    stage("training %s on %d triples: up to %d epochs%s", label, dataset.triples["train"].shape[0], epochs,
+          ", early stopping on validation hits@10 every 5 epochs" if stopper else "")
+    shown = _epoch_progress(f"training {label}", epochs, progress)
     try:
         with _deterministic_training():
             result = pipeline(training=factories["train"], validation=validation, testing=factories["test"],
-                              model=model_class, dimensions=dim, optimizer="Adam",
-                              optimizer_kwargs={"lr": learning_rate},
+                              model=model_class, model_kwargs=model_kwargs or None, dimensions=dim,
+                              optimizer="Adam", optimizer_kwargs={"lr": learning_rate},
                               training_kwargs={"num_epochs": epochs, "batch_size": batch_size, "use_tqdm": False,
                                                "callbacks": [shown]},
                               evaluation_kwargs={"use_tqdm": False},
-                              stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2} if stopper else None,
+                              stopper=stopper, stopper_kwargs={"frequency": 5, "patience": 2,
+                                                               "result_callbacks": [_announce_check]}
+                              if stopper else None,
                               random_seed=seed, device=device)
     finally:
         shown.close()
-    description = {"kind": "pykeen", "model": model_class.__name__, "dimensions": dim, "epochs": epochs,
+    description = {"kind": "pykeen", "model": model_class.__name__, "openbench_model": label,
+                   "model_kwargs": model_kwargs, "dimensions": dim, "epochs": epochs,
                    "epochs_run": len(result.losses), "batch_size": batch_size, "learning_rate": learning_rate,
                    "seed": seed, "early_stopping": stopper is not None, "dataset": dataset.path,
                    "dataset_fingerprint": dataset.fingerprint, "final_loss": result.losses[-1] if result.losses else None,
@@ -177,13 +192,48 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     if validation is not None:
         description["validation"] = _validation_mrr(dataset, result.model, factories["train"], device)
 
+    arrays = _scorer_arrays(result.model) if label in ARRAY_MODELS else None
+    if arrays is not None:
+        description["scorer"] = label  # evaluate --model-dir reads the arrays: no pickle needed
+
     def fill(folder: Path) -> None:
         result.save_to_directory(folder)
+        if arrays is not None:
+            np.save(folder / "entities.npy", arrays[0])
+            np.save(folder / "relations.npy", arrays[1])
         (folder / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
 
     replace_folder(Path(output), fill, inputs=inputs, kind="model")
     logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)
     return description
+
+
+def pykeen_model(model: str) -> Tuple[type, dict]:
+    """(PyKEEN model class, its extra arguments) of a name ``evaluate --model`` offers (TransE-L1
+    and TransE-L2 choose TransE's norm) or of any PyKEEN model name; one clear error otherwise,
+    naming the baselines that need no training."""
+    from pykeen.models import model_resolver
+
+    from openbench import vocabulary
+
+    name, arguments = PYKEEN_MODELS.get(model, (model, {}))
+    if model.lower() in {vocabulary.POPULARITY, vocabulary.RULES, vocabulary.NEIGHBOURS}:
+        raise InputError(f"{model!r} is a baseline computed from the training graph: it needs no training "
+                         f"(openbench evaluate --model {model})")
+    if model == "RotatE-DGLKE":
+        raise InputError("RotatE-DGLKE scores DGL-KE's trained RotatE (sum of complex moduli); PyKEEN trains "
+                         "RotatE: openbench train --model RotatE")
+    try:
+        return model_resolver.lookup(name), dict(arguments)
+    except (KeyError, ValueError):
+        raise InputError(f"unknown model {model!r}: expected one of {', '.join(PYKEEN_MODELS)} or any PyKEEN "
+                         "model name (TransE, DistMult, RotatE, ...)") from None
+
+
+def _announce_check(stopper, result: float, epoch: int) -> None:
+    """PyKEEN's early stopper checked validation: say so, with the best so far."""
+    best = max(stopper.results) if stopper.results else result
+    stage("epoch %d: validation hits@10 %.4f (best so far %.4f)", epoch, result, best)
 
 
 # PyKEEN's early stopper as openbench configures it (stopper_kwargs above): what it watches, in words

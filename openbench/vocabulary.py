@@ -32,6 +32,8 @@ SCORERS: Dict[str, str] = {
 MODEL_SOURCES: Dict[str, str] = {
     "embeddings": "entity and relation .npy arrays with a score function (--entity-embeddings, "
                   "--relation-embeddings, --model)",
+    "arrays": "a folder of entities.npy and relations.npy, openbench train's or the demo's (--model-dir; the score "
+              "function from its openbench-model.json or --model; no pickle)",
     "pykeen": "a PyKEEN model folder (trained_model.pkl; --model-dir, --trust-pickle)",
     "dglke": "a DGL-KE checkpoint (config.json, <dataset>_<model>_entity.npy; --model-dir, --dglke-data)",
     "libkge": "a LibKGE checkpoint (checkpoint_best.pt; --model-dir, --libkge-data)",

@@ -78,10 +78,9 @@ class AuditInput:
 
 
 def _plain_triples(path: Path) -> pl.DataFrame:
-    from openbench._io.inputs import read_table
+    from openbench._io.triples import read_triples
 
-    return read_table(path, {0: "h", 1: "r", 2: "t"}, header=False, widths=(3,), comment_prefixes=(),
-                      required=("h", "r", "t"))
+    return read_triples(path)
 
 
 def _graph_edges(folder: Path) -> Optional[Path]:
@@ -108,7 +107,8 @@ def read_audit_input(path) -> AuditInput:
             raise InputError("the file holds no triples; expected head<TAB>relation<TAB>tail lines", source)
         return AuditInput(str(source), "triples", {"graph": triples})
     if not source.is_dir():
-        raise InputError("expected a graph_files folder, a split folder or a head<TAB>relation<TAB>tail file", source)
+        raise InputError("expected a graph_files folder, a split folder or a head, relation, tail file (TSV or CSV)",
+                         source)
     edges = _graph_edges(source)
     if edges is not None:
         from graphgen.graph_files import read_edges, read_graph_info

@@ -3,13 +3,21 @@
 ``openbench split rand|time|entity|inductive`` and the demo call these, so every caller gets the same checks: the
 nodes of every edge are listed, the output may not replace an input, repeats are removed and
 counted.
+
+The graph is OpenBioLink's ``graph_files`` layout (edges, true-negative edges, nodes) or a plain
+triples file (``head, relation, tail``; TSV or CSV, optional header: :mod:`openbench._io.triples`).
+True negatives are optional (without them every negative is drawn), and so are the nodes: a plain
+graph's nodes are then of one type (:data:`~graphgen.graph_files.UNTYPED`), OpenBioLink's take the
+type of their CURIE prefix.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Optional, Sequence
 
-from graphgen.graph_files import check_nodes_known, read_edges, read_graph_info, read_nodes
+from graphgen.graph_files import (check_nodes_known, no_edges, nodes_of_edges, read_any_edges, read_any_nodes,
+                                  read_graph_info)
+from openbench._io.triples import is_plain_triples
 from openbench._io import check_output_folder
 from splits.entity_split import Selection, entity_split
 from splits.inductive_split import inductive_split
@@ -21,16 +29,27 @@ __all__ = ["split_random", "split_time", "split_entity", "split_inductive", "rea
 
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
     """(positives, true negatives, nodes, graph_info.json or None): a converted published graph
-    (``graph_info.json`` beside its edges) is checked against its own relations and node types."""
+    (``graph_info.json`` beside its edges) is checked against its own relations and node types; a
+    plain triples file may name any relation and node type."""
     info = read_graph_info(Path(edges_path).parent)
     relations = None if info is None else list(info["relations"])
     node_types = None if info is None else list(info.get("node_types", {}))
-    positives = read_edges(edges_path, "1", sep, relations)
-    true_negatives = read_edges(tn_path, "0", sep, relations)
-    nodes = read_nodes(nodes_path, sep, node_types)
+    plain = info is None and is_plain_triples(edges_path)
+    positives = read_any_edges(edges_path, "1", sep, relations)
+    true_negatives = read_any_edges(tn_path, "0", sep, relations) if tn_path is not None else no_edges()
+    if nodes_path is not None:
+        nodes = read_any_nodes(nodes_path, sep, node_types, plain=plain)
+    else:
+        edges = [(positives, Path(edges_path))] + ([(true_negatives, Path(tn_path))] if tn_path is not None else [])
+        nodes = nodes_of_edges(edges, plain=plain)
     check_nodes_known(positives, nodes, edges_path, nodes_path)
-    check_nodes_known(true_negatives, nodes, tn_path, nodes_path)
+    if tn_path is not None:
+        check_nodes_known(true_negatives, nodes, tn_path, nodes_path)
     return positives, true_negatives, nodes, info
+
+
+def _paths(*paths) -> Sequence[Path]:
+    return [Path(path) for path in paths if path is not None]
 
 
 def _provenance(info) -> dict:
@@ -44,10 +63,12 @@ def _provenance(info) -> dict:
                                                        if isinstance(relation, dict) and not relation.get("directed", True))}}
 
 
-def split_random(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", **parameters) -> dict:
-    """Random split of a ``graph_files`` graph into ``output`` (see :func:`splits.random_split.random_split`
-    for the parameters); returns the split info."""
-    inputs: Sequence[Path] = [Path(edges_path), Path(tn_path), Path(nodes_path)]
+def split_random(edges_path, tn_path: Optional[str], nodes_path: Optional[str], output, *, sep: str = "\t",
+                 **parameters) -> dict:
+    """Random split of a graph (``graph_files`` or a plain triples file; true negatives and nodes
+    optional) into ``output`` (see :func:`splits.random_split.random_split` for the parameters);
+    returns the split info."""
+    inputs = _paths(edges_path, tn_path, nodes_path)
     check_output_folder(output, inputs)  # before reading: fail fast
     positives, true_negatives, nodes, info = _read_graph(edges_path, tn_path, nodes_path, sep)
     return random_split(positives, true_negatives, nodes, output, inputs=inputs, provenance=_provenance(info),
@@ -58,7 +79,7 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
                sep: str = "\t", **parameters) -> dict:
     """Time-slice split of the graph at t against the one at t-1 (see
     :func:`splits.time_split.time_split`); returns the split info."""
-    inputs = [Path(p) for p in (edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path)]
+    inputs = _paths(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path)
     check_output_folder(output, inputs)
     positives, true_negatives, nodes, _ = _read_graph(edges_path, tn_path, nodes_path, sep)
     tmo_positives, tmo_true_negatives, tmo_nodes, _ = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
@@ -79,9 +100,9 @@ def read_entity_file(path) -> list:
 
 def split_entity(edges_path, tn_path, nodes_path, output, *, sep: str = "\t", selection: Selection,
                  **parameters) -> dict:
-    """Entity-held-out split of a ``graph_files`` graph into ``output`` (see
-    :func:`splits.entity_split.entity_split`); returns the split info."""
-    inputs: Sequence[Path] = [Path(edges_path), Path(tn_path), Path(nodes_path)]
+    """Entity-held-out split of a graph (``graph_files`` or a plain triples file) into ``output``
+    (see :func:`splits.entity_split.entity_split`); returns the split info."""
+    inputs = _paths(edges_path, tn_path, nodes_path)
     check_output_folder(output, inputs)
     positives, true_negatives, nodes, info = _read_graph(edges_path, tn_path, nodes_path, sep)
     return entity_split(positives, true_negatives, nodes, output, selection=selection, inputs=inputs,
@@ -96,5 +117,5 @@ def split_inductive(edges_path, output, *, sep: str = "\t", **parameters) -> dic
     check_output_folder(output, inputs)
     info = read_graph_info(Path(edges_path).parent)
     relations = None if info is None else list(info["relations"])
-    positives = read_edges(edges_path, "1", sep, relations)
+    positives = read_any_edges(edges_path, "1", sep, relations)
     return inductive_split(positives, output, inputs=inputs, provenance=_provenance(info), **parameters)

@@ -359,8 +359,30 @@ def parse_json(text: str, path: Optional[PathLike] = None, what: str = "JSON") -
         raise InputError(f"{what} nested too deeply to read", path) from None
 
 
+# binary formats openbench meets where text is expected: their magic bytes and what they are
+BINARY_KINDS = ((b"PAR1", "a Parquet file (evaluate --ranks-output writes a model's ranks as Parquet)"),
+                (b"\x93NUMPY", "a NumPy .npy array"), (b"PK\x03\x04", "a zip archive (or a .npz of arrays)"),
+                (b"\x89PNG", "a PNG image"), (b"SQLite format 3\x00", "an SQLite database (a leaderboard)"),
+                (b"\x80", "a Python pickle"))
+
+
+def binary_kind(path: PathLike) -> Optional[str]:
+    """What a binary file is, from its first bytes (:data:`BINARY_KINDS`), or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None
+    return next((kind for magic, kind in BINARY_KINDS if head.startswith(magic)), None)
+
+
 def read_json(path: PathLike, what: str = "JSON") -> Any:
-    """A JSON file (UTF-8, BOM accepted) parsed; every failure an InputError naming the file."""
+    """A JSON file (UTF-8, BOM accepted) parsed; every failure an InputError naming the file (a
+    binary file by its kind: "a Parquet file …; expected a result record")."""
+    kind = binary_kind(path) if Path(path).is_file() else None
+    if kind is not None:
+        expected = "JSON text" if what == "JSON" else f"{'an' if what[0] in 'aeiou' else 'a'} {what} (JSON text)"
+        raise InputError(f"{kind}; expected {expected}", path)
     return parse_json(read_text(path), path, what)
 
 

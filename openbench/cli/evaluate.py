@@ -80,7 +80,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--candidates", type=click.Choice(vocabulary.CANDIDATE_MODES), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", "model_dirs", type=click.Path(file_okay=False, exists=True), multiple=True,
-              help="A model folder: " + "; ".join(vocabulary.MODEL_SOURCES[name] for name in ("pykeen", "dglke", "libkge"))
+              help="A model folder: " + "; ".join(vocabulary.MODEL_SOURCES[name] for name in ("arrays", "pykeen", "dglke", "libkge"))
                    + ". Repeat it to evaluate several models in one run (--output then names a folder).")
 @click.option("--sweep", "sweep_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A JSON list of models to evaluate in one run, each {\"name\": ..., \"model_dir\": ...} or "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from openbench.cli.common import FiniteFloat, handle_errors
+from graphgen.graph_files import UNTYPED
 from splits import SEEN_RULES
 
 __all__ = ["split", "split_rand", "split_time", "split_entity", "split_inductive"]
@@ -39,14 +40,20 @@ def _options(*decorators):
     return apply
 
 
+EDGES_HELP = ("The graph's positive edges: OpenBioLink's graph_files/edges.csv, or a plain head, relation, tail "
+              "file (TSV or CSV, header optional: PyKEEN's and LibKGE's format).")
+
+
 def _graph_options(required: bool):
     return _options(
         click.option("--edges", "edges_path", required=required, type=click.Path(dir_okay=False, exists=True),
-                     help="Positive edges (graph_files/edges.csv)."),
-        click.option("--tn-edges", "tn_path", required=required, type=click.Path(dir_okay=False, exists=True),
-                     help="True-negative edges (graph_files/TN_edges.csv)."),
-        click.option("--nodes", "nodes_path", required=required, type=click.Path(dir_okay=False, exists=True),
-                     help="Nodes to draw negatives from (graph_files/ALL_nodes.csv or nodes.csv)."))
+                     help=EDGES_HELP),
+        click.option("--tn-edges", "tn_path", default=None, type=click.Path(dir_okay=False, exists=True),
+                     help="True-negative edges, in the same format as --edges (optional: without them every "
+                          "negative is drawn at random)."),
+        click.option("--nodes", "nodes_path", default=None, type=click.Path(dir_okay=False, exists=True),
+                     help="The node types, id and type per line (optional: a plain triples file's nodes are "
+                          f"then all of type {UNTYPED!r}; OpenBioLink's take their CURIE prefix's type)."))
 
 
 _GRAPH = _graph_options(required=True)
@@ -66,8 +73,8 @@ _COMMON = _options(
 @split.command("rand")
 @click.option("--dataset", "dataset", default=None,
               help="A published KG by registry name (hetionet, primekg, drkg, ogbl-biokg, biokg, pharmkg8k, or your "
-                   "registry's; fetched and converted when missing) or the graph folder 'datasets get' printed, "
-                   "instead of --edges/--tn-edges/--nodes.")
+                   "registry's; 'openbench datasets get NAME' fetches it first) or the graph folder 'datasets get' "
+                   "printed, instead of --edges/--tn-edges/--nodes.")
 @_graph_options(required=False)
 @click.option("--test-frac", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
               help="Test share of all samples.")
@@ -116,8 +123,9 @@ def _graph_paths(dataset, edges_path, tn_path, nodes_path):
     """(edges, true negatives, nodes): the files given, or those of --dataset's graph folder."""
     given = [p for p in (edges_path, tn_path, nodes_path) if p]
     if dataset is None:
-        if len(given) < 3:
-            raise click.UsageError("give --edges, --tn-edges and --nodes, or --dataset NAME")
+        if edges_path is None:
+            raise click.UsageError("name the graph: --edges FILE (OpenBioLink's edges.csv or a plain head, relation, "
+                                   "tail file; --tn-edges and --nodes optional), or --dataset NAME")
         return edges_path, tn_path, nodes_path
     if given:
         raise click.UsageError("--dataset names the graph: give it or --edges/--tn-edges/--nodes, not both")
@@ -138,10 +146,10 @@ def _negative_options(eval_negatives, typed_negatives) -> dict:
 @_GRAPH
 @click.option("--tmo-edges", "tmo_edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
               help="Positive edges of the older (t-1) graph.")
-@click.option("--tmo-tn-edges", "tmo_tn_path", required=True, type=click.Path(dir_okay=False, exists=True),
-              help="True-negative edges of the older (t-1) graph.")
-@click.option("--tmo-nodes", "tmo_nodes_path", required=True, type=click.Path(dir_okay=False, exists=True),
-              help="Nodes of the older (t-1) graph.")
+@click.option("--tmo-tn-edges", "tmo_tn_path", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="True-negative edges of the older (t-1) graph (optional).")
+@click.option("--tmo-nodes", "tmo_nodes_path", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="Node types of the older (t-1) graph (optional, as --nodes).")
 @click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.0, show_default=True,
               help="Validation share carved from t-1.")
 @_COMMON
@@ -228,7 +236,7 @@ def split_entity(dataset, edges_path, tn_path, nodes_path, node_type, fraction, 
 @click.option("--dataset", "dataset", default=None,
               help="A published KG by registry name (primekg, hetionet, ...) or its graph folder, instead of --edges.")
 @click.option("--edges", "edges_path", default=None, type=click.Path(dir_okay=False, exists=True),
-              help="Positive edges (graph_files/edges.csv).")
+              help=EDGES_HELP)
 @click.option("--inference-fraction", type=FiniteFloat(0, 1, min_open=True, max_open=True), default=0.2,
               show_default=True, help="Share of the entities that form the inference graph (grown as connected "
                                       "regions).")

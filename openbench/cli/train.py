@@ -11,7 +11,9 @@ __all__ = ["train"]
 @click.command(short_help="Train a PyKEEN model on a split (early stopping on validation).")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="A split folder or a registry name (as for evaluate).")
-@click.option("--model", "model_name", required=True, help="Any PyKEEN model name (TransE, DistMult, RotatE, ...).")
+@click.option("--model", "model_name", required=True,
+              help="TransE-L1, TransE-L2 (TransE with that norm), DistMult, ComplEx, RotatE, RESCAL, SimplE (the "
+                   "names evaluate --model offers), or any other PyKEEN model name.")
 @click.option("--dim", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=100, show_default=True)
 @click.option("--batch-size", type=click.IntRange(min=1), default=256, show_default=True)
@@ -32,8 +34,9 @@ def train(dataset_path, model_name, dim, epochs, batch_size, learning_rate, seed
                                 batch_size=batch_size, learning_rate=learning_rate, seed=seed, device=device,
                                 early_stopping=not no_early_stopping)
     click.echo("\n".join(trained_lines(description)))
+    pickle = "" if description.get("scorer") else " --trust-pickle"
     click.echo(f"model in {output_dir}; evaluate with: openbench evaluate --dataset {dataset_path} --model-dir "
-               f"{output_dir} --trust-pickle")
+               f"{output_dir}{pickle}")
 
 
 def trained_lines(description: dict) -> list:

@@ -10,6 +10,7 @@ A source declares which options select it (:attr:`ModelSource.selects`) and how 
 source      selected by
 ==========  =======================================================================
 embeddings  ``entity_embeddings``, ``relation_embeddings`` and ``model`` (a scorer)
+arrays      ``model_dir`` holding ``entities.npy`` and ``relations.npy`` (``openbench train``'s, the demo's)
 pykeen      ``model_dir`` holding ``trained_model.pkl`` (needs ``trust_pickle``)
 dglke       ``model_dir`` holding ``config.json`` and ``<dataset>_<model>_entity.npy``
 libkge      ``model_dir`` holding a ``checkpoint_*.pt``
@@ -108,8 +109,18 @@ def _neighbours(spec: ModelSpec) -> bool:
 
 
 def _embedding_inputs(spec: ModelSpec) -> bool:
-    return bool(spec.entity_embeddings or spec.relation_embeddings or spec.model) and not (
+    return bool(spec.entity_embeddings or spec.relation_embeddings or (spec.model and not spec.model_dir)) and not (
         _popularity(spec) or _rules(spec) or _neighbours(spec))
+
+
+def _arrays(spec: ModelSpec) -> bool:
+    """A folder of arrays; where it also holds a PyKEEN pickle, --trust-pickle chooses the pickle."""
+    from openbench.models.arrays import is_arrays_folder
+
+    if not spec.model_dir:
+        return False
+    folder = Path(spec.model_dir)
+    return is_arrays_folder(folder) and not (spec.trust_pickle and _is_pykeen(folder))
 
 
 def _folder(kind: Callable[[Path], bool]) -> Callable[[ModelSpec], bool]:
@@ -139,6 +150,12 @@ def _load_embeddings(dataset: Dataset, spec: ModelSpec):
                           relation_path=relation_path)
     params = {"complex_layout": spec.complex_layout} if scorer.complex_valued else {}
     return scorer.described(params, file_sha256(entity_path, relation_path))
+
+
+def _load_arrays(dataset: Dataset, spec: ModelSpec):
+    from openbench.models.arrays import arrays_model
+
+    return arrays_model(dataset, Path(spec.model_dir or ""), spec.model, spec.complex_layout)
 
 
 def _model_dir(spec: ModelSpec) -> Path:
@@ -199,6 +216,7 @@ def _load_obl2021(dataset: Dataset, spec: ModelSpec):
 
 SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("embeddings", _embedding_inputs, _load_embeddings, distributable=True),
+    ModelSource("arrays", _arrays, _load_arrays, distributable=True),
     ModelSource("pykeen", _folder(_is_pykeen), _load_pykeen),
     ModelSource("dglke", _folder(_is_dglke), _load_dglke, distributable=True),
     ModelSource("libkge", _folder(_is_libkge), _load_libkge, distributable=True),
@@ -228,7 +246,7 @@ def select_source(spec: ModelSpec) -> ModelSource:
     for source in SOURCES.values():
         if source.selects(spec):
             return source
-    folders = "; ".join(f"{name}: {SOURCES[name].description}" for name in ("pykeen", "dglke", "libkge"))
+    folders = "; ".join(f"{name}: {SOURCES[name].description}" for name in ("arrays", "pykeen", "dglke", "libkge"))
     raise InputError(f"not a model folder openbench reads (expected {folders})", spec.model_dir)
 
 

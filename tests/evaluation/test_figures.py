@@ -155,3 +155,65 @@ def test_bad_input_is_refused_and_nothing_is_written(evaluated_pair, tmp_path):
     done = CliRunner().invoke(main, ["report", str(paths[0]), "--output", str(folder)])
     assert done.exit_code == 2 and "holds an input of this command" in done.output
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def test_ranks_given_with_dash_dash_ranks_find_their_records_in_any_order(evaluated_pair, tmp_path):
+    """Issue 66: the tutorial's `--ranks-output distmult.parquet` was never found (only
+    NAME.ranks.parquet beside NAME.json was) and the report silently lost its intervals."""
+    import shutil
+
+    folder, paths = evaluated_pair
+    records, ranks = [], []
+    for model in ("DistMult", "TransE-L2"):
+        shutil.copy(folder / f"{model}.json", tmp_path / f"{model.lower()}.json")
+        shutil.copy(folder / f"{model}.ranks.parquet", tmp_path / f"{model.lower()}-ranks.parquet")
+        records.append(str(tmp_path / f"{model.lower()}.json"))
+        ranks.append(str(tmp_path / f"{model.lower()}-ranks.parquet"))
+    alone = CliRunner().invoke(main, ["report", *records, "--output", str(tmp_path / "without")])
+    assert alone.exit_code == 0, alone.output
+    summary = json.loads((tmp_path / "without" / "figures.json").read_text())
+    assert not summary["figures"]["rank_ecdf"] and any("No ranks for" in line for line in summary["not_drawn"])
+    assert any(line.startswith("Not drawn: the rank distribution") for line in summary["not_drawn"])
+    done = CliRunner().invoke(main, ["report", *records, "--ranks", ranks[1], "--ranks", ranks[0], "--output",
+                                     str(tmp_path / "with")])
+    assert done.exit_code == 0, done.output
+    given = json.loads((tmp_path / "with" / "figures.json").read_text())
+    beside = CliRunner().invoke(main, ["report", *map(str, paths), "--output", str(tmp_path / "beside")])
+    assert beside.exit_code == 0
+    reference = json.loads((tmp_path / "beside" / "figures.json").read_text())
+    assert given["figures"]["rank_ecdf"] == reference["figures"]["rank_ecdf"] and given["not_drawn"] == []
+    assert given["comparison"]["difference"] == reference["comparison"]["difference"]
+
+
+def test_a_ranks_file_where_a_record_belongs_is_named_as_a_ranks_file(evaluated_pair, tmp_path):
+    folder, paths = evaluated_pair
+    done = CliRunner().invoke(main, ["report", str(folder / "DistMult.ranks.parquet"), "--output", str(tmp_path / "r")])
+    assert done.exit_code == 1 and "a ranks file (evaluate --ranks-output); expected a result record" in done.output
+    stranger = CliRunner().invoke(main, ["report", str(paths[0]), "--ranks", str(folder / "TransE-L2.ranks.parquet"),
+                                         "--output", str(tmp_path / "s")])
+    assert stranger.exit_code == 1 and "belong to none of the records" in stranger.output
+    record = CliRunner().invoke(main, ["report", str(paths[0]), "--ranks", str(paths[1]), "--output",
+                                       str(tmp_path / "t")])
+    assert record.exit_code == 1 and "not a ranks file" in record.output
+    assert not any((tmp_path / name).exists() for name in ("r", "s", "t"))
+
+
+def test_a_relation_of_one_test_triple_has_an_unknown_interval_not_a_certain_one():
+    ranks = pl.DataFrame({"split": ["test"] * 6, "side": ["head", "tail"] * 3,
+                          "relation": ["lonely", "lonely", "busy", "busy", "busy", "busy"],
+                          "head": ["a", "a", "b", "b", "c", "c"], "tail": ["x", "x", "y", "y", "z", "z"],
+                          "rank": [1.0, 1.0, 2.0, 4.0, 1.0, 3.0]})
+    found = relation_intervals(ranks, seed=0, resamples=200)
+    assert found["lonely"]["mrr"] == 1.0 and found["lonely"]["unknown"] is True
+    assert (found["lonely"]["low"], found["lonely"]["high"]) == (0.0, 1.0) and found["lonely"]["triples"] == 1
+    assert "unknown" not in found["busy"] and found["busy"]["low"] < found["busy"]["high"]
+    paired = paired_relation_intervals(ranks, ranks.with_columns(pl.col("rank") + 1), seed=0, resamples=200)
+    assert (paired["lonely"]["low"], paired["lonely"]["high"]) == (-1.0, 1.0)
+
+
+def test_a_ranks_file_given_to_the_board_is_named_as_one(evaluated_pair, tmp_path):
+    folder, _ = evaluated_pair
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(folder / "DistMult.ranks.parquet"), "--name", "x", "--db",
+                                     str(tmp_path / "board.sqlite")])
+    assert done.exit_code == 1 and "a Parquet file" in done.output and "expected a result record" in done.output
+    assert "UTF-8" not in done.output

@@ -108,7 +108,7 @@ def test_train_refuses_an_unknown_model_and_writes_nothing(nations, tmp_path):
     out = tmp_path / "model"
     result = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", "NoSuchModel", "--epochs", "1",
                                        "--output", str(out)])
-    assert result.exit_code == 1 and "unknown PyKEEN model 'NoSuchModel'" in result.output
+    assert result.exit_code == 1 and "unknown model 'NoSuchModel'" in result.output
     assert not out.exists()
 
 
@@ -155,3 +155,60 @@ def test_the_training_lines_announce_early_stopping():
     description["validation"]["model_mrr"] = 0.2
     assert trained_lines(description)[1].endswith(": above what the training degree alone scores")
     assert trained_lines({"model": "M", "epochs": 5, "epochs_run": 5}) == ["trained M for 5 epochs"]
+
+
+@pytest.mark.parametrize("name, norm", [("TransE-L1", 1), ("TransE-L2", 2), ("DistMult", None), ("ComplEx", None),
+                                        ("RotatE", None)])
+def test_train_takes_the_names_evaluate_offers_and_its_folder_evaluates_without_a_pickle(nations, tmp_path, name,
+                                                                                          norm):
+    """Issue 66: `train --model TransE-L2` failed although evaluate offers it. TransE-L1/L2 choose
+    the norm; the folder holds the arrays with their score function named, so `evaluate --model-dir`
+    reads it without --trust-pickle, and its numbers are the pickled PyKEEN model's."""
+    out = tmp_path / "model"
+    done = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", name, "--dim", "6", "--epochs",
+                                     "3", "--no-early-stopping", "--device", "cpu", "--output", str(out)])
+    assert done.exit_code == 0, done.output
+    assert "--trust-pickle" not in done.output.splitlines()[-1]
+    description = json.loads((out / "openbench-model.json").read_text())
+    assert description["scorer"] == name
+    if norm is not None:
+        assert description["model_kwargs"] == {"scoring_fct_norm": norm}
+    base = ["evaluate", "--dataset", str(nations), "--model-dir", str(out), "--no-progress", "--format", "json"]
+    arrays, pickled = CliRunner().invoke(main, base), CliRunner().invoke(main, base + ["--trust-pickle"])
+    assert arrays.exit_code == 0 and pickled.exit_code == 0, (arrays.output, pickled.output)
+    ours, theirs = json.loads(arrays.stdout), json.loads(pickled.stdout)
+    assert ours["model"]["kind"] == "embeddings" and ours["model"]["params"]["model_dir"] == str(out)
+    assert theirs["model"]["kind"] != "embeddings"
+    for rank_type in ("realistic", "optimistic", "pessimistic"):
+        assert ours["metrics"]["both"][rank_type]["mrr"] == pytest.approx(
+            theirs["metrics"]["both"][rank_type]["mrr"], abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ["popularity", "neighbours", "RotatE-DGLKE"])
+def test_train_says_which_models_it_does_not_train(nations, tmp_path, name):
+    done = CliRunner().invoke(main, ["train", "--dataset", str(nations), "--model", name, "--output",
+                                     str(tmp_path / "m")])
+    assert done.exit_code == 1 and len(done.output.strip().splitlines()) == 1
+    assert ("needs no training" in done.output) or ("train --model RotatE" in done.output)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_folder_of_arrays_names_its_score_function_or_asks_for_it(nations, tmp_path):
+    import numpy as np
+
+    dataset = load_dataset(nations)
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "arrays"
+    folder.mkdir()
+    np.save(folder / "entities.npy", rng.normal(size=(dataset.num_entities, 4)).astype(np.float32))
+    np.save(folder / "relations.npy", rng.normal(size=(dataset.num_relations, 4)).astype(np.float32))
+    base = ["evaluate", "--dataset", str(nations), "--model-dir", str(folder), "--no-progress"]
+    asked = CliRunner().invoke(main, base)
+    assert asked.exit_code == 2 and "--model" in asked.output and "openbench-model.json" in asked.output
+    named = CliRunner().invoke(main, base + ["--model", "DistMult", "--format", "json"])
+    assert named.exit_code == 0, named.output
+    (folder / "openbench-model.json").write_text(json.dumps({"scorer": "DistMult"}))
+    described = CliRunner().invoke(main, base + ["--format", "json"])
+    assert described.exit_code == 0 and json.loads(described.stdout)["metrics"] == json.loads(named.stdout)["metrics"]
+    clash = CliRunner().invoke(main, base + ["--model", "TransE-L2"])
+    assert clash.exit_code == 1 and "names the score function 'DistMult'" in clash.output

@@ -59,17 +59,23 @@ def _bootstrap(totals: np.ndarray, counts: np.ndarray, rng: np.random.Generator,
     return float(low), float(high)
 
 
-def _per_relation(grouped: pl.DataFrame, seed: int, resamples: int, name: str) -> Dict[str, Dict[str, float]]:
-    """{relation: {name: mean over its queries, "low", "high", "queries"}} of :func:`_triples`'s
-    table, relations in sorted order, one generator seeded by ``seed`` drawing for each in turn."""
+def _per_relation(grouped: pl.DataFrame, seed: int, resamples: int, name: str,
+                  bounds: Tuple[float, float] = (0.0, 1.0)) -> Dict[str, Dict[str, Any]]:
+    """{relation: {name: mean over its queries, "low", "high", "queries", "triples"}} of
+    :func:`_triples`'s table, relations in sorted order, one generator seeded by ``seed`` drawing
+    for each in turn. A relation of one test triple has no interval to speak of (every resample is
+    that triple: width 0, which would read as certainty): its interval is the whole range
+    ``bounds``, flagged ``"unknown"``."""
     rng = np.random.default_rng(seed)
-    out = {}
+    out: Dict[str, Dict[str, Any]] = {}
     parts = grouped.partition_by("relation", as_dict=True, include_key=False)
     for (relation,), part in sorted(parts.items()):
         totals, counts = part["total"].to_numpy().astype(np.float64), part["queries"].to_numpy().astype(np.float64)
         low, high = _bootstrap(totals, counts, rng, resamples)
         out[relation] = {name: float(totals.sum() / counts.sum()), "low": low, "high": high,
-                         "queries": int(counts.sum())}
+                         "queries": int(counts.sum()), "triples": int(part.height)}
+        if part.height == 1:
+            out[relation].update(low=bounds[0], high=bounds[1], unknown=True)
     return out
 
 
@@ -90,7 +96,7 @@ def paired_relation_intervals(a: pl.DataFrame, b: pl.DataFrame, seed: int = 0,
         raise InputError(f"the two ranks files hold different queries ({a.height} and {b.height}, {joined.height} "
                          "shared): a paired comparison needs the same queries")
     return _per_relation(_triples(joined, 1.0 / pl.col("rank_a") - 1.0 / pl.col("rank_b")), seed, resamples,
-                         "difference")
+                         "difference", (-1.0, 1.0))
 
 
 def rank_ecdf(ranks: pl.DataFrame) -> Dict[str, List[float]]:
@@ -107,21 +113,47 @@ def _degree_strata(record: dict) -> Dict[str, float]:
             if (block.get("both") or {}).get("realistic", {}).get("mrr") is not None}
 
 
-def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
-    """(model name, record, checked ranks or None) of a record file and the ranks file beside it."""
+def _read_record(path: Path) -> Tuple[str, dict]:
+    """(model name, record) of a result record file; a file of another kind is named as that kind."""
     from openbench._io.inputs import read_json
-    from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record, read_ranks
+    from openbench.evaluation.statistics.ranks_table import is_openbench_ranks
 
+    if is_openbench_ranks(path):
+        raise InputError("a ranks file (evaluate --ranks-output); expected a result record (evaluate --output): give "
+                         "the record, and the ranks file with --ranks", path)
     record = read_json(path, "result record")
     if not isinstance(record, dict) or record.get("written_by") != "openbench" or (
             "metrics" not in record and record.get("task") != "repurposing"):
         raise InputError("not an openbench result record (evaluate --output writes one)", path)
     if record.get("task", "ranking") == "classification":
         raise InputError("a classification record: the report draws ranking and repurposing results", path)
+    return str((record.get("model") or {}).get("name") or path.stem), record
+
+
+def _checked_ranks(record: dict, ranks_path: Path) -> Optional[pl.DataFrame]:
+    """The ranks of ``ranks_path`` when they are ``record``'s, else None; a damaged file is an error."""
+    from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record, read_ranks
+
+    try:
+        ranks, provenance = read_ranks(ranks_path)
+    except EvidenceError as problem:
+        raise InputError(str(problem), ranks_path) from None
+    try:
+        check_against_record(record, ranks, provenance, ranks_path)
+    except EvidenceError:
+        return None
+    return ranks
+
+
+def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
+    """(model name, record, checked ranks or None) of a record file and the ranks file beside it
+    (``NAME.json`` → ``NAME.ranks.parquet``, as evaluate names them)."""
+    from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record, read_ranks
+
+    name, record = _read_record(path)
     if record.get("task") == "repurposing":
-        return str((record.get("model") or {}).get("name") or path.stem), record, None
-    name = str((record.get("model") or {}).get("name") or path.stem)
-    ranks_path = path.with_suffix(".ranks.parquet")  # NAME.json -> NAME.ranks.parquet, as evaluate writes them
+        return name, record, None
+    ranks_path = path.with_suffix(".ranks.parquet")
     ranks = None
     if path.suffix == ".json" and ranks_path.is_file():
         try:
@@ -130,6 +162,27 @@ def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
         except EvidenceError as problem:
             raise InputError(str(problem), ranks_path) from None
     return name, record, ranks
+
+
+def _attach_ranks(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], ranks_paths: Sequence[Path]) -> None:
+    """Give each ``--ranks`` file to the record it belongs to (the one whose numbers it reproduces,
+    in any order); a file that is no record's, or two files for one record, is an error."""
+    from openbench.evaluation.statistics.ranks_table import is_openbench_ranks
+
+    given: Dict[str, Path] = {}
+    for path in ranks_paths:
+        if not is_openbench_ranks(path):
+            raise InputError("not a ranks file (evaluate --ranks-output writes one); --ranks takes ranks files",
+                             path)
+        owner = next((name for name, (record, _) in models.items() if name not in given
+                      and record.get("task", "ranking") == "ranking" and _checked_ranks(record, path) is not None),
+                     None)
+        if owner is None:
+            raise InputError("these ranks belong to none of the records given (the record and its ranks come from "
+                             "the same evaluate run)", path)
+        record, _ = models[owner]
+        models[owner] = (record, _checked_ranks(record, path))
+        given[owner] = path
 
 
 def _png(figure) -> bytes:
@@ -150,7 +203,10 @@ def _plot_per_relation(data: Dict[str, Dict[str, Dict[str, float]]]):
         errors = [[per[r]["mrr"] - per[r]["low"] for r in relations if r in per],
                   [per[r]["high"] - per[r]["mrr"] for r in relations if r in per]] \
             if all("low" in per[r] for r in per) else None
-        axes.errorbar(xs, ys, xerr=errors, fmt="o", capsize=3, label=model)
+        line = axes.errorbar(xs, ys, xerr=errors, fmt="o", capsize=3, label=model)
+        unknown = [(x, y) for x, y, r in zip(xs, ys, [r for r in relations if r in per]) if per[r].get("unknown")]
+        if unknown:  # one test triple: the interval spans the axis, the point drawn hollow
+            axes.plot(*zip(*unknown), "o", markerfacecolor="white", color=line[0].get_color())
     axes.set_yticks([position + 0.4 - step / 2 for position in range(len(relations))], relations, fontsize=12)
     axes.set_xlabel("realistic MRR (95 % bootstrap interval)", fontsize=12)
     axes.set_xlim(0, 1)
@@ -232,7 +288,7 @@ def _figures(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], seed: int, 
 
 
 def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resamples: int = 1000,
-                 inputs: Sequence = ()) -> Path:
+                 inputs: Sequence = (), ranks_paths: Sequence[Path] = ()) -> Path:
     """Write the report folder ``output`` (``index.html``, one PNG per figure, ``figures.json``)
     atomically, only over a folder openbench wrote; returns the page."""
     import matplotlib
@@ -244,6 +300,8 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
 
     if not record_paths:
         raise UsageError("give at least one result record (evaluate --output FILE)")
+    ranks_paths = [Path(path) for path in ranks_paths]
+    inputs = [*inputs, *ranks_paths]
     check_output_folder(output, [*record_paths, *inputs])
     models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]] = {}
     for path in map(Path, record_paths):
@@ -251,6 +309,7 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
         while name in models:
             name = f"{name} ({path.stem})" if path.stem not in name else f"{name}'"
         models[name] = (record, ranks)
+    _attach_ranks(models, ranks_paths)
     fingerprints = {(record.get("dataset") or {}).get("fingerprint") for record, _ in models.values()}
     if len(fingerprints) > 1:
         raise InputError("the records are of different datasets (fingerprints differ): a report compares models on "
@@ -276,7 +335,8 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
             pngs["paired_relations"] = _png(figure)
             plt.close(figure)
     page = _page(models, comparison, pngs)
-    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": comparison}
+    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": comparison,
+               "not_drawn": not_drawn(models, pngs)}
 
     def fill(staging: Path) -> None:
         (staging / "index.html").write_text(page, encoding="utf-8")
@@ -317,8 +377,10 @@ def _repurposing_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], 
 
 
 _CAPTIONS = {
-    "per_relation": "Realistic MRR per relation, with 95 % bootstrap intervals over the relation's test triples "
-                    "(a point without a bar: no ranks file beside the record).",
+    "per_relation": "Realistic MRR per relation, with 95 % bootstrap intervals over the relation's test triples. "
+                    "A point without a bar: the record's value, its ranks not given (evaluate --ranks-output, then "
+                    "report --ranks FILE). A hollow point with a bar across the axis: a relation of one test "
+                    "triple, whose interval is unknown.",
     "rank_ecdf": "Rank distribution: the share of queries whose answer ranks at or above k (higher and further "
                  "left is better).",
     "degree_strata": "MRR by the training degree of the answer: a model that only scores hubs well is strong on "
@@ -326,6 +388,33 @@ _CAPTIONS = {
     "paired_relations": "Per-relation difference of the reciprocal rank between the two models on the same queries, "
                         "with 95 % bootstrap intervals; an interval crossing 0 is no clear difference.",
 }
+
+
+def not_drawn(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], pngs: Dict[str, bytes]) -> List[str]:
+    """Why each figure (or part of one) is missing: a line per missing figure and per record
+    without ranks."""
+    without = [name for name, (_, ranks) in models.items() if ranks is None]
+    with_ranks = len(models) - len(without)
+    lines = []
+    if without:
+        lines.append(f"No ranks for {', '.join(without)} (neither NAME.ranks.parquet beside the record nor report "
+                     "--ranks FILE; evaluate --ranks-output writes them): no intervals, rank distribution or paired "
+                     "comparison for it.")
+    reasons = {
+        "per_relation": "no record holds per-relation results",
+        "rank_ecdf": "no record has its ranks",
+        "degree_strata": "no record holds MRR by training degree (by_degree: the evaluation reads the training "
+                         "graph for it)",
+        "paired_relations": f"a paired comparison needs two records with ranks; {with_ranks} given",
+    }
+    for key in FIGURES:
+        if key not in pngs:
+            lines.append(f"Not drawn: {_TITLES[key]}: {reasons[key]}.")
+    return lines
+
+
+_TITLES = {"per_relation": "MRR per relation", "rank_ecdf": "the rank distribution",
+           "degree_strata": "MRR by training degree", "paired_relations": "the per-relation paired comparison"}
 
 
 def _page(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], comparison: Dict[str, Any],
@@ -363,11 +452,7 @@ def _page(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], comparison: Di
             encoded = base64.b64encode(pngs[key]).decode("ascii")
             parts.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(_CAPTIONS[key])}\">"
                          f"<figcaption>{escape(_CAPTIONS[key])}</figcaption></figure>")
-    missing = [name for name, (_, ranks) in models.items() if ranks is None]
-    if missing:
-        parts.append(f"<p class=\"note\">No ranks file beside the record of {escape(', '.join(missing))} "
-                     "(evaluate --ranks-output NAME.ranks.parquet): no intervals, rank distribution or paired "
-                     "comparison for it.</p>")
+    parts += [f"<p class=\"note\">{escape(line)}</p>" for line in not_drawn(models, pngs)]
     from openbench import __version__
 
     return f"""<!DOCTYPE html>
