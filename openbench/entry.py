@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
+
+STARTED = time.perf_counter()  # the command's start, for "the whole command took" lines (cli.common.command_seconds)
 
 
 def _force_exit() -> None:
@@ -93,7 +96,12 @@ _interrupted = threading.Event()
 from openbench.errors import INTERRUPTED  # noqa: E402
 
 
+RUNNING = False  # True once _run starts a command: command_seconds() measures from STARTED only then
+
+
 def _run(load) -> None:
+    global RUNNING
+    RUNNING = True
     _install()
     try:
         import click

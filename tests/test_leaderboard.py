@@ -232,7 +232,8 @@ def test_show_formats(tmp_path, records):
                                                                        "--db", db]).output)))
     assert float(next(r for r in parsed if r["published"] == "False")["mrr_mean"]) == pytest.approx(
         ours["metrics"]["mrr"]["mean"])
-    markdown = CliRunner().invoke(main, ["leaderboard", "show", "--format", "md", "--sort", "hits@10", "--db", db])
+    markdown = CliRunner().invoke(main, ["leaderboard", "show", "--format", "md", "--sort", "hits@10", "--published",
+                                         "--db", db])
     assert markdown.output.startswith("### HQ_DIR (ranking)\n\nwhat this table holds: ") and "TransE" in markdown.output
     assert "\n\n| # | model |" in markdown.output
 
@@ -246,7 +247,7 @@ def test_each_dataset_and_task_is_ranked_on_its_own(tmp_path, records):
     board.submit(records[("TransE-L2", 0)], name="TransE-L2")
     fingerprint = records[("DistMult", 0)]["dataset"]["fingerprint"]
     board.close()
-    table = CliRunner().invoke(main, ["leaderboard", "show", "--db", db]).output
+    table = CliRunner().invoke(main, ["leaderboard", "show", "--published", "--db", db]).output
     sections = table.split("\n\n")
     ours = next(part for part in sections if fingerprint[:8] in part)
     assert ours.splitlines()[0].startswith("dataset graph") and f"({fingerprint[:8]}) (ranking)" in ours
@@ -596,3 +597,64 @@ def test_an_empty_table_says_why_before_judging_the_sort_key(tmp_path):
     assert "both sides together" in shown.output
     shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db), "--dataset", "HQ_DIR", "--sort", "hits@10"])
     assert shown.exit_code == 0 and "RESCAL" in shown.output
+
+
+def test_reading_commands_refuse_a_board_that_does_not_exist(tmp_path):
+    """Issue 66: `leaderboard show --db nonexistant.sqlite` exited 0 and created a board."""
+    missing = tmp_path / "nonexistant.sqlite"
+    for command in (["show"], ["show", "--format", "json"], ["export", "--output", str(tmp_path / "page")]):
+        done = CliRunner().invoke(main, ["leaderboard", *command, "--db", str(missing)])
+        assert done.exit_code == 1 and "no leaderboard there" in done.output, done.output
+        assert not missing.exists() and not (tmp_path / "page").exists()
+    made = CliRunner().invoke(main, ["leaderboard", "token", "create", "--name", "lab", "--db", str(missing)])
+    assert made.exit_code == 0 and missing.is_file()
+
+
+def test_published_rows_appear_only_when_asked_in_show_export_and_serve(tmp_path, records):
+    """A new lab board holds its own rows: OpenBioLink's published HQ_DIR rows only with --published
+    (or --dataset naming HQ_DIR), the same in the table, the page and the served rows."""
+    import asyncio
+
+    from openbench.leaderboard.server import create_app
+
+    def get(app, path):
+        """The body of one GET through the ASGI application (no HTTP client needed)."""
+        sent, body = [], []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+            body.append(message.get("body", b""))
+
+        scope = {"type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
+                 "headers": [], "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 80),
+                 "client": ("127.0.0.1", 1), "root_path": ""}
+        asyncio.run(app(scope, receive, send))
+        assert sent[0]["status"] == 200
+        return b"".join(body).decode()
+
+    db = tmp_path / "lb.sqlite"
+    board = open_leaderboard(db)
+    board.submit(records[("DistMult", 0)], name="DistMult")
+    board.close()
+
+    def shown(*extra):
+        done = CliRunner().invoke(main, ["leaderboard", "show", "--format", "json", "--db", str(db), *extra])
+        assert done.exit_code == 0, done.output
+        return sum(row["published"] for row in json.loads(done.output))
+
+    assert shown() == 0 and shown("--published") == len(PUBLISHED_HQ_DIR)
+    assert shown("--dataset", "HQ_DIR") == len(PUBLISHED_HQ_DIR)
+    pages = {}
+    for name, extra in (("plain", []), ("asked", ["--published"])):
+        done = CliRunner().invoke(main, ["leaderboard", "export", "--output", str(tmp_path / name), "--db", str(db),
+                                         *extra])
+        assert done.exit_code == 0, done.output
+        pages[name] = (tmp_path / name / "index.html").read_text()
+    assert "AnyBURL" not in pages["plain"] and "AnyBURL" in pages["asked"]
+    for published, expected in ((None, 0), (True, len(PUBLISHED_HQ_DIR))):
+        app = create_app(str(db), published=published)
+        assert sum(row["published"] for row in json.loads(get(app, "/api/leaderboard"))) == expected
+        assert ("AnyBURL" in get(app, "/")) == bool(expected)

@@ -410,3 +410,51 @@ def test_a_mount_point_read_only_and_full_filesystems_are_one_clear_line(tmp_pat
                                           str(mounted / "kept")])
     assert read_only.exit_code == 1 and "read-only file system" in read_only.output, read_only.output
     assert "internal error" not in read_only.output and snapshot(mounted) == before
+
+
+@pytest.mark.parametrize("command", [
+    ["demo", "--out", "{file}/out"],
+    ["evaluate", "--dataset", "{data}", "--model", "popularity", "--output", "{file}/x.json"],
+    ["report", "{record}", "--output", "{file}/report"],
+    ["split", "rand", "--edges", "{triples}", "--output", "{file}/split"],
+])
+def test_an_output_under_a_file_is_one_line_before_any_work(tmp_path, command):
+    """Issue 66: `demo --out predictions.txt/out` said "internal error … a bug in openbench";
+    `evaluate --output file.txt/x.json` ran the whole evaluation first. The place is checked
+    before anything runs, and the message names the file in the way."""
+    from tests.helpers import random_labelled_graph, write_samples
+
+    blocker = tmp_path / "predictions.txt"
+    blocker.write_text("mine\n")
+    data = write_samples(tmp_path / "data", random_labelled_graph(1, 20, 2, {"train": 60, "valid": 5, "test": 5}),
+                         negatives=False)
+    triples = tmp_path / "triples.tsv"
+    triples.write_text("a\tr\tb\nb\tr\tc\n")
+    record = tmp_path / "record.json"
+    record.write_text("{}")
+    argv = [part.format(file=blocker, data=data, triples=triples, record=record) for part in command]
+    done = CliRunner().invoke(main, argv)
+    assert done.exit_code == 2, done.output
+    assert f"{blocker} is a file, not a folder" in done.output and "bug" not in done.output
+    assert len(done.output.strip().splitlines()) == 1 and blocker.read_text() == "mine\n"
+
+
+def test_an_output_where_nothing_can_be_created_is_refused(tmp_path):
+    import os
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK) and os.geteuid() == 0:
+            # root writes anyway: a place that truly cannot hold files is /proc's root
+            target = Path("/proc/openbench-nope/out") if Path("/proc").is_dir() else None
+        else:
+            target = locked / "out"
+        if target is None:
+            pytest.skip("no place that refuses files here")
+        done = CliRunner().invoke(main, ["demo", "--out", str(target)])
+        assert done.exit_code == 2 and "nothing can be created in" in done.output and "bug" not in done.output
+        assert not list(locked.iterdir())
+    finally:
+        locked.chmod(0o700)

@@ -250,7 +250,7 @@ def test_bad_checksum_records_and_data_folders_are_clear_errors(tmp_path, server
     done = CliRunner().invoke(main, ["datasets", "get", "HQ_DIR", "--no-progress"])
     assert done.exit_code == 1 and "the datasets folder cannot be created" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
-    done = CliRunner().invoke(main, ["leaderboard", "show"])
+    done = CliRunner().invoke(main, ["leaderboard", "token", "create", "--name", "lab"])
     assert done.exit_code == 1 and "cannot be opened or created" in done.stderr
 
 

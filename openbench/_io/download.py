@@ -33,6 +33,7 @@ import http.client
 import ipaddress
 import logging
 import os
+import shutil
 import socket
 import time
 import urllib.error
@@ -49,7 +50,7 @@ from openbench._io import write_text_atomic
 from openbench.errors import OpenbenchError
 
 __all__ = ["CHUNK_BYTES", "RETRYABLE_STATUS", "ALLOW_PRIVATE_VARIABLE", "MAX_DOWNLOAD_BYTES", "MAX_REDIRECTS",
-           "DEADLINE_BASE_S", "MIN_RATE", "DownloadError", "Remote", "sha256_of", "sidecar_path", "fetch",
+           "DEADLINE_BASE_S", "MIN_RATE", "DownloadError", "Remote", "sha256_of", "sidecar_path", "fetch", "take_local",
            "address_allowed", "embedded_ipv4", "NOT_GLOBALLY_REACHABLE"]
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,8 @@ def sidecar_path(target: Path) -> Path:
 
 def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, timeout: float = 60.0,
           progress: bool = True, deadline: Optional[float] = None) -> Path:
-    """Return the path of ``remote`` in ``cache_dir``, downloading it first when it is not there.
+    """Return the path of ``remote`` in ``cache_dir``, downloading it first when it is not there (a
+    ``file://`` URL: the local file, copied and checked as a download is: :func:`take_local`).
 
     :param timeout: seconds one read may wait; ``deadline``: seconds the whole file may take
         (default: the module docstring's rule)."""
@@ -108,6 +110,9 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
     if target.exists():
         _verify_cached(remote, target)
         return target
+    parts = urllib.parse.urlsplit(remote.url)
+    if parts.scheme.lower() == "file":
+        return take_local(remote, Path(urllib.request.url2pathname(parts.path)), cache_dir)
     partial = target.with_name(target.name + ".part")
     _check_url(remote)
     limit = _deadline_for(remote) if deadline is None else deadline
@@ -150,7 +155,30 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
     return target
 
 
-def _check_published(remote: Remote, partial: Path) -> None:
+def take_local(remote: Remote, source: Path, cache_dir) -> Path:
+    """A copy of the user's local file ``source`` standing for ``remote`` in ``cache_dir``, checked
+    exactly as a download is (published size, md5, sha256, git blob id); a mismatch discards the
+    copy and names the file. The user's file itself is only read."""
+    source = Path(source)
+    if not source.is_file():
+        raise DownloadError(f"{remote.source}: {source} is not a file")
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    target = cache_dir / remote.filename
+    partial = target.with_name(target.name + ".part")
+    shutil.copyfile(source, partial)
+    _check_published(remote, partial, what=str(source))
+    digest = sha256_of(partial)
+    if remote.sha256 and digest != remote.sha256:
+        partial.unlink()
+        raise DownloadError(f"{remote.source}: {source} has sha256 {digest}, expected {remote.sha256} (the "
+                            "catalogue's); it is not the published file")
+    os.replace(partial, target)
+    write_text_atomic(sidecar_path(target), digest + "\n")
+    return target
+
+
+def _check_published(remote: Remote, partial: Path, what: Optional[str] = None) -> None:
     """Size, md5 and git blob id where the provider publishes them; a mismatch discards the download."""
     size = partial.stat().st_size
     problem = None
@@ -167,6 +195,9 @@ def _check_published(remote: Remote, partial: Path) -> None:
             problem = f"git blob id {digest}, expected {remote.git_sha1}"
     if problem:
         partial.unlink()
+        if what is not None:
+            raise DownloadError(f"{remote.source}: {what} has {problem} (the catalogue's); it is not the published "
+                                "file")
         raise DownloadError(f"{remote.source}: {remote.url} has {problem}; the download was discarded")
 
 

@@ -26,6 +26,7 @@ import json
 import math
 import unicodedata
 import os
+import tempfile
 import re
 import secrets
 import shutil
@@ -299,6 +300,7 @@ def check_output_folder(target: PathLike, inputs: Iterable[Optional[PathLike]] =
     if target.is_symlink():
         raise OutputRefused(target, "it is a symbolic link; give the folder itself")
     if not target.exists():
+        _check_place(target)
         return
     if not target.is_dir():
         raise OutputRefused(target, "it is a file, not a folder")
@@ -321,6 +323,25 @@ def check_output_folder(target: PathLike, inputs: Iterable[Optional[PathLike]] =
                                     "give an empty or new folder")
 
 
+def _check_place(target: Path) -> None:
+    """A new output's place must be creatable: every existing ancestor a folder, the nearest one
+    writable (probed by creating and removing a file of openbench's own, which tells a read-only or
+    virtual file system such as /proc from a writable one where permission bits alone do not)."""
+    ancestor = target.absolute().parent
+    while not ancestor.exists():
+        if ancestor.is_symlink():  # a dangling link among the ancestors
+            raise OutputRefused(target, f"{ancestor} is a broken symbolic link")
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputRefused(target, f"{ancestor} is a file, not a folder")
+    try:
+        descriptor, probe = tempfile.mkstemp(prefix=".openbench-probe-", dir=ancestor)
+    except OSError as error:
+        raise OutputRefused(target, f"nothing can be created in {ancestor} ({error.strerror})") from None
+    os.close(descriptor)
+    os.unlink(probe)
+
+
 def check_output_file(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
                       recognise: Optional[Callable[[Path], bool]] = None) -> None:
     """Raise :class:`OutputRefused` unless ``path`` may be (re)written as a file output: not a
@@ -329,6 +350,8 @@ def check_output_file(path: PathLike, inputs: Iterable[Optional[PathLike]] = (),
     if path.is_dir():
         raise OutputRefused(path, "it is a folder; give a file name")
     _check_against_inputs(path, inputs, folder=False)
+    if not path.exists():
+        _check_place(path)
     if path.exists() and not path.is_file():
         raise OutputRefused(path, "it is not a regular file")
     if recognise is not None and path.is_file() and path.stat().st_size and not recognise(path):

@@ -30,7 +30,23 @@ _SYSTEM_ERRORS = {errno.EACCES: "check the file's permissions", errno.EPERM: "ch
                   errno.ENOSPC: "free some space", errno.EDQUOT: "free some space",
                   errno.EROFS: "a read-only file system", errno.EIO: "a device error: check the disk",
                   errno.EMFILE: "too many open files: raise ulimit -n", errno.ENAMETOOLONG: "shorten the name",
-                  errno.ELOOP: "a loop of symbolic links"}
+                  errno.ELOOP: "a loop of symbolic links",
+                  errno.ENOTDIR: "a file stands where a folder is expected: check the path",
+                  errno.ENOENT: "a folder on the path does not exist or cannot hold files: check the path",
+                  errno.EEXIST: "a file stands where a folder is expected: check the path",
+                  errno.EISDIR: "a folder stands where a file is expected: check the path"}
+
+
+def command_seconds() -> Optional[float]:
+    """Seconds since the ``openbench`` command started (start-up and imports included), or None when
+    the command runs inside another program (a test's runner)."""
+    entry = sys.modules.get("openbench.entry")
+    started = getattr(entry, "STARTED", None)
+    if started is None or entry is None or not getattr(entry, "RUNNING", False):
+        return None
+    import time
+
+    return time.perf_counter() - started
 
 
 def error_code_of(error: OSError) -> int:

@@ -43,17 +43,21 @@ def datasets_list(fmt):
 @click.option("--root", type=click.Path(file_okay=False), default=None,
               help="Where datasets live [default: $OPENBENCH_DATA_DIR or the user data directory].")
 @click.option("--mirror", default=None, help="Base URL serving the dataset's files (by file name) instead of their "
-                                           "publisher.")
+                                           "publisher; file:///FOLDER reads them from a local folder.")
 @click.option("--force", is_flag=True, help="Download again over a copy that fails verification (kept until the new "
                                             "one is verified).")
+@click.option("--file", "files", multiple=True, type=click.Path(dir_okay=False, exists=True),
+              help="A copy of the dataset's file you already have (e.g. PrimeKG's kg.csv), verified against the "
+                   "catalogue's checksum and converted instead of downloaded (repeatable: files matched by name).")
 @click.option("--progress/--no-progress", default=True, show_default=True)
 @handle_errors
-def datasets_get(name, root, mirror, force, progress):
+def datasets_get(name, root, mirror, force, files, progress):
     """Download (resumable), verify and unpack NAME (a published KG: convert it once, into graph/ for
-    split rand --dataset NAME); a verified copy is reused. Prints its folder."""
+    split rand --dataset NAME); a verified copy is reused. Prints its folder. The only command that
+    downloads: the others, given a name that is not here yet, say to run this one."""
     from openbench.datasets.published.fetch import get
 
-    click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress)))
+    click.echo(str(get(name, root, mirror=mirror, force=force, progress=progress, files=files, download=True)))
 
 
 @click.command("export-kgid")

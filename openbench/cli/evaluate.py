@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from openbench.cli.common import (dataset_inputs, handle_errors, int_list, model_file_options, quiet_pykeen,
-                                  split_list, write_json)
+from openbench.cli.common import (command_seconds, dataset_inputs, handle_errors, int_list, model_file_options,
+                                  quiet_pykeen, split_list, write_json)
 from openbench import vocabulary
 
 __all__ = ["evaluate"]
@@ -270,9 +270,17 @@ def _repurpose(dataset, spec, options: dict, output, fmt: str, inputs, writes: b
 
 
 def _write_record(record: dict, output, fmt: str, inputs) -> None:
-    """The record to ``--output`` (when given) and to stdout under ``--format json``."""
+    """The record to ``--output`` (when given) and to stdout under ``--format json``; then the whole
+    command's time beside the evaluation's (which the table gives)."""
     if output:
         write_json(record, output, inputs)
     if fmt == "json":
         write_json(record, None)
+    seconds = command_seconds()
+    if seconds is not None:
+        stages = (record.get("timing") or {}).get("stages") or {}
+        parts = [f"{name.replace('_', ' ')} {value:.2f} s" for name, value in stages.items()
+                 if isinstance(value, (int, float))]
+        click.echo(f"the whole command: {seconds:.2f} s (start-up and imports included"
+                   + (f"; {', '.join(parts)}" if parts else "") + ")", err=fmt == "json")
 

@@ -15,6 +15,10 @@ def leaderboard():
     """A local leaderboard of validated result records (SQLite)."""
 
 
+_PUBLISHED_OPTION = click.option(
+    "--published", is_flag=True,
+    help="Also show OpenBioLink's published HQ_DIR results (not reproduced here; shown without it only when --dataset "
+         "names their dataset).")
 _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
                           help="The leaderboard database [default: the user data directory's leaderboard.sqlite].")
 
@@ -117,8 +121,9 @@ def leaderboard_submit_predictions(predictions_path, server, benchmark, name, mo
 @click.option("--daily-limit", type=click.IntRange(min=0), default=5, show_default=True,
               help="Scored uploads per team, benchmark and UTC day (every upload counts, refused or not); 0: no "
                    "limit, which makes test-dev a scoring oracle.")
+@_PUBLISHED_OPTION
 @handle_errors
-def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, daily_limit):
+def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, daily_limit, published):
     """Serve the board over HTTP: the page, the rows as JSON, token-authenticated submissions and
     server-side scoring of hosted benchmarks (test-dev shown at once, test-challenge after
     `leaderboard reveal`)."""
@@ -133,6 +138,7 @@ def leaderboard_serve(db, host, port, benchmarks, max_body_mb, rate, burst, dail
         hosted[name] = folder
     database = db or str(default_path())
     serve(database, host, port, hosted, int(max_body_mb * 1024 * 1024), rate, burst, daily_limit or None,
+          published=published or None,
           announce=lambda url: click.echo(f"serving {database} on {url}", err=True))
 
 
@@ -193,26 +199,29 @@ def _on_board(db, method: str, *args):
 @click.option("--scoped", is_flag=True, help="Show the records of scoped protocols (--relations, --sides, "
                                              "--entities), ranked within each scope, instead of the full ones.")
 @click.option("--format", "fmt", type=click.Choice(TABLE_FORMATS), default="table", show_default=True)
+@_PUBLISHED_OPTION
 @_DB_OPTION
 @handle_errors
-def leaderboard_show(dataset, sort, side, rank_type, task, scoped, fmt, db):
-    """One row per model and protocol, mean ± std over seeds; published results beside them."""
+def leaderboard_show(dataset, sort, side, rank_type, task, scoped, fmt, published, db):
+    """One row per model and protocol, mean ± std over seeds (--published: OpenBioLink's published
+    results beside them)."""
     from openbench.leaderboard.render import render
     from openbench.leaderboard.store import read_rows
 
     click.echo(render(read_rows(db, dataset=dataset, side=side, rank_type=rank_type, sort=sort, task=task,
-                                scoped=scoped), fmt, sort), nl=False)
+                                scoped=scoped, include_published=published or None), fmt, sort), nl=False)
 
 
 @leaderboard.command("export")
 @click.option("--format", "fmt", type=click.Choice(["html"]), default="html", show_default=True)
 @click.option("--output", "output_dir", required=True, type=click.Path(file_okay=False))
 @click.option("--dataset", default=None, help="A registry name or a fingerprint prefix.")
+@_PUBLISHED_OPTION
 @_DB_OPTION
 @handle_errors
-def leaderboard_export(fmt, output_dir, dataset, db):
+def leaderboard_export(fmt, output_dir, dataset, published, db):
     """A static page (sortable table, plot of MRR and hits@10) in OUTPUT/index.html."""
     from openbench.leaderboard.render import export_page
 
-    click.echo(str(export_page(db, output_dir, dataset=dataset)))
+    click.echo(str(export_page(db, output_dir, dataset=dataset, published=published or None)))
 

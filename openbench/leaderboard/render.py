@@ -115,7 +115,7 @@ def _columns(rows: List[dict], sort: Optional[str] = None) -> List[str]:
 TABLE_FORMATS = ("table", "md", "csv", "json", "html")
 
 
-def export_page(db, output_dir, dataset=None) -> Path:
+def export_page(db, output_dir, dataset=None, published: Optional[bool] = None) -> Path:
     """Write the leaderboard's HTML page as ``output_dir/index.html`` (the folder replaced as a whole,
     only over one openbench wrote); returns the page."""
     from openbench._io import check_output_folder, replace_folder
@@ -123,7 +123,7 @@ def export_page(db, output_dir, dataset=None) -> Path:
 
     database = Path(db) if db else default_path()
     check_output_folder(output_dir, [database])
-    text = render(read_page_rows(db, dataset=dataset), "html")
+    text = render(read_page_rows(db, dataset=dataset, published=published), "html")
     def fill(staging: Path) -> None:
         (staging / "index.html").write_text(text, encoding="utf-8")
 

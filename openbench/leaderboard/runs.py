@@ -186,13 +186,16 @@ class RunsMixin(PublishedMixin):
                                        "choose a name that tells them apart")
 
     def rows(self, dataset: Optional[str] = None, side: str = "both", rank_type: str = "realistic",
-             sort: Optional[str] = None, include_published: bool = True, task: str = "ranking",
+             sort: Optional[str] = None, include_published: Optional[bool] = None, task: str = "ranking",
              scoped: bool = False) -> List[dict]:
         """One row per group of runs (same dataset, protocol and model) of one ``task``, best first
         by ``sort`` (default: mrr for ranking, auroc for classification). Classification rows carry
         the test split's overall metrics; tasks are never ranked together. Records of a scoped
         protocol (chosen relations, one side, an entity subset) are shown only with ``scoped``,
-        ranked within their scope (``row["scope"]``), never with full-protocol rows."""
+        ranked within their scope (``row["scope"]``), never with full-protocol rows.
+
+        The published reference rows (OpenBioLink's HQ_DIR results) appear only when asked:
+        ``include_published`` True, or ``dataset`` naming their dataset (None: that rule alone)."""
         if task not in TASKS:
             raise LeaderboardError(f"task {task!r}: expected one of {', '.join(TASKS)}")
         sort = sort or {"ranking": "mrr", "classification": "auroc", "repurposing": "auroc"}[task]
@@ -212,6 +215,10 @@ class RunsMixin(PublishedMixin):
             groups.setdefault((row["dataset_fingerprint"], row["protocol_key"], row["model_key"]), []).append(row)
         labels = self._dataset_labels()
         out = [_group_row(runs, side, rank_type, task, self.path, labels) for runs in groups.values()]
+        if include_published is None:
+            include_published = bool(dataset) and any(
+                dataset.strip().lower() == row[0].lower()
+                for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published"))
         if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
@@ -241,7 +248,8 @@ class RunsMixin(PublishedMixin):
         return labels
 
     def datasets(self) -> List[str]:
-        """The datasets on the board, as :func:`dataset_label` shows them."""
+        """The datasets on the board, as :func:`dataset_label` shows them (the published rows' too:
+        --dataset may name them)."""
         labels = set(self._dataset_labels().values())
         labels |= {row["dataset_name"] for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published")}
         return sorted(labels)

@@ -198,8 +198,11 @@ class _Refused(Exception):
 
 
 def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: int = MAX_BODY_BYTES,
-               rate: float = 20.0, burst: int = 60, daily_limit: Optional[int] = DAILY_LIMIT):
-    """The ASGI application over the store at ``db`` (checked and migrated once, here)."""
+               rate: float = 20.0, burst: int = 60, daily_limit: Optional[int] = DAILY_LIMIT,
+               published: Optional[bool] = None):
+    """The ASGI application over the store at ``db`` (checked and migrated once, here); the
+    published reference rows on its page and in its rows only with ``published`` (or a query naming
+    their dataset), as ``leaderboard show`` shows them."""
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
@@ -277,13 +280,15 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
                 "code": query.get("code"), "notes": query.get("notes")}
 
     async def home(request: Request):
-        return HTMLResponse(await run_in_threadpool(lambda: render(page_rows(board()), "html")))
+        return HTMLResponse(await run_in_threadpool(lambda: render(page_rows(board(), published=published), "html")))
 
     async def leaderboard(request: Request):
         query = request.query_params
         try:
+            asked = query.get("published", "") in ("1", "true")
             rows = await on_board("rows", dataset=query.get("dataset"), sort=query.get("sort"),
-                                  task=query.get("task", "ranking"), scoped=query.get("scoped", "") in ("1", "true"))
+                                  task=query.get("task", "ranking"), scoped=query.get("scoped", "") in ("1", "true"),
+                                  include_published=True if asked else published)
         except LeaderboardError as problem:
             return error(400, str(problem))
         return JSONResponse(rows)
@@ -381,7 +386,7 @@ def bind(host: str, port: int):
 
 def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Dict[str, str]] = None,
           max_body: int = MAX_BODY_BYTES, rate: float = 20.0, burst: int = 60,
-          daily_limit: Optional[int] = DAILY_LIMIT, announce=None) -> None:
+          daily_limit: Optional[int] = DAILY_LIMIT, announce=None, published: Optional[bool] = None) -> None:
     """Run the server until interrupted: the port is bound first, then ``announce(url)`` (the
     command line's "serving ..." line) is called, then requests are served. A Ctrl-C (or SIGTERM)
     shuts the server down gracefully and then reaches the caller as the interrupt it is
@@ -395,7 +400,8 @@ def serve(db, host: str = "127.0.0.1", port: int = 8000, benchmarks: Optional[Di
                     len(benchmark.served), sum(k for k, _ in kept.values()), sum(h for _, h in kept.values()),
                     ", ".join(f"{key} {value}" for key, value in benchmark.served.left_out.items()),
                     "; ".join(f"{label} {k}/{h}" for label, (k, h) in kept.items()))
-    app = create_app(db, hosted, max_body=max_body, rate=rate, burst=burst, daily_limit=daily_limit)
+    app = create_app(db, hosted, max_body=max_body, rate=rate, burst=burst, daily_limit=daily_limit,
+                     published=published)
     listener = bind(host, port)
     try:
         url = f"http://{host if ':' not in host else f'[{host}]'}:{port}"

@@ -93,44 +93,52 @@ def submit_file(result_path, db=None, ranks_path=None, model=None, dataset=None,
 
 
 def read_rows(db=None, **query) -> List[dict]:
-    """The grouped rows of :meth:`Leaderboard.rows` from the database at ``db``."""
-    board = open_leaderboard(db)
+    """The grouped rows of :meth:`Leaderboard.rows` from the existing database at ``db``."""
+    board = open_leaderboard(db, create=False)
     try:
         return board.rows(**query)
     finally:
         board.close()
 
 
-def page_rows(board: Leaderboard, dataset: Optional[str] = None) -> List[dict]:
-    """Every table a page shows: ranking (with the published rows), classification, repurposing and
-    scoped."""
-    return (board.rows(dataset=dataset) + board.rows(dataset=dataset, task="classification")
+def page_rows(board: Leaderboard, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
+    """Every table a page shows: ranking (with the published rows when asked, as
+    :meth:`Leaderboard.rows` says), classification, repurposing and scoped."""
+    if dataset:
+        board._check_dataset_query(dataset)  # a --dataset that names nothing is an error, not an empty page
+    return (_rows_if_any(board, dataset, "ranking", published) + _rows_if_any(board, dataset, "classification")
             + _rows_if_any(board, dataset, "repurposing")
             + board.rows(dataset=dataset, scoped=True))
 
 
-def _rows_if_any(board: Leaderboard, dataset: Optional[str], task: str) -> List[dict]:
+def _rows_if_any(board: Leaderboard, dataset: Optional[str], task: str,
+                 published: Optional[bool] = None) -> List[dict]:
     """The rows of ``task``, none where the board holds none (rows() says why a table is empty)."""
     try:
-        return board.rows(dataset=dataset, task=task)
+        return board.rows(dataset=dataset, task=task, include_published=published)
     except LeaderboardError:
         return []
 
 
-def read_page_rows(db=None, dataset: Optional[str] = None) -> List[dict]:
-    """:func:`page_rows` of the database at ``db``."""
-    board = open_leaderboard(db)
+def read_page_rows(db=None, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
+    """:func:`page_rows` of the existing database at ``db``."""
+    board = open_leaderboard(db, create=False)
     try:
-        return page_rows(board, dataset)
+        return page_rows(board, dataset, published)
     finally:
         board.close()
 
 
-def open_leaderboard(path=None) -> Leaderboard:
-    """Open (creating or migrating) the leaderboard at ``path``; foreign or damaged files are refused untouched."""
+def open_leaderboard(path=None, create: bool = True) -> Leaderboard:
+    """Open (creating, where ``create``, or migrating) the leaderboard at ``path``; foreign or
+    damaged files are refused untouched. Without ``create`` a missing board is an error (reading
+    commands never make an empty board out of a mistyped --db)."""
     path = Path(path) if path else default_path()
     if path.is_dir():
         raise LeaderboardError(f"{path}: a folder, not a leaderboard file; give --db a file name")
+    if not create and not path.exists():
+        raise LeaderboardError(f"{path}: no leaderboard there (leaderboard submit or leaderboard token create makes "
+                               "one); check --db")
     if path.exists():
         check_foreign(path)
     try:

@@ -631,6 +631,7 @@ def test_the_audit_reads_a_published_kg_by_name_and_finds_what_its_reader_fixed(
     """PrimeKG's converted graph holds each swapped pair once: its audit, by name, finds no reverse
     duplicate left; a copy's folder is audited through its graph/, with its own relations."""
     _, built, _, run = lab
+    run("datasets", "get", "primekg-fixture", "--no-progress")
     report = json.loads(run("audit", "primekg-fixture", "--format", "json"))
     graph = json.loads((tmp_path / "data" / "primekg-fixture" / "graph" / "graph_info.json").read_text())
     assert report["input"]["path"].endswith("graph") and report["input"]["triples"]["graph"] == graph["counts"]["edges"]
@@ -808,3 +809,61 @@ def test_biokg_reads_its_same_kind_interactions_as_undirected(tmp_path):
     (tmp_path / FILE).write_text("\n".join(rows) + "\n")
     graph = read_biokg(tmp_path)
     assert set(graph.undirected) == same_kind
+
+
+def test_a_command_given_a_name_never_downloads_it_and_says_what_to_run(tmp_path, lab):
+    """Issue 66: `audit primekg` and `evaluate --dataset primekg` started a 982 MB download on their
+    own. Only `datasets get` downloads; the others name it, and the server sees no request."""
+    server, _, _, _ = lab
+    before = len(server.requests)
+    for command in (["audit", "primekg-fixture"], ["split", "rand", "--dataset", "primekg-fixture", "--output",
+                                                   str(tmp_path / "s")],
+                    ["evaluate", "--dataset", "pharmkg8k-fixture", "--model", "popularity"],
+                    ["train", "--dataset", "pharmkg8k-fixture", "--model", "DistMult", "--output", str(tmp_path / "m")]):
+        done = CliRunner().invoke(main, command)
+        assert done.exit_code == 1, (command, done.output)
+        assert "openbench datasets get" in done.output and "nothing was downloaded" in done.output, done.output
+        assert len(done.output.strip().splitlines()) == 1
+    assert len(server.requests) == before and not (tmp_path / "data" / "primekg-fixture").exists()
+
+
+def test_a_local_copy_of_a_catalogue_file_is_verified_and_converted_offline(tmp_path, lab):
+    """`datasets get NAME --file PATH` and a `file://` mirror take the user's copy, checked against
+    the catalogue's checksum, with no request to the network; the result equals the download's."""
+    server, built, registry_file, run = lab
+    files, _, _ = built["primekg"]
+    (name, data), = files.items()
+    mine = tmp_path / "downloads" / "my-kg-copy.csv"
+    mine.parent.mkdir()
+    mine.write_bytes(data)
+    before = len(server.requests)
+    folder = Path(run("datasets", "get", "primekg-fixture", "--file", mine, "--no-progress").strip())
+    assert len(server.requests) == before and mine.read_bytes() == data  # the user's file only read
+    local = (folder / "graph" / "edges.csv").read_bytes()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / name).write_bytes(data)
+    other_root = tmp_path / "other"
+    done = CliRunner().invoke(main, ["datasets", "get", "primekg-fixture", "--root", str(other_root), "--mirror",
+                                     shared.as_uri(), "--no-progress"])
+    assert done.exit_code == 0, done.output
+    assert len(server.requests) == before
+    assert (Path(done.stdout.strip()) / "graph" / "edges.csv").read_bytes() == local
+    downloaded = CliRunner().invoke(main, ["datasets", "get", "primekg-fixture", "--root", str(tmp_path / "net"),
+                                           "--no-progress"])
+    assert downloaded.exit_code == 0
+    assert (Path(downloaded.stdout.strip()) / "graph" / "edges.csv").read_bytes() == local
+
+
+def test_a_local_copy_that_is_not_the_published_file_is_refused(tmp_path, lab):
+    _, built, _, _ = lab
+    files, _, _ = built["primekg"]
+    (_, data), = files.items()
+    altered = tmp_path / "kg.csv"
+    altered.write_bytes(data[:-10] + b"0123456789")
+    done = CliRunner().invoke(main, ["datasets", "get", "primekg-fixture", "--file", str(altered), "--no-progress"])
+    assert done.exit_code == 1 and str(altered) in done.output and "it is not the published file" in done.output
+    assert not (tmp_path / "data" / "primekg-fixture").exists() and altered.read_bytes().endswith(b"0123456789")
+    many = CliRunner().invoke(main, ["datasets", "get", "hetionet-fixture", "--file", str(altered), "--file",
+                                     str(altered), "--no-progress"])
+    assert many.exit_code == 1 and "has no file named" in many.output

@@ -17,13 +17,15 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from openbench._io import check_output_folder, read_json, replace_folder, write_text_atomic
 from openbench.datasets.published.catalogue import DatasetError, RegisteredDataset, RemoteFile
 from openbench.datasets.published.registries import lookup
 from openbench.errors import InputError
 from openbench.datasets.layouts import resolve_layout
+
+PathLike = Union[str, Path]
 
 __all__ = ["MARKER", "PINS", "ROOT_VARIABLE", "MIRROR_VARIABLE", "data_root", "read_marker", "get"]
 
@@ -93,20 +95,31 @@ def _altered_files(folder: Path, marker: dict) -> list:
     return altered
 
 
-def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = False, progress: bool = True) -> Path:
+def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = False, progress: bool = True,
+        files: Sequence[PathLike] = (), download: bool = True) -> Path:
     """The verified local copy of registry dataset ``name`` under ``root``, downloading it if needed.
 
-    :param mirror: base URL serving the archive instead of the provider (also $OPENBENCH_DATASET_MIRROR).
+    :param mirror: base URL serving the archive instead of the provider (also $OPENBENCH_DATASET_MIRROR);
+        ``file:///folder`` reads the files from a local folder.
     :param force: download again even over a copy that fails verification; the old copy stays in
         place until the new one has passed every check.
+    :param files: local copies of the dataset's files (a one-file dataset: any name; else matched by
+        file name), verified against the catalogue's checksums instead of downloaded.
+    :param download: False: never download; a missing copy is an error naming the command that
+        fetches it (what every command but ``datasets get`` does).
     """
     from filelock import FileLock
 
     from openbench._io.download import sidecar_path
 
     entry = lookup(name)
+    local = _local_files(entry, files)
     root = _usable_root(data_root(root))
     folder = root / entry.name
+    if not download and not folder.exists():
+        raise InputError(f"{entry.name} is not on this machine yet; fetch and verify it first: openbench datasets get "
+                         f"{entry.name} (or, with a copy of its file(s): openbench datasets get {entry.name} --file "
+                         "PATH); nothing was downloaded")
     with FileLock(str(root / f".{entry.name}.lock")):
         if folder.exists():
             marker = read_marker(folder)
@@ -120,7 +133,7 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
                                    f"or pass --force to download it again")
             check_output_folder(folder, extra_markers=(MARKER,))  # never replace what openbench did not write
             logger.warning("%s: replacing %s once the new copy is verified (%s)", entry.name, folder, problem)
-        fetched = _download_files(entry, root, mirror, progress)
+        fetched = _download_files(entry, root, mirror, progress, local)
         try:
             if entry.native:
                 _convert_native(entry, fetched, folder)
@@ -135,8 +148,23 @@ def get(name: str, root=None, *, mirror: Optional[str] = None, force: bool = Fal
     return folder
 
 
+def _local_files(entry: RegisteredDataset, files: Sequence[PathLike]) -> Dict[str, Path]:
+    """{the entry's file name: the user's local copy} of ``files``; a file the entry has no place
+    for is an error naming the names it has."""
+    paths = [Path(path) for path in files]
+    names = [file.name for file in entry.remote_files]
+    if len(names) == 1 and len(paths) == 1:
+        return {names[0]: paths[0]}
+    matched: Dict[str, Path] = {}
+    for path in paths:
+        if path.name not in names:
+            raise InputError(f"{entry.name} has no file named {path.name!r}: its files are {', '.join(names)}", path)
+        matched[path.name] = path
+    return matched
+
+
 def _download_files(entry: RegisteredDataset, root: Path, mirror: Optional[str],
-                    progress: bool) -> List[Tuple[RemoteFile, Path, str]]:
+                    progress: bool, local: Optional[Dict[str, Path]] = None) -> List[Tuple[RemoteFile, Path, str]]:
     """(file, downloaded path, sha256) of each of the entry's files, each verified against its
     published checksum or pinned one; a failure removes what this call fetched."""
     from openbench._io.download import sidecar_path
@@ -144,7 +172,10 @@ def _download_files(entry: RegisteredDataset, root: Path, mirror: Optional[str],
     fetched: List[Tuple[RemoteFile, Path, str]] = []
     try:
         for file in entry.remote_files:
-            path = _download(entry, file, root, mirror, progress)
+            if local and file.name in local:
+                path = _take_local(entry, file, root, local[file.name])
+            else:
+                path = _download(entry, file, root, mirror, progress)
             fetched.append((file, path, sidecar_path(path).read_text().strip()))  # fetch hashed it once already
             _check_pin(entry, root, fetched[-1][2], path, file)
     except BaseException:
@@ -182,6 +213,16 @@ def _download(entry: RegisteredDataset, file: RemoteFile, root: Path, mirror: Op
     # a split archive keeps its old place; a KG's files (train.tsv, …) get the entry's own folder
     cache = root / ".downloads" / entry.name if entry.native else root / ".downloads"
     return fetch(remote, cache, progress=progress)
+
+
+def _take_local(entry: RegisteredDataset, file: RemoteFile, root: Path, source: Path) -> Path:
+    """The user's copy of one of the entry's files, checked as its download would be."""
+    from openbench._io.download import Remote, take_local
+
+    remote = Remote(source=entry.name, url=file.url, filename=file.name, sha256=file.sha256, version=entry.version,
+                    md5=file.md5, size=file.size, git_sha1=file.git_sha1)
+    cache = root / ".downloads" / entry.name if entry.native else root / ".downloads"
+    return take_local(remote, source, cache)
 
 
 def _pin_key(entry: RegisteredDataset, file: RemoteFile) -> str:

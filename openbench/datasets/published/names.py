@@ -1,5 +1,5 @@
 """What a dataset argument names: a folder, or a registry name standing for its verified copy
-(:func:`resolve`, fetched on first use), a published KG's converted graph (:func:`graph_folder`),
+(:func:`resolve`; fetched only by ``datasets get``), a published KG's converted graph (:func:`graph_folder`),
 and what a folder says of the registry entry it came from (:func:`registry_of`,
 :func:`split_info_of`).
 """
@@ -63,9 +63,11 @@ def _split_of_registry_graph(folder: Path) -> Optional[dict]:
 
 
 def resolve(path_or_name, root=None, **options) -> Path:
-    """A dataset argument: an existing path as given, a registry name as its verified copy (fetched
-    by :func:`get` when missing; a published KG's official split); anything else unchanged, for the
-    loader to report."""
+    """A dataset argument: an existing path as given, a registry name as its verified copy (a
+    published KG's official split); anything else unchanged, for the loader to report. A copy that
+    is not on this machine is an error naming ``openbench datasets get NAME``: only an explicit
+    ``download=True`` (``datasets get``'s) fetches it."""
+    options.setdefault("download", False)
     path = Path(path_or_name)
     entry = registered(path_or_name)
     if entry is None:
@@ -89,9 +91,11 @@ def resolve(path_or_name, root=None, **options) -> Path:
 
 def graph_folder(path_or_name, root=None, **options) -> Path:
     """The graph folder (``graph_files`` layout with ``graph_info.json``) of a registry name (its
-    verified copy, fetched when missing), of a copy's folder, or the folder itself."""
+    verified copy: fetched only with ``download=True``, as :func:`resolve`), of a copy's folder, or
+    the folder itself."""
     from graphgen.graph_files import GRAPH_INFO
 
+    options.setdefault("download", False)
     entry = registered(path_or_name)
     if entry is not None:
         if not entry.native:
@@ -105,6 +109,6 @@ def graph_folder(path_or_name, root=None, **options) -> Path:
         raise InputError(f"no such folder, and not a dataset name of the registry{_closest(str(path_or_name))} "
                          "(openbench datasets list)", path)
     raise InputError(f"not a converted graph: expected {GRAPH_INFO} here or in graph/ (openbench datasets get "
-                     "writes them); for OpenBioLink's graph_files give --edges, --tn-edges and --nodes", path)
+                     "writes them); for OpenBioLink's graph_files or a plain triples file give --edges", path)
 
 

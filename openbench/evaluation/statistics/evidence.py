@@ -28,17 +28,20 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import polars as pl
-import torch
 
 from openbench._io.parquet import read_footer
 from openbench.errors import InputError
-from openbench.evaluation.counting.counts import RankCounts
 from openbench.evaluation.statistics.ranks_table import RANKS_FORMAT, RANKS_METADATA_KEY, RANKS_SCHEMA
 from openbench.vocabulary import QUERY_SIDES
+
+if TYPE_CHECKING:  # reading a ranks file needs no torch; recomputing a record's metrics from it does
+    import torch
+
+    from openbench.evaluation.counting.counts import RankCounts
 
 __all__ = ["MAX_ROWS", "MAX_DECODED_BYTES", "TOLERANCE", "EvidenceError", "differences", "queries_digest", "check_rows",
            "check_provenance", "check_against_record", "read_ranks", "counts_of"]
@@ -196,6 +199,10 @@ def read_ranks(path: _LABEL, max_rows: int = MAX_ROWS) -> Tuple[pl.DataFrame, di
 def counts_of(ranks: pl.DataFrame) -> Tuple[Dict[str, RankCounts], Dict[str, torch.Tensor], List[str]]:
     """({side: counts (T_side,)}, {side: relation ids (T_side,)}, relation labels) of checked rows:
     the evaluator's counts back (an unlisted answer's ``n_greater`` +inf, as top-k producers give it)."""
+    import torch
+
+    from openbench.evaluation.counting.counts import RankCounts
+
     labels = sorted(set(ranks["relation"].to_list()))
     index = {label: i for i, label in enumerate(labels)}
     counts, relations = {}, {}

@@ -21,17 +21,20 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 import polars as pl
-import torch
 
 from openbench._io.outputs import atomic_path
 from openbench._io.parquet import read_footer
 from openbench.errors import InputError, UsageError, option
-from openbench.evaluation.counting.counts import RankCounts
 from openbench.vocabulary import QUERY_SIDES
+
+if TYPE_CHECKING:  # reading and checking a ranks file needs no torch (leaderboard show, compare, report)
+    import torch
+
+    from openbench.evaluation.counting.counts import RankCounts
 
 __all__ = ["RANKS_SCHEMA", "ranks_table", "query_values", "write_ranks", "is_openbench_ranks", "ranks_provenance"]
 
@@ -49,6 +52,8 @@ def _labels(labels: Sequence[str], ids: torch.Tensor) -> pl.Series:
 def _side_rows(split: str, side: str, counts: RankCounts, triples: torch.Tensor, entity_labels: Sequence[str],
                relation_labels: Sequence[str]) -> pl.DataFrame:
     """The rows of one side's queries: ``counts`` (T,) of ``triples`` (T, 3)."""
+    import torch
+
     greater = counts.n_greater.cpu().to(torch.float64).numpy()
     listed = np.isfinite(greater)
     n_greater = np.where(listed, greater, 0).astype(np.int64)
