@@ -216,8 +216,9 @@ class RunsMixin(PublishedMixin):
         labels = self._dataset_labels()
         out = [_group_row(runs, side, rank_type, task, self.path, labels) for runs in groups.values()]
         if include_published is None:
-            include_published = bool(dataset) and any(
-                dataset.strip().lower() == row[0].lower()
+            asked = (dataset or "").strip().lower()
+            include_published = bool(asked) and any(
+                asked == row[0].lower()
                 for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published"))
         if include_published and side == "both" and task == "ranking" and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
