@@ -25,3 +25,6 @@ autodoc_typehints = "description"
 # the pages cite code paths and files, not every one a target: only real cross-references are checked
 nitpicky = False
 suppress_warnings = ["myst.xref_missing"]
+# no "smart" dashes or quotes: an option typed --ranks-output must print as --ranks-output, not
+# with an en dash that fails when copied (tests/test_docs.py checks the built pages)
+smartquotes = False

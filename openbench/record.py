@@ -437,6 +437,10 @@ def _check_identity(record) -> None:
                           "hex digits")
     if dataset.get("path") is not None and not isinstance(dataset["path"], str):
         raise RecordError("dataset.path must be a string or null")
+    made_by = dataset.get("made_by")
+    if made_by is not None and (not isinstance(made_by, str) or not made_by or len(made_by) > 200):
+        raise RecordError("dataset.made_by must be a short description of what wrote the split (1 to 200 "
+                          "characters)")
     registry = dataset.get("registry")
     if registry is not None and (not isinstance(registry, dict) or any(
             registry.get(key) is not None and not isinstance(registry[key], str) for key in ("name", "version"))):

@@ -40,7 +40,8 @@ MODEL_SOURCES: Dict[str, str] = {
     "anyburl": "an AnyBURL/SAFRAN top-k prediction file (--predictions)",
     "obl2021": "an OBL2021 submission, pred_top10 in a .npz (--submission)",
     "popularity": "the popularity baseline: each candidate scored by its training degree within the query's "
-                  "relation and side (--model popularity, no embeddings)",
+                  "relation and side, how often it answers that relation on that side in training (--model "
+                  "popularity, no embeddings)",
     "rules": "the leakage baseline: answers implied by the training triples' symmetric, inverse and duplicate "
              "relations first, then popularity (--model rules, no embeddings)",
     "neighbours": "the structure baseline: each candidate scored by how many of the query entity's training "

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
 import polars as pl
 
 from openbench.errors import InputError
@@ -145,9 +146,8 @@ def _split_kind(folder: Path) -> tuple:
 
 
 def _split_frames(folder: Path) -> Dict[str, pl.DataFrame]:
-    from openbench.datasets.loader import read_id_map, read_id_triples, read_sample_triples
-    from openbench.datasets.ogb import is_ogb_folder
-    from openbench.datasets.layouts import ID_FILES, SAMPLE_FILES, resolve_layout
+    from openbench.datasets.files import read_id_array, read_id_map, read_sample_triples
+    from openbench.datasets.layouts import ID_FILES, SAMPLE_FILES, is_ogb_folder, resolve_layout
 
     if is_ogb_folder(folder):
         from openbench.datasets.loader import load_dataset
@@ -165,12 +165,14 @@ def _split_frames(folder: Path) -> Dict[str, pl.DataFrame]:
                 if (files / name).is_file()}
     entities = read_id_map(files / "entities.tsv", "entity")
     relations = read_id_map(files / "relations.tsv", "relation")
-    return {split: _labelled(read_id_triples(files / name, len(entities), len(relations)), entities, relations)
+    return {split: _labelled(read_id_array(files / name, len(entities), len(relations)), entities, relations)
             for split, name in ID_FILES.items()}
 
 
 def _labelled(triples, entities: Sequence[str], relations: Sequence[str]) -> pl.DataFrame:
-    ids = pl.DataFrame(triples.cpu().numpy(), schema=["h", "r", "t"], orient="row")
+    """Labelled (h, r, t) string columns of id triples (N, 3): a numpy array or a tensor."""
+    values = triples if isinstance(triples, np.ndarray) else triples.cpu().numpy()
+    ids = pl.DataFrame(values, schema=["h", "r", "t"], orient="row")
     entity_labels, relation_labels = pl.Series(entities, dtype=pl.String), pl.Series(relations, dtype=pl.String)
     return ids.select(pl.col("h").map_batches(lambda s: entity_labels.gather(s)),
                       pl.col("r").map_batches(lambda s: relation_labels.gather(s)),

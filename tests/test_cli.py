@@ -296,3 +296,65 @@ def test_generate_lists_every_folder_and_split_says_what_it_counted(tmp_path):
         assert f"  {label}: {counts['positives']} positives, {counts['negatives']} negatives" in done.stdout
     removed = {key: value for key, value in info["split"]["test_cleaning"].items() if value}
     assert all(f"{value} {key.replace('_', ' ')}" in done.stdout for key, value in removed.items())
+
+
+@pytest.mark.parametrize("group", [["leaderboard"], ["leaderboard", "token"], ["split"], ["datasets"], ["text"]])
+def test_group_help_gives_each_command_s_summary_whole(group):
+    """Issue 66: `openbench leaderboard --help` cut its commands' summaries with "..."."""
+    done = CliRunner().invoke(main, [*group, "--help"])
+    assert done.exit_code == 0
+    commands = done.output.split("Commands:", 1)[1]
+    assert "..." not in commands, commands
+
+
+@pytest.fixture(scope="module")
+def reading_inputs(tmp_path_factory):
+    """A split, two records with their ranks, and a board holding them (for the torch-free commands)."""
+    import json
+
+    from openbench.datasets.loader import load_dataset
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.evaluation.statistics.ranks_table import write_ranks
+    from openbench.leaderboard import open_leaderboard
+    from openbench.models.popularity import popularity_model
+    from openbench.models.rules import rules_model
+    from tests.helpers import random_labelled_graph, write_samples
+
+    work = tmp_path_factory.mktemp("reading")
+    dataset = load_dataset(write_samples(work / "split", random_labelled_graph(2, 30, 3, {"train": 200, "valid": 10,
+                                                                                          "test": 20}),
+                                         negatives=False))
+    board = open_leaderboard(work / "board.sqlite")
+    for name, model in (("popularity", popularity_model(dataset)), ("rules", rules_model(dataset))):
+        evaluated = evaluate(dataset, model, device="cpu")
+        record = evaluated.to_dict()
+        (work / f"{name}.json").write_text(json.dumps(record))
+        write_ranks(work / f"{name}.ranks.parquet", evaluated.ranks, record)
+        board.submit(record, name=name, ranks=evaluated.ranks)
+    board.close()
+    (work / "triples.tsv").write_text("a\tr\tb\nb\tr\tc\nc\ts\ta\n")
+    return work
+
+
+@pytest.mark.parametrize("command", [
+    ["leaderboard", "show", "--db", "{work}/board.sqlite"],
+    ["leaderboard", "export", "--db", "{work}/board.sqlite", "--output", "{work}/page"],
+    ["compare", "{work}/popularity.ranks.parquet", "{work}/rules.ranks.parquet"],
+    ["audit", "{work}/split"],
+    ["audit", "{work}/triples.tsv"],
+    ["datasets", "list"],
+    ["text", "--help"],
+])
+def test_commands_that_need_no_tensor_import_no_torch(reading_inputs, command):
+    """Issue 66: `leaderboard show` of a two-row board took 4.3 s and 707 MB, importing torch
+    through the statistics it never ran (benchmarks/bench_cli_latency.py times them)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom openbench.cli import main\ntry:\n    main(sys.argv[1:], standalone_mode=False)\n"
+             "except SystemExit as stop:\n    assert not stop.code, stop.code\n"
+             "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', file=sys.stderr)\n")
+    argv = [part.format(work=reading_inputs) for part in command]
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "NO-TORCH", done.stderr[-2000:]

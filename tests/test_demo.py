@@ -81,7 +81,8 @@ def test_pipeline_demo_generates_splits_trains_two_models_and_evaluates(pipeline
         assert model in run.stdout
     assert "openbench evaluate --dataset" in run.stdout
     board = open_leaderboard(out / "leaderboard.sqlite")
-    submitted = [row for row in board.rows() if not row["published"]]
+    fingerprint = json.loads((out / "results" / "DistMult.json").read_text())["dataset"]["fingerprint"]
+    submitted = [row for row in board.rows(dataset=fingerprint[:12]) if not row["published"]]
     board.close()
     # one row per model and protocol: the full filtered ranking and the sampled (OGB) protocol
     assert sorted(row["name"] for row in submitted) == (["DistMult (demo, seed 0)"] * 2 + ["TransE-L2 (demo, seed 0)"] * 2
@@ -143,12 +144,54 @@ def test_the_demos_stdout_and_report_say_what_the_numbers_are(pipeline_runs):
     assert page.count("<figure>") == 4 and "DistMult against TransE-L2, query by query" in page
 
 
+def test_the_demo_gives_verdicts_with_intervals_its_zero_shot_rows_and_its_split_command(pipeline_runs, tmp_path):
+    """Issue 66: the demo's stdout gave no verdict of model against baseline, its zero-shot results
+    were not on its board, the board named its dataset "split (003a32ec)", and its seed (0) against
+    split's default (42) kept the how-to from reproducing its split."""
+    import shlex
+    import subprocess
+    import sys
+
+    from openbench.evaluation.statistics.compare import compare_ranks
+
+    out, run = pipeline_runs[0]
+    stdout = run.stdout
+    for model, folder in (("DistMult", "results"), ("TransE-L2", "results"), ("DistMult", "results/entity")):
+        result = compare_ranks(out / folder / f"{model}.ranks.parquet", out / folder / "popularity.ranks.parquet",
+                               seed=0)
+        low, high = result["ci"]
+        assert (f"{model} against popularity on {result['queries']} queries: MRR {result['a']:.4f} against "
+                f"{result['b']:.4f}, difference {result['difference']:+.4f}, 95 % interval [{low:+.4f}, "
+                f"{high:+.4f}]") in stdout, (model, folder)
+    assert "with 4 on one side" in stdout or "positives against" in stdout  # the counts behind a reading
+    board = open_leaderboard(out / "leaderboard.sqlite")
+    try:
+        entity = json.loads((out / "results" / "entity" / "DistMult.json").read_text())["dataset"]["fingerprint"]
+        zero_shot = board.rows(dataset=entity[:12])
+        assert {row["name"] for row in zero_shot} >= {"DistMult (demo zero-shot, seed 0)",
+                                                       "popularity (demo zero-shot, seed 0)"}
+        assert board.rows(dataset=entity[:12], task="repurposing")
+        labels = {row["dataset"]["label"] for row in board.rows()}
+    finally:
+        board.close()
+    assert any(label.startswith("split: openbench split rand, seed 0 (") for label in labels), labels
+    assert any(label.startswith("split_entity: openbench split entity, seed 0 (") for label in labels), labels
+    line = next(line for line in stdout.splitlines() if line.strip().startswith("openbench split rand"))
+    command = shlex.split(line.strip())
+    command[command.index("--output") + 1] = str(tmp_path / "again")
+    done = subprocess.run([sys.executable, "-m", *command], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for path in sorted((out / "split").glob("*.csv")):
+        assert (tmp_path / "again" / path.name).read_bytes() == path.read_bytes(), path.name
+
+
 def popularity_metrics(out):
     return json.loads((out / "results" / "popularity.json").read_text())["metrics"]["both"]["realistic"]
 
 
-def _board(path):
-    """The leaderboard's rows without what records when (``submitted_at``, the records' ``timing``)."""
+def _board(path, folder=None):
+    """The leaderboard's rows without what records when (``submitted_at``, the records' ``timing``);
+    the demo's folder, which the re-evaluation certificates' commands name, as ``<out>``."""
     import sqlite3
 
     with sqlite3.connect(path) as connection:
@@ -157,6 +200,8 @@ def _board(path):
         for row in connection.execute("SELECT * FROM submissions ORDER BY id"):
             values = dict(row)
             values.pop("submitted_at")
+            if folder is not None and values.get("certificate_json"):
+                values["certificate_json"] = values["certificate_json"].replace(str(folder), "<out>")
             record = json.loads(values.pop("result_json"))
             record.pop("timing")
             rows.append((values, record))
@@ -179,11 +224,11 @@ def test_two_demo_runs_are_equal_apart_from_timing(pipeline_runs):
         elif name.startswith("results/"):
             records = [json.loads(path.read_text()) for path in (a, b)]
             for record in records:
-                assert set(record.pop("timing")) <= {"seconds", "exact_ranks", "stages"}  # exact ranks: pairs re-scored
+                assert set(record.pop("timing")) <= {"seconds", "exact_ranks", "stages", "matrix_pass", "matrix_counting"}
                 record["dataset"].pop("path")
             assert records[0] == records[1], name
         elif name == "leaderboard.sqlite":
-            boards = [_board(path) for path in (a, b)]
+            boards = [_board(path, folder) for path, folder in ((a, first), (b, second))]
             for rows, _ in boards:
                 for _values, record in rows:
                     record["dataset"].pop("path")

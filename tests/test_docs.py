@@ -122,6 +122,52 @@ def _evaluate(document: Path, parsed):
     return ran, skipped
 
 
+def _python_blocks(text: str):
+    """(line, code) of every Python block."""
+    found, inside, code, start = [], None, [], 0
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            if inside is None:
+                inside, code, start = line[3:].strip(), [], number
+            else:
+                if inside == "python":
+                    found.append((start, "\n".join(code)))
+                inside = None
+        elif inside is not None:
+            code.append(line)
+    return found
+
+
+def _free_names(code: str):
+    """Names a block reads without importing or assigning them itself (builtins aside)."""
+    import ast
+    import builtins
+
+    tree = ast.parse(code)
+    defined = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            defined |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            defined.add(node.id)
+    return sorted({node.id for node in ast.walk(tree) if isinstance(node, ast.Name)
+                   and isinstance(node.ctx, ast.Load)} - defined)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_python_block_runs_on_its_own_or_says_which_it_continues(document):
+    """Issue 66: a model-sources block failed on its own (it read names of the block before). A
+    block that reads a name it does not define opens with a comment saying which block it continues."""
+    for line, code in _python_blocks(document.read_text(encoding="utf-8")):
+        free = _free_names(code)
+        assert not free or code.lstrip().startswith("# continues"), \
+            f"{document.name}:{line}: reads {', '.join(free)} from an earlier block without a '# continues' line"
+
+
 def test_every_mark_in_the_documents_is_a_listed_one():
     """A mark names one of MARKS: a skip for another reason would be invisible here."""
     used = set()
@@ -140,3 +186,21 @@ def test_the_registry_tables_are_the_registries():
 
 def test_the_readme_is_short():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_the_built_pages_print_options_as_typed(tmp_path):
+    """Issue 66: the built CLI reference printed every --option with an en dash ("–ranks-output"),
+    which fails when copied. Built with -W, no page holds an en or em dash glued to an option name
+    or a curly quote inside a code span."""
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(ROOT / "docs"),
+                           str(tmp_path / "html")], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    pages = sorted((tmp_path / "html").rglob("*.html"))
+    assert any(page.name == "cli.html" for page in pages)
+    glued = re.compile(r"(?<![\w-])[\u2013\u2014][a-z][a-z-]+")
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        found = glued.findall(text)
+        assert not found, f"{page.relative_to(tmp_path)}: {found[:5]}"
+    cli = (tmp_path / "html" / "reference" / "cli.html").read_text(encoding="utf-8")
+    assert "--ranks-output" in cli

@@ -90,6 +90,24 @@ def handle_errors(command):
     return wrapper
 
 
+class WholeHelpGroup(click.Group):
+    """A command group whose ``--help`` lists each command with its whole first sentence (click cuts
+    it at 45 characters with "...", which hid what the commands do); groups made from it make
+    groups of the same kind."""
+
+    group_class = type
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit=10_000)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
 class Names(click.Choice):
     """A case-insensitive choice whose ``--help`` shows the names as the registry spells them."""
 

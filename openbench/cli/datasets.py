@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from openbench._io.outputs import strict_json
-from openbench.cli.common import handle_errors
+from openbench.cli.common import WholeHelpGroup, handle_errors
 
 __all__ = ["datasets", "datasets_list", "datasets_get", "export_kgid"]
 
 
-@click.group(short_help="Published datasets by name: list, download, verify, convert.")
+@click.group(cls=WholeHelpGroup, short_help="Published datasets by name: list, download, verify, convert.")
 @click.option("--registry", "registry_files", multiple=True, type=click.Path(dir_okay=False),
               help="A registry file of your own (a JSON list of entries: name, format, license, and url + sha256 "
                    "or files [{url, sha256}]; optionally size, version, description, family, citation, counts), "

@@ -26,9 +26,11 @@ __all__ = ["demo"]
 @click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
 @handle_errors
 def demo(out_dir, seed, epochs, planted, model_name, device, progress):
-    """Offline end-to-end run on the embedded sample: generate, split, train two baselines, evaluate."""
-    from openbench.demo import (baseline_records, compare_models, entity_heldout, results_table, run_demo,
-                                run_pipeline_demo, submit_to_leaderboard, write_report)
+    """Offline end-to-end run on the embedded sample: generate, split, train two models (DistMult,
+    TransE-L2), evaluate them beside the popularity and rules baselines."""
+    from openbench.demo import (DEMO_NEGATIVES, baseline_records, compare_models, entity_heldout, results_table,
+                                run_demo, run_pipeline_demo, submit_to_leaderboard, verdicts_against_popularity,
+                                write_report)
     from openbench.evaluation.statistics.report import format_table
 
     quiet_pykeen()
@@ -37,16 +39,23 @@ def demo(out_dir, seed, epochs, planted, model_name, device, progress):
         results = run_pipeline_demo(out, seed=seed, epochs=epochs or 60, device=device, progress=progress)
         baselines = baseline_records(out, seed, device)
         click.echo(results_table(results, baselines))
+        click.echo("\neach trained model against the popularity baseline, query by query (openbench compare on their "
+                   "ranks files):\n" + "\n".join(verdicts_against_popularity(out, seed)))
         click.echo("\nthe two trained models compared query by query (openbench compare on their ranks files; "
                    "realistic reciprocal rank, the same test queries):\n" + compare_models(out, seed))
         click.echo("\n" + entity_heldout(out, seed=seed, epochs=epochs or 60, device=device, progress=progress))
         page = submit_to_leaderboard(dict(results, **baselines), out, seed)
         report = write_report(out, seed)
-        click.echo(f"\ngraph: {out / 'graph' / 'graph_files'}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
+        graph = out / "graph" / "graph_files"
+        click.echo(f"\ngraph: {graph}\nsplit: {out / 'split'}\nmodels: {out / 'models'}\n"
                    f"results: {out / 'results'}\nleaderboard: {out / 'leaderboard.sqlite'} (page: {page}; "
                    f"openbench leaderboard show --db {out / 'leaderboard.sqlite'})\n"
                    f"report (figures: per relation, rank distribution, degree strata, DistMult against TransE-L2): "
                    f"{report}\n"
+                   f"the same split from the command line (the demo's seed, {seed}; split's own default is 42):\n"
+                   f"  openbench split rand --edges {graph / 'edges.csv'} --tn-edges {graph / 'TN_edges.csv'} "
+                   f"--nodes {graph / 'ALL_nodes.csv'} --test-frac 0.1 --val 0.1 --eval-negatives {DEMO_NEGATIVES} "
+                   f"--seed {seed} --output split_again\n"
                    f"the same evaluation from the command line:\n"
                    f"  openbench evaluate --dataset {out / 'split'} --model DistMult "
                    f"--entity-embeddings {out / 'models' / 'DistMult' / 'entities.npy'} "

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import click
 
-from openbench.cli.common import handle_errors, model_file_options
+from openbench.cli.common import WholeHelpGroup, handle_errors, model_file_options
 from openbench.leaderboard.render import TABLE_FORMATS
 from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
 
 __all__ = ["leaderboard", "leaderboard_submit", "leaderboard_submit_predictions", "leaderboard_serve", "leaderboard_reveal", "leaderboard_token", "leaderboard_show", "leaderboard_export"]
 
 
-@click.group(short_help="Leaderboards of validated result records: local, exported or served.")
+@click.group(cls=WholeHelpGroup, short_help="Leaderboards of validated result records: local, exported or served.")
 def leaderboard():
     """A local leaderboard of validated result records (SQLite)."""
 

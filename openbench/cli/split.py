@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import click
 
-from openbench.cli.common import FiniteFloat, handle_errors
+from openbench.cli.common import WholeHelpGroup, FiniteFloat, handle_errors
 from graphgen.graph_files import UNTYPED
 from splits import SEEN_RULES
 
 __all__ = ["split", "split_rand", "split_time", "split_entity", "split_inductive"]
 
 
-@click.group(short_help="Leakage-free splits: random, time, entity-held-out and inductive.")
+@click.group(cls=WholeHelpGroup, short_help="Leakage-free splits: random, time, entity-held-out and inductive.")
 def split():
     """Leakage-free train/validation/test splits of a generated graph."""
 

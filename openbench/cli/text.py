@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from openbench._io.outputs import strict_json
-from openbench.cli.common import handle_errors
+from openbench.cli.common import WholeHelpGroup, handle_errors
 from openbench.text.brat import MATCHINGS as BRAT_MATCHINGS
 from openbench.text.brat import TASKS as BRAT_TASKS
 from openbench.text.brat import TYPE_MODES as BRAT_TYPE_MODES
@@ -18,7 +18,7 @@ from openbench.text.metaeval import SEMANTICS as METAEVAL_SEMANTICS
 __all__ = ["text", "metaeval_command", "rank_diseases", "rank_eval", "brat_command", "metaeval_logging"]
 
 
-@click.group()
+@click.group(cls=WholeHelpGroup)
 def text():
     """Text-mining evaluation side modules (Meta-Eval, BRAT/ChEMU, disease ranking)."""
 

@@ -27,7 +27,7 @@ import numpy as np
 from openbench.errors import InputError
 from openbench.vocabulary import SPLITS
 
-__all__ = ["SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "INDUCTIVE_FILES", "NEGATIVE_FILES", "resolve_layout",
+__all__ = ["is_ogb_folder", "SPLITS", "SAMPLE_FILES", "ID_FILES", "LABEL_FILES", "INDUCTIVE_FILES", "NEGATIVE_FILES", "resolve_layout",
            "write_negatives"]
 
 SAMPLE_FILES = {"train": "train_sample.csv", "valid": "val_sample.csv", "test": "test_sample.csv"}
@@ -36,6 +36,12 @@ LABEL_FILES = {"entity": "entities.tsv", "relation": "relations.tsv"}
 # ILPC 2022's names; "inference" is the graph a model may read at test time
 INDUCTIVE_FILES = {"train": "train.txt", "inference": "inference.txt", "valid": "inference_validation.txt",
                    "test": "inference_test.txt"}
+
+
+def is_ogb_folder(path) -> bool:
+    """True for a folder as OGB leaves it: ``split/<split type>/train.pt``."""
+    split = Path(path) / "split"
+    return split.is_dir() and any((kind / "train.pt").is_file() for kind in split.iterdir() if kind.is_dir())
 
 
 def resolve_layout(path: Path, fold: Optional[int] = None) -> Tuple[str, Path]:

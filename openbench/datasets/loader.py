@@ -38,7 +38,8 @@ from openbench.datasets.cache import cached_dataset, dataset_files
 from openbench.datasets.coding import code_splits, coded_fingerprint, first_occurrences, lookup_of
 from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
-from openbench.datasets.id_maps import labels_by_id
+from openbench.datasets.files import (TRIPLE_COLUMNS, first_bad_row as _first_bad_row, read_id_array, read_id_map,
+                                      read_sample_rows, read_sample_triples)
 from openbench.datasets.layouts import ID_FILES, INDUCTIVE_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.datasets.published.names import registry_of, resolve, split_info_of
 
@@ -51,7 +52,6 @@ __all__ = ["TRIPLE_COLUMNS", "Dataset", "read_sample_rows", "read_sample_triples
 
 logger = logging.getLogger(__name__)
 
-TRIPLE_COLUMNS = ("h", "r", "t")
 INFERENCE = "inference"  # an inductive split's inference graph, in Dataset.triples
 LARGE_INPUT_BYTES = 100_000_000  # split files this large get their loading steps announced on stderr
 _SHOWN_UNKNOWN = 10
@@ -82,6 +82,8 @@ class Dataset:
     # published one); an entity-held-out split: {"kind": "entity", "heldout_entities": {"count",
     # "sha256"}, "relations": [...] or None}
     split: Optional[dict] = None
+    # what wrote the split, in words, from its split_info.json ("openbench split rand, seed 0"), or None
+    made_by: Optional[str] = None
     cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
     load_seconds: Optional[float] = field(default=None, repr=False, compare=False)  # load_dataset's wall time
     # sampled evaluation negatives that come with the dataset: OGB's, or *_negatives.npz of a split
@@ -151,66 +153,10 @@ class Dataset:
 # reading files
 
 
-def _first_bad_row(frame: pl.DataFrame, problems: pl.Expr) -> Optional[int]:
-    rows = frame.select(problems.arg_true()).to_series()
-    return int(rows[0]) if len(rows) else None
-
-
-def read_sample_rows(path: Path) -> pl.DataFrame:
-    """Every row of one OpenBioLink sample file as string columns h, r, t, value, source.
-
-    Accepts the 6-column layout (``id1, relation, id2, qscore, value, source``; value 1 marks a
-    triple, value 0 a negative) and the 3-column layout (every row a triple: value "1", source "");
-    every line has the first line's width.
-    """
-    frame = read_table(path, None, header=False, widths=(3, 6), comment_prefixes=())
-    if frame.height == 0:
-        return pl.DataFrame(schema={n: pl.String for n in (*TRIPLE_COLUMNS, "value", "source")})
-    columns = frame.columns
-    for index, column in enumerate(columns[:3]):
-        row = _first_bad_row(frame, pl.col(column).is_null() | (pl.col(column).str.strip_chars() == ""))
-        if row is not None:
-            raise InputError(f"column {index + 1} is empty; expected an identifier", path, line_of_row(path, row))
-    if frame.width == 6:
-        flag = columns[4]
-        row = _first_bad_row(frame, ~pl.col(flag).fill_null("").is_in(["0", "1"]))
-        if row is not None:
-            raise InputError(f"column 5 (value) is {frame[flag][row] or ''!r}; expected 0 or 1", path,
-                             line_of_row(path, row))
-        value, source = pl.col(flag), pl.col(columns[5]).fill_null("")
-    else:
-        value, source = pl.lit("1"), pl.lit("")
-    return frame.select(*(pl.col(c).alias(n) for c, n in zip(columns[:3], TRIPLE_COLUMNS)), value.alias("value"),
-                        source.alias("source"))
-
-
-def read_sample_triples(path: Path) -> pl.DataFrame:
-    """Positive triples (value 1) of one OpenBioLink sample file as string columns h, r, t
-    (:func:`read_sample_rows`)."""
-    return read_sample_rows(path).filter(pl.col("value") == "1").select(TRIPLE_COLUMNS)
-
-
-def read_id_map(path: Path, kind: str) -> List[str]:
-    """Read an ``id<TAB>label`` file whose ids are exactly 0..N-1; return labels indexed by id."""
-    return labels_by_id(path, kind)
-
-
 def read_id_triples(path: Path, num_entities: int, num_relations: int) -> torch.Tensor:
-    """Integer triples (N, 3) from a headerless ``head<TAB>relation<TAB>tail`` id file, range-checked."""
-    frame = read_table(path, None, header=False, widths=(3,), comment_prefixes=())
-    if frame.height == 0:
-        return torch.empty((0, 3), dtype=torch.long)
-    numbers = frame.select([pl.col(c).cast(pl.Int64, strict=False) for c in frame.columns])
-    bad_mask = pl.any_horizontal([pl.col(c).is_null() for c in numbers.columns])
-    limits = (num_entities, num_relations, num_entities)
-    for column, limit in zip(numbers.columns, limits):
-        bad_mask = bad_mask | (pl.col(column) < 0) | (pl.col(column) >= limit)
-    row = _first_bad_row(numbers, bad_mask)
-    if row is not None:
-        raise InputError(
-            f"expected integer ids head < {num_entities}, relation < {num_relations}, tail < {num_entities}; "
-            f"found {frame.row(row)}", path, line_of_row(path, row))
-    return torch.from_numpy(numbers.to_numpy().astype(np.int64, copy=False).reshape(-1, 3).copy())
+    """Integer triples (N, 3) from a headerless ``head<TAB>relation<TAB>tail`` id file, range-checked
+    (:func:`openbench.datasets.files.read_id_array`)."""
+    return torch.from_numpy(read_id_array(path, num_entities, num_relations))
 
 
 # --------------------------------------------------------------------------------------------
@@ -353,6 +299,7 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
         dataset.sampled = find_negatives(files_folder, dataset)
         dataset.undirected_relations = undirected_relations_of(files_folder, dataset.relation_labels)
         dataset.split = split_description_of(files_folder)
+        dataset.made_by = made_by_of(files_folder)
     return dataset
 
 
@@ -374,6 +321,7 @@ def _load_inductive(folder, files_folder: Path, entity_map, relation_map, drop_u
                      "inference_graph": {"entities": int(dataset.inference_entities().shape[0]),
                                          "triples": int(dataset.triples[INFERENCE].shape[0])},
                      **({"seed": info["parameters"].get("seed")} if isinstance(info.get("parameters"), dict) else {})}
+    dataset.made_by = made_by_of(files_folder)
     return dataset
 
 
@@ -432,6 +380,23 @@ def split_kind_of(folder: Path) -> Optional[str]:
         raise InputError(f"split kind {str(kind)[:40]!r}: this openbench reads {', '.join(HELD_OUT_KINDS)} "
                          "(or none, a random or time split)", Path(folder) / "split_info.json")
     return kind
+
+
+def made_by_of(folder: Path) -> Optional[str]:
+    """What wrote the split in ``folder``, in words, from its ``split_info.json``: ``"openbench split
+    rand, seed 0"`` (the kind it states, else a time split's new positives or a random split's test
+    share tell it); None for a folder no openbench split wrote."""
+    info = split_info_of(folder)
+    if not isinstance(info, dict):
+        return None
+    stated_parameters, stated_input = info.get("parameters"), info.get("input")
+    parameters: dict = stated_parameters if isinstance(stated_parameters, dict) else {}
+    given: dict = stated_input if isinstance(stated_input, dict) else {}
+    kind = info.get("kind") or ("time" if "new_positives" in given else "rand" if "test_frac" in parameters else None)
+    if not isinstance(kind, str):
+        return None
+    seed = parameters.get("seed")
+    return f"openbench split {kind}" + (f", seed {seed}" if isinstance(seed, int) else "")
 
 
 def split_description_of(folder: Path) -> Optional[dict]:

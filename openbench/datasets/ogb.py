@@ -35,6 +35,7 @@ import torch
 
 from openbench._io.inputs import read_text
 from openbench.errors import InputError, option
+from openbench.datasets.layouts import is_ogb_folder  # noqa: F401  (defined where no torch is needed)
 
 __all__ = ["SAFE_NUMPY_GLOBALS", "OGB_SPLITS", "load_split_file", "is_ogb_folder", "split_types", "load_ogb_dataset", "num_node_dict",
            "IdLabels"]
@@ -109,12 +110,6 @@ class IdLabels(Sequence[str]):
         for prefix, _, count in self.ranges:
             for i in range(count):
                 yield f"{prefix}{i}"
-
-
-def is_ogb_folder(path) -> bool:
-    """True for a folder as OGB leaves it: ``split/<split type>/train.pt``."""
-    split = Path(path) / "split"
-    return split.is_dir() and any((kind / "train.pt").is_file() for kind in split.iterdir() if kind.is_dir())
 
 
 def split_types(path) -> List[str]:

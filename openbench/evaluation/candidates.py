@@ -363,9 +363,13 @@ class RankingSetup:
 
     def dataset_description(self) -> dict:
         """What a record says of the dataset: path, fingerprint, id-map hash, counts, registry entry."""
-        return {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
-                "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
-                "registry": self.dataset.registry}
+        described = {"path": self.dataset.path, "fingerprint": self.dataset.fingerprint,
+                     "id_map_sha256": self.dataset.id_map_sha256, "counts": self.dataset.counts(),
+                     "registry": self.dataset.registry}
+        made_by = getattr(self.dataset, "made_by", None)
+        if made_by:
+            described["made_by"] = made_by
+        return described
 
     def warn(self, message: str) -> None:
         """Record ``message`` in the result (once) and log it."""

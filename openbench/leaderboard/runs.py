@@ -146,7 +146,8 @@ class RunsMixin(PublishedMixin):
                "result_json": json.dumps(record), "submitted_at": _now(), "team": fields["team"],
                "verified": fields["verified"], "task": task,
                "scope": scope_of(record["protocol"]) if task == "ranking" else None,
-               "dataset_label": dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path"))}
+               "dataset_label": dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path"),
+                                              dataset.get("made_by"))}
         return keys, row
 
     def _insert(self, connection: sqlite3.Connection, keys: tuple, row: dict, fields: dict, task: str,
@@ -305,10 +306,13 @@ def repurposing_headline(record: dict) -> dict:
     return out
 
 
-def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None) -> str:
-    """How a dataset is shown: its registry name, else the folder name recorded at evaluation, with
-    the fingerprint's first 8 characters."""
+def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None,
+                  made_by: Optional[str] = None) -> str:
+    """How a dataset is shown: its registry name, else the folder name recorded at evaluation and
+    what wrote the split ("openbench split rand, seed 0"), with the fingerprint's first 8 characters."""
     shown = name or (Path(path).name if path else None) or "dataset"
+    if made_by and not name:
+        shown = f"{shown}: {made_by}"
     return f"{shown} ({fingerprint[:8]})" if fingerprint else shown
 
 

@@ -206,5 +206,6 @@ def _backfill_derived_columns(connection: sqlite3.Connection, path: Path) -> Non
         registry = dataset.get("registry") or {}
         connection.execute("UPDATE submissions SET task = ?, scope = ?, dataset_label = ? WHERE id = ?",
                            (task, scope_of(record.get("protocol", {})) if task == "ranking" else None,
-                            dataset_label(registry.get("name"), dataset.get("fingerprint"), dataset.get("path")),
+                            dataset_label(registry.get("name"), dataset.get("fingerprint"), dataset.get("path"),
+                                          dataset.get("made_by")),
                             row[0]))

@@ -35,7 +35,14 @@ def test_sampled_protocol_always_carries_its_warning():
 
 def test_held_out_and_inductive_splits_are_named():
     entity = dict(FULL, split={"kind": "entity", "heldout_entities": {"count": 3, "test": 3}})
-    assert "entity-held-out split (3 test entities unseen in training)" in protocol_line(entity)
+    assert "entity-held-out split (3 test entities held out of training under every relation (fully cold))" in \
+        protocol_line(entity)
+    chosen = dict(FULL, split={"kind": "entity", "heldout_entities": {"count": 3, "test": 3},
+                               "relations": ["DIS_DRUG", "GENE_DIS"]})
+    # issue 66: "unseen in training" is the audit's word for an entity in no training triple; a
+    # held-out entity may still be in training under other relations
+    assert "(3 test entities held out of training under DIS_DRUG, GENE_DIS)" in protocol_line(chosen)
+    assert "unseen" not in protocol_line(chosen)
     inductive = dict(FULL, split={"kind": "inductive", "inference_graph": {"entities": 40}})
     line = protocol_line(inductive, entities=200)
     assert "inductive split" in line and "against the 40 inference-graph entities" in line and "200" not in line

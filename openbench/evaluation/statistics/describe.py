@@ -35,7 +35,11 @@ def _split_kind(protocol: Mapping) -> str:
     kind = split.get("kind")
     if kind == "entity":
         held = (split.get("heldout_entities") or {}).get("test")
-        return f"entity-held-out split ({held} test entities unseen in training)" if held is not None \
+        relations = split.get("relations")
+        under = f"under {', '.join(relations)}" if relations else "under every relation (fully cold)"
+        # "held out", not "unseen": under chosen relations an entity may still occur in other training
+        # triples, and "unseen in training" is the audit's word for an entity in none
+        return f"entity-held-out split ({held} test entities held out of training {under})" if held is not None \
             else "entity-held-out split"
     if kind == "inductive":
         return "inductive split (entities new to training, ranked in the inference graph)"
@@ -122,14 +126,25 @@ def ranking_readings(name: str, block: Mapping, baseline: Optional[Mapping] = No
     return lines
 
 
-def classification_readings(name: str, auroc: Optional[float]) -> List[str]:
+FEW_FOR_AUROC = 20  # fewer positives or negatives than this: a reading says how far one pair moves the AUROC
+
+
+def classification_readings(name: str, auroc: Optional[float], positives: Optional[int] = None,
+                            negatives: Optional[int] = None) -> List[str]:
     """Readings of a classifier's AUROC: 0.5 is chance, below it the scores order positives and
-    negatives the wrong way round more often than not."""
+    negatives the wrong way round more often than not. With the counts, each reading says what it
+    rests on, and warns where the negatives (or positives) are too few to read much into it."""
     if auroc is None:
         return []
+    counts = ""
+    if positives is not None and negatives is not None:
+        counts = f" ({positives} positives against {negatives} negatives"
+        fewest = min(positives, negatives)
+        counts += (f": with {fewest} on one side, one pair more or less moves the AUROC by up to {1 / fewest:.2f})"
+                   if 0 < fewest < FEW_FOR_AUROC else ")")
     if auroc < 0.5 - CHANCE_AUROC:
         return [f"{name}: AUROC {auroc:.3f} is below chance (0.5): it scores these negatives above the positives "
-                "more often than not"]
+                f"more often than not{counts}"]
     if auroc <= 0.5 + CHANCE_AUROC:
-        return [f"{name}: AUROC {auroc:.3f} is near chance (0.5)"]
+        return [f"{name}: AUROC {auroc:.3f} is near chance (0.5){counts}"]
     return []
