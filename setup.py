@@ -43,7 +43,10 @@ setup(
         "test": ["pytest>=8", "hypothesis>=6.100", "pykeen>=1.10", "pybel==0.15.5", "setuptools>=77.0.3,<81",
                  "mypy>=1.10", "scikit-learn>=1.3", "ogb>=1.3.6",  # cross-checks: AUROC/AP, OGB's evaluator
                  "ranx>=0.3",  # cross-check: Hit@k and MRR of the repurposing task's disease-specific view
-                 "sybil>=6"],  # runs the documentation's code blocks (tests/test_docs.py)
+                 # PyG's KGE models (openbench.from_pyg) and their own test(): pure Python, no compiled extension
+                 "torch-geometric>=2.6",
+                 "sybil>=6"],
+        "pyg": ["torch-geometric>=2.6"],  # runs the documentation's code blocks (tests/test_docs.py)
         # the documentation site (docs/): Sphinx with Markdown pages, a maintained theme, the CLI reference
         "docs": ["sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],
     },

@@ -452,6 +452,35 @@ MUTATIONS: List[Mutation] = [
     Mutation("repurposing over torch.distributed: the ranks' counts not summed", "openbench/evaluation/counting/matrix.py",
              "        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)\n", "",
              ("tests/evaluation/test_repurposing.py::test_the_record_is_the_same_on_one_process_and_several",)),
+    # issue 65: PyTorch Geometric's models
+    Mutation("PyG TransE: the entity rows taken without forward's normalisation", "openbench/models/pyg.py",
+             "        nodes = torch.nn.functional.normalize(table(\"node_emb.weight\"), p=p, dim=-1)",
+             "        nodes = table(\"node_emb.weight\")", ("tests/models/test_pyg.py",), fast=True),
+    Mutation("PyG: a model of other counts than the dataset's accepted", "openbench/models/pyg.py",
+             "    if num_nodes != dataset.num_entities or num_relations != dataset.num_relations:",
+             "    if False:", ("tests/models/test_pyg.py",), fast=True),
+    Mutation("PyG folder: a table of the wrong shape read", "openbench/models/pyg.py",
+             "        if tensor is None or tuple(tensor.shape) != expected or not tensor.is_floating_point():",
+             "        if tensor is None:", ("tests/models/test_pyg.py",), fast=True),
+    Mutation("PyG compat: the answer's rank counted from 1, not PyG's 0", "openbench/models/pyg.py",
+             "        ranks.append(int((order == tail).nonzero().view(-1)))",
+             "        ranks.append(int((order == tail).nonzero().view(-1)) + 1)", ("tests/models/test_pyg.py",),
+             fast=True),
+    # issue 66
+    Mutation("outputs: a new output's place not checked before the work", "openbench/_io/outputs.py",
+             "    if not target.exists():\n        _check_place(target)\n        return",
+             "    if not target.exists():\n        return", ("tests/test_outputs.py",), fast=True),
+    Mutation("board: a reading command makes an empty board out of a mistyped --db", "openbench/leaderboard/store.py",
+             "    if not create and not path.exists():", "    if False:", ("tests/test_leaderboard.py",), fast=True),
+    Mutation("datasets: a name given to a command downloads it unasked", "openbench/datasets/published/names.py",
+             "    options.setdefault(\"download\", False)\n    path = Path(path_or_name)",
+             "    options.setdefault(\"download\", True)\n    path = Path(path_or_name)",
+             ("tests/datasets/test_published_kgs.py",), fast=True),
+    Mutation("datasets: a local copy taken without its sha256", "openbench/_io/download.py",
+             "    if remote.sha256 and digest != remote.sha256:\n        partial.unlink()\n"
+             "        raise DownloadError(f\"{remote.source}: {source} has sha256",
+             "    if False:\n        partial.unlink()\n        raise DownloadError(f\"{remote.source}: {source} has sha256",
+             ("tests/datasets/test_published_kgs.py",), fast=True),
 ]
 
 

@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _PUBLIC = {"load_dataset": ".api", "embedding_model": ".api", "from_pykeen": ".api", "score_function": ".api",
            "load_model": ".api", "evaluate": ".api", "ResultRecord": ".api", "Dataset": ".api",
            "compare": ".evaluation.statistics.compare", "popularity_model": ".models.popularity", "rules_model": ".models.rules",
-           "neighbour_model": ".models.structure",
+           "neighbour_model": ".models.structure", "from_pyg": ".models.pyg", "save_pyg": ".models.pyg",
            "audit": "splits.audit"}
 __all__ = ["__version__", *sorted(_PUBLIC)]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _PUBLIC)

@@ -115,6 +115,9 @@ class ResultRecord:
     # the metrics by the answer's training degree and node type (openbench.evaluation.statistics.strata)
     by_degree: Optional[Dict[str, Any]] = None
     by_node_type: Optional[Dict[str, Any]] = None
+    # another tool's own numbers of the same model, beside openbench's (``{"pyg": ...}``: PyG's
+    # KGEModel.test(), openbench.models.pyg); None: not asked for
+    compat: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as the JSON document openbench writes (keys in their written order)."""
@@ -131,6 +134,7 @@ class ResultRecord:
                     **({"confidence": self.confidence} if self.confidence is not None else {}),
                     **({"by_degree": self.by_degree, "by_node_type": self.by_node_type}
                        if self.by_degree is not None else {}),
+                    **({"compat": self.compat} if self.compat is not None else {}),
                     "protocol": protocol, "dataset": self.dataset, "model": self.model,
                     "diagnostics": self.diagnostics}
         return {**head, **body, "seed": self.seed, "device": self.device, "version": self.version,
@@ -152,7 +156,7 @@ class ResultRecord:
                    task=task, timing=timing, classification=record.get("classification"),
                    repurposing=record.get("repurposing"),
                    confidence=record.get("confidence"), by_degree=record.get("by_degree"),
-                   by_node_type=record.get("by_node_type"))
+                   by_node_type=record.get("by_node_type"), compat=record.get("compat"))
 
     def metric(self, path: str):
         """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
@@ -381,6 +385,8 @@ def validate_record(record) -> None:
                  evaluated)
     if record.get("confidence") is not None:
         _check_confidence(record["confidence"], protocol.hits_at)
+    if record.get("compat") is not None:
+        _check_compat(record["compat"], entities)
     for name in ("by_degree", "by_node_type"):
         groups = record.get(name)
         if groups is None:
@@ -489,6 +495,27 @@ def _check_classification(record) -> None:
 
 # the repurposing task's blocks: what every view holds and how its numbers relate
 REPURPOSING_HEADLINE = ("auroc", "disease_mrr", "disease_auroc", "disease_auprc")
+
+
+def _check_compat(compat, entities: Optional[int]) -> None:
+    """Another tool's numbers beside openbench's: PyG's test() (0-based mean rank below the entity
+    count, MRR and hits@k in [0, 1], a query count)."""
+    if not isinstance(compat, dict) or set(compat) - {"pyg"}:
+        raise RecordError("compat must be an object holding pyg")
+    block = compat.get("pyg")
+    if not isinstance(block, dict) or not isinstance(block.get("protocol"), str):
+        raise RecordError("compat.pyg must be an object naming its protocol")
+    queries = block.get("queries")
+    if isinstance(queries, bool) or not isinstance(queries, int) or queries < 0:
+        raise RecordError(f"compat.pyg.queries = {queries!r}: expected a count")
+    for key, value in block.items():
+        if key == "mrr" or key.startswith("hits@"):
+            if value is not None:
+                _unit(f"compat.pyg.{key}", value)
+    rank = block.get("mean_rank")
+    if rank is not None and (isinstance(rank, bool) or not isinstance(rank, (int, float)) or not math.isfinite(rank)
+                             or rank < 0 or (entities is not None and rank > entities - 1)):
+        raise RecordError(f"compat.pyg.mean_rank = {rank!r}: expected a 0-based rank below the entity count")
 
 
 def _unit(where: str, value) -> None:

@@ -34,6 +34,8 @@ MODEL_SOURCES: Dict[str, str] = {
                   "--relation-embeddings, --model)",
     "arrays": "a folder of entities.npy and relations.npy, openbench train's or the demo's (--model-dir; the score "
               "function from its openbench-model.json or --model; no pickle)",
+    "pyg": "a PyTorch Geometric KGE model folder (openbench-pyg.json, model.pt: openbench.save_pyg; --model-dir, "
+           "read weights-only, no pickle)",
     "pykeen": "a PyKEEN model folder (trained_model.pkl; --model-dir, --trust-pickle)",
     "dglke": "a DGL-KE checkpoint (config.json, <dataset>_<model>_entity.npy; --model-dir, --dglke-data)",
     "libkge": "a LibKGE checkpoint (checkpoint_best.pt; --model-dir, --libkge-data)",

@@ -80,7 +80,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--candidates", type=click.Choice(vocabulary.CANDIDATE_MODES), default="all", show_default=True,
               help="typed: rank each query only against entities of a node type its relation admits there.")
 @click.option("--model-dir", "model_dirs", type=click.Path(file_okay=False, exists=True), multiple=True,
-              help="A model folder: " + "; ".join(vocabulary.MODEL_SOURCES[name] for name in ("arrays", "pykeen", "dglke", "libkge"))
+              help="A model folder: " + "; ".join(vocabulary.MODEL_SOURCES[name] for name in ("arrays", "pyg", "pykeen", "dglke", "libkge"))
                    + ". Repeat it to evaluate several models in one run (--output then names a folder).")
 @click.option("--sweep", "sweep_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A JSON list of models to evaluate in one run, each {\"name\": ..., \"model_dir\": ...} or "
@@ -95,6 +95,9 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--dglke-compat", is_flag=True,
               help="Reproduce DGL-KE's own evaluator: RESCAL tails with the transposed matrix, SimplE clamped to "
                    "±20 (compare its pessimistic ranks).")
+@click.option("--pyg-compat", is_flag=True,
+              help="A PyG model folder: add PyG's own KGEModel.test() numbers to the record (tail side, unfiltered, "
+                   "ties in argsort's order, 0-based mean rank), beside openbench's.")
 @click.option("--predictions", "predictions_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help=vocabulary.MODEL_SOURCES["anyburl"].capitalize() + " instead of embeddings.")
 @click.option("--submission", "submission_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -158,7 +161,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
-             dglke_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
+             dglke_compat, pyg_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
              ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
              threshold_metric, treat_relations, negative_relations, drugs_path, diseases_path, recall_at, keep_top,
              ground_truth):
@@ -210,7 +213,10 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         return
     spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
                      model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
-                     predictions_path, submission_path)
+                     predictions_path, submission_path, pyg_compat)
+    if pyg_compat and (task != "ranking" or select_source(spec).name != "pyg"):
+        raise click.UsageError("--pyg-compat adds PyG's test() numbers to a ranking evaluation of a PyG model folder "
+                               "(--model-dir written by openbench.save_pyg)")
     inputs = spec.files() + dataset_inputs(dataset_path, entity_map, relation_map)
     if output:
         check_output_file(output, inputs, recognise=is_openbench_json)  # before any work

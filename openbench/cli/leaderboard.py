@@ -42,7 +42,7 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
                    "(verified: reproduced).")
 @model_file_options
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="A model folder to re-evaluate (PyKEEN, DGL-KE or LibKGE, as evaluate reads it).")
+              help="A model folder to re-evaluate (arrays, PyG, PyKEEN, DGL-KE or LibKGE, as evaluate reads it).")
 @_DB_OPTION
 @handle_errors
 def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, ranks_path, dataset_path,

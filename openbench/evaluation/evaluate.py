@@ -207,6 +207,20 @@ def _join_process_group(device: str) -> tuple:
     return joined, resolve_device(device, local_rank=int(local_rank) if local_rank is not None else None)
 
 
+def _with_compat(record: ResultRecord, model, dataset, split: str, hits_at: Sequence[int]) -> ResultRecord:
+    """``record`` with a compatibility block beside openbench's numbers where the model asks for
+    one: PyG's own ``test()`` numbers (``compat.pyg``, :mod:`openbench.models.pyg`)."""
+    source = getattr(model, "pyg_compat", None)
+    if source is None:
+        return record
+    from openbench.models.pyg import pyg_test_numbers
+
+    started = time.perf_counter()
+    record.compat = {"pyg": pyg_test_numbers(source, dataset.triples[split], dataset.num_entities, hits_at)}
+    record.timing.setdefault("stages", {})["pyg_compat"] = round(time.perf_counter() - started, 6)
+    return record
+
+
 def _with_model_load(record: ResultRecord, seconds: Optional[float]) -> ResultRecord:
     """``record`` with the model's load time among its stages, after the dataset's."""
     if seconds is None:
@@ -315,7 +329,8 @@ def evaluate(dataset, model, *, task: str = "ranking", protocol: Optional[str] =
                  progress=progress, candidates=candidates, sides=sides, scope_relations=relations,
                  scope_entities=entities, sampled_negatives=negatives)
     if shard is None:
-        return _with_model_load(run(_setup(dataset, producer, given), producer, batch_size, bootstrap), load_seconds)
+        record = run(_setup(dataset, producer, given), producer, batch_size, bootstrap)
+        return _with_model_load(_with_compat(record, loaded, dataset, evaluation_split, hits_at), load_seconds)
     import torch.distributed as dist
 
     from openbench.evaluation.producers.sharded import ShardedProducer

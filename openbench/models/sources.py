@@ -11,6 +11,7 @@ source      selected by
 ==========  =======================================================================
 embeddings  ``entity_embeddings``, ``relation_embeddings`` and ``model`` (a scorer)
 arrays      ``model_dir`` holding ``entities.npy`` and ``relations.npy`` (``openbench train``'s, the demo's)
+pyg         ``model_dir`` holding ``openbench-pyg.json`` and ``model.pt`` (:func:`openbench.save_pyg`)
 pykeen      ``model_dir`` holding ``trained_model.pkl`` (needs ``trust_pickle``)
 dglke       ``model_dir`` holding ``config.json`` and ``<dataset>_<model>_entity.npy``
 libkge      ``model_dir`` holding a ``checkpoint_*.pt``
@@ -46,6 +47,7 @@ class ModelSpec:
     libkge_data: Optional[str] = None
     predictions: Optional[str] = None
     submission: Optional[str] = None
+    pyg_compat: bool = False  # a PyG model: PyG's own test() numbers beside openbench's
 
     def files(self) -> List[str]:
         """Every path the spec names (the inputs an output may never replace)."""
@@ -74,6 +76,12 @@ class ModelSource:
 
 # ------------------------------------------------------------------------------------------
 # detection
+
+
+def _is_pyg(folder: Path) -> bool:
+    from openbench.models.pyg import is_pyg_folder
+
+    return is_pyg_folder(folder)
 
 
 def _is_pykeen(folder: Path) -> bool:
@@ -164,6 +172,12 @@ def _model_dir(spec: ModelSpec) -> Path:
     return Path(spec.model_dir)
 
 
+def _load_pyg(dataset: Dataset, spec: ModelSpec):
+    from openbench.models.pyg import pyg_folder
+
+    return pyg_folder(_model_dir(spec), dataset, compat=spec.pyg_compat)
+
+
 def _load_pykeen(dataset: Dataset, spec: ModelSpec):
     from openbench.models.pykeen import pykeen_folder
     from openbench.models.pykeen_inductive import inductive_folder, is_inductive_folder
@@ -217,6 +231,7 @@ def _load_obl2021(dataset: Dataset, spec: ModelSpec):
 SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("embeddings", _embedding_inputs, _load_embeddings, distributable=True),
     ModelSource("arrays", _arrays, _load_arrays, distributable=True),
+    ModelSource("pyg", _folder(_is_pyg), _load_pyg, distributable=True),
     ModelSource("pykeen", _folder(_is_pykeen), _load_pykeen),
     ModelSource("dglke", _folder(_is_dglke), _load_dglke, distributable=True),
     ModelSource("libkge", _folder(_is_libkge), _load_libkge, distributable=True),
@@ -246,7 +261,7 @@ def select_source(spec: ModelSpec) -> ModelSource:
     for source in SOURCES.values():
         if source.selects(spec):
             return source
-    folders = "; ".join(f"{name}: {SOURCES[name].description}" for name in ("arrays", "pykeen", "dglke", "libkge"))
+    folders = "; ".join(f"{name}: {SOURCES[name].description}" for name in ("arrays", "pyg", "pykeen", "dglke", "libkge"))
     raise InputError(f"not a model folder openbench reads (expected {folders})", spec.model_dir)
 
 

@@ -55,6 +55,21 @@ def format_table(result: dict) -> str:
     lines.append(AMRI_READING)
     headline = (result["metrics"].get("both") or {}).get(protocol.get("headline_rank_type", "realistic")) or {}
     lines += [f"reading: {line}" for line in ranking_readings(visible(model.get("name")), headline)]
+    lines += _pyg_compat_lines(result)
     for warning in result.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def _pyg_compat_lines(result: dict) -> List[str]:
+    """PyG's own test() numbers beside openbench's tail-side ones, where the record has them."""
+    pyg = (result.get("compat") or {}).get("pyg")
+    if not pyg:
+        return []
+    hits = [key for key in pyg if key.startswith("hits@")]
+    theirs = ", ".join([f"MR (0-based) {_cell(pyg.get('mean_rank'), 0).strip()}", f"MRR {_cell(pyg.get('mrr'), 0).strip()}",
+                        *(f"{key} {_cell(pyg[key], 0).strip()}" for key in hits)])
+    tail = ((result.get("metrics") or {}).get("tail") or {}).get("realistic") or {}
+    ours = ", ".join(f"{key} {_cell(tail.get(key), 0).strip()}" for key in ("mr", "mrr", *hits) if key in tail)
+    return [f"PyG's own test() ({pyg['protocol']}): {theirs}",
+            f"openbench's tail side, filtered, realistic ranks (1-based): {ours}"]
