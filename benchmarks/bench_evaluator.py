@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cpu import choose_scan, cpu_line  # noqa: E402
 from _peak import run_measured  # noqa: E402
 
 # the peer runs with the environment it was given; openbench, in process, as the openbench
@@ -206,11 +207,15 @@ def main() -> None:
     parser.add_argument("--skip-peer", action="store_true", help="do not run PyKEEN")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the generated data here")
     parser.add_argument("--pykeen-child", nargs=2, metavar=("FOLDER", "MODEL"), help=argparse.SUPPRESS)
+    parser.add_argument("--scan", choices=["avx512", "avx2", "portable"], default=None,
+                        help="the counting scan to use (default: the best this CPU has)")
     args = parser.parse_args()
+    choose_scan(args.scan)
     if args.pykeen_child:
         pykeen_child(Path(args.pykeen_child[0]), args.pykeen_child[1])
         return
 
+    print(cpu_line(), flush=True)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="openbench-bench-"))
     folder = workdir / f"synthetic-{args.scale}-{args.seed}"
     sizes = SCALES[args.scale]

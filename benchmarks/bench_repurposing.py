@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cpu import choose_scan, cpu_description  # noqa: E402
 from _peak import run_measured  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -70,28 +71,6 @@ started = time.perf_counter()
 torch.mm(queries, candidates.T, out=out)
 print(json.dumps({"seconds": time.perf_counter() - started}))
 """
-
-
-def cpu_description() -> dict:
-    """The CPU model, its vector extensions and the counting kernel's scan (issue 67)."""
-    model, flags = "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    vector = [name for name in ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl") if name in flags]
-    scan = "unknown"
-    try:
-        from openbench.evaluation.counting.kernels import chunk_scan
-
-        scan = chunk_scan()
-    except Exception:  # noqa: BLE001 - a report, never a failure
-        pass
-    return {"model": model, "vector_extensions": vector, "scan": scan, "cores": os.cpu_count()}
 
 
 def make_inputs(folder: Path, drugs: int, diseases: int, positives: int, known: int, seed: int,
@@ -143,10 +122,14 @@ def main() -> int:
                         help="the test positives as a model of this AUROC ranks them (0.5: uniform, the densest "
                              "case for the windows)")
     parser.add_argument("--json", default=None, help="write the results here too")
+    parser.add_argument("--scan", choices=["avx512", "avx2", "portable"], default=None,
+                        help="the counting scan to use (default: the best this CPU has)")
     options = parser.parse_args()
+    choose_scan(options.scan)
     cpu = cpu_description()
+    forced = " (forced: the CPU has better)" if cpu["scan_forced"] else ""
     print(f"CPU: {cpu['model']} ({cpu['cores']} cores); vector extensions: {', '.join(cpu['vector_extensions'])}; "
-          f"counting kernel scan: {cpu['scan']}")
+          f"counting kernel scan: {cpu['scan']}{forced}")
     pairs = options.drugs * options.diseases
     tables_gb = (options.drugs + options.diseases) * DIM * 4 / 1024 ** 3
     print(f"matrix {options.drugs:,} × {options.diseases:,} = {pairs:,} pairs, d = {DIM}; {options.positives} test "

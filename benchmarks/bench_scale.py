@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cpu import choose_scan, cpu_description, cpu_line  # noqa: E402
 from _peak import run_measured  # noqa: E402
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the openbench command sets it
@@ -298,7 +299,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--sampled", action="store_true", help="also the sampled protocol at ogbl-wikikg2's shape")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of (evaluation, GEMM) per size (odd, >= 3)")
+    parser.add_argument("--scan", choices=["avx512", "avx2", "portable"], default=None,
+                        help="the counting scan to use (default: the best this CPU has)")
     args = parser.parse_args()
+    choose_scan(args.scan)
     names = [name.strip() for name in args.sizes.split(",") if name.strip()]
     unknown = [name for name in names if name not in SIZES]
     if unknown:
@@ -311,6 +315,7 @@ def main() -> None:
     import torch
 
     print(f"bench_scale: {torch.get_num_threads()} threads, device {args.device}, DistMult d = {args.dim}", flush=True)
+    print(cpu_line(), flush=True)
     rows = []
     for name in names:
         row = measure_size(args.work, name, args.seed, args.dim, args.device, args.repeats)
@@ -321,7 +326,7 @@ def main() -> None:
               f"peak {_fmt(row['peak_gb'], 2)} GB", flush=True)
     print("\n".join(table_lines(rows)))
     print("\n".join(verdicts(rows)))
-    result = {"rows": rows}
+    result = {"cpu": cpu_description(), "rows": rows}
     if args.sampled:
         sampled = sampled_rows(args.seed, args.dim)
         result["sampled"] = sampled

@@ -481,6 +481,16 @@ MUTATIONS: List[Mutation] = [
              "        raise DownloadError(f\"{remote.source}: {source} has sha256",
              "    if False:\n        partial.unlink()\n        raise DownloadError(f\"{remote.source}: {source} has sha256",
              ("tests/datasets/test_published_kgs.py",), fast=True),
+    # issue 67: the AVX2 scan
+    Mutation("AVX2 scan: a float row's last partial vector read one lane too far",
+             "openbench/evaluation/counting/_counting.c",
+             "    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));",
+             "    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n + 1), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));",
+             ("tests/evaluation/test_chunk_kernel.py",), fast=True),
+    Mutation("AVX2 scan: a span's inside candidates not recorded when its counts changed",
+             "openbench/evaluation/counting/_counting.c",
+             "        if (out && _mm256_movemask_epi8(_mm256_cmpeq_epi8(held, held_before)) != -1) {",
+             "        if (out && 0) {", ("tests/evaluation/test_chunk_kernel.py",), fast=True),
 ]
 
 

@@ -136,11 +136,11 @@ def _carve(rows: pl.DataFrame, fraction: float, rng: np.random.Generator):
 def distinct_edges(edges: pl.DataFrame, what: str) -> Tuple[pl.DataFrame, int]:
     """The first row of each (id1, relation, id2); a repeated edge would be sampled against twice.
     Returns the frame and how many repeats were removed (logged as a warning)."""
-    unique = edges.unique(KEY, keep="first", maintain_order=True)
-    repeats = edges.height - unique.height
-    if repeats:
-        logger.warning("removed %d repeated %s (an edge counts once)", repeats, what)
-    return unique, repeats
+    repeats = edges.height - edges.select(KEY).n_unique()
+    if not repeats:  # the frame itself: its columns shared, not copied (the caller holds it too)
+        return edges, 0
+    logger.warning("removed %d repeated %s (an edge counts once)", repeats, what)
+    return edges.unique(KEY, keep="first", maintain_order=True), repeats
 
 
 def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: pl.DataFrame, output, *,
@@ -177,24 +177,29 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                  if (neg_train_val or neg_test) else categorical_ids(pl.DataFrame(schema={c: pl.String
                                                                                     for c in SPLIT_COLUMNS})))
     rows = remove_inconsistent(pl.concat([positives.select(SPLIT_COLUMNS), negatives.select(SPLIT_COLUMNS)]))
-    sampled = negatives.height
-    del negatives  # rows holds them now; peak memory matters at HQ scale
+    sampled, samples = negatives.height, rows.height
+    counted = {"positives": positives.height, "true_negatives": true_negatives.height}
+    # peak memory matters at HQ scale: what the carved sets hold again is let go as soon as it is
+    # carved (rows, into train_val and test; train_val, into train and validation, in fill)
+    del negatives, positives, true_negatives
     train_val, test = _carve(rows, test_frac, rng)
+    del rows
     patterns = relation_patterns(train_val)  # what the audit finds in training: recorded, and cleaned for
     test = clean_evaluation(test, train_val, directed, seen_nodes, patterns)
     info = {"parameters": {"test_frac": test_frac, "val": val, "crossval": crossval, "seed": seed,
                            "directed": directed, "neg_train_val": neg_train_val, "neg_test": neg_test,
                            "neg_ratio": neg_ratio, "seen_nodes": seen_nodes, "eval_negatives": eval_negatives,
                            "typed_negatives": typed_negatives},
-            "input": {"positives": positives.height, "true_negatives": true_negatives.height,
+            "input": {**counted,
                       "repeated_positives": repeated_positives, "repeated_true_negatives": repeated_negatives,
                       "true_negatives_contradicting_a_positive": negative_stats.get("true_negatives_dropped", 0),
-                      "negatives_sampled": sampled, "after_inconsistent": rows.height},
+                      "negatives_sampled": sampled, "after_inconsistent": samples},
             # the audit's relation patterns (threshold 0.8) in train + validation: evaluation rows
             # training holds again through them are removed (test_cleaning.relation_patterns)
             "relation_patterns": patterns, **(provenance or {})}
 
     def fill(staging: Path) -> None:
+        nonlocal train_val
         if crossval:
             n_folds = math.ceil(1 / val)
             order = rng.permutation(train_val.height)
@@ -212,6 +217,7 @@ def random_split(positives: pl.DataFrame, true_negatives: pl.DataFrame, nodes: p
                                                 eval_negatives, typed_negatives, seed, patterns))
         elif val > 0:
             train, validation = _carve(train_val, val, rng)
+            train_val = None  # train and validation hold it now
             info["split"] = write_fold(staging, train, validation, test, directed, neg_train_val, neg_test, nodes,
                                        seen_nodes, eval_negatives, typed_negatives, seed, patterns)
         else:

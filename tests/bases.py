@@ -322,3 +322,26 @@ def repurposing_worker(rank, world, folder, rendezvous, out, model_seed):
             Path(out).write_text(json.dumps(record, sort_keys=True))
     finally:
         dist.destroy_process_group()
+
+
+def planted_graph(seed, drugs=14, diseases=11, genes=8):
+    """Labelled splits: indications (a fifth stored disease first), contraindications, gene edges."""
+    rng = np.random.default_rng(seed)
+    drug = [f"drug::D{i:02d}" for i in range(drugs)]
+    disease = [f"disease::S{i:02d}" for i in range(diseases)]
+    gene = [f"gene::G{i:02d}" for i in range(genes)]
+    pairs = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, drugs, 70), rng.integers(0, diseases, 70))})
+    rng.shuffle(pairs)
+    splits = {"train": [], "valid": [], "test": []}
+    for index, (a, b) in enumerate(pairs):
+        split = "test" if index % 5 == 0 else "valid" if index % 7 == 1 else "train"
+        triple = (disease[b], "indication", drug[a]) if index % 5 == 2 else (drug[a], "indication", disease[b])
+        splits[split].append(triple)
+    contra = sorted({(int(a), int(b)) for a, b in zip(rng.integers(0, drugs, 25), rng.integers(0, diseases, 25))})
+    for index, (a, b) in enumerate(contra):
+        splits["test" if index % 3 == 0 else "train"].append((drug[a], "contraindication", disease[b]))
+    for i in range(drugs):
+        splits["train"].append((drug[i], "targets", gene[i % genes]))
+    for i in range(diseases):
+        splits["train"].append((gene[i % genes], "associated", disease[i]))
+    return splits

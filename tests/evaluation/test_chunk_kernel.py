@@ -1,7 +1,7 @@
 """The C kernel's fused chunk count (``openbench_count_chunk``, :class:`ChunkTally`) against the
 block-by-block reference ``count_block``: the same counts per chunk and the same window columns
 recorded, with answers and known answers on chunk edges, rows whose record of window columns
-overflows, NaN scores, both scans (AVX-512 and portable), both directions, float32 and float64;
+overflows, NaN scores, every scan (AVX-512, AVX2 and portable), both directions, float32 and float64;
 and its one pass over a table (``table_summary``) against the passes it replaces."""
 import numpy as np
 import pytest
@@ -14,9 +14,9 @@ from openbench.evaluation.counting.kernels import ChunkTally, NonFiniteRows, chu
 pytestmark = pytest.mark.skipif(kernels.COUNTING_LIBRARY.get() is None, reason="the C kernel is not built")
 
 
-@pytest.fixture(params=["avx512", "portable"])
+@pytest.fixture(params=["avx512", "avx2", "portable"])
 def scan(request):
-    """Each scan the kernel has (AVX-512 only where the CPU has it)."""
+    """Each scan the kernel has (a vector scan only where the CPU has it)."""
     before = chunk_scan()
     chosen = chunk_scan(request.param)
     if chosen != request.param:
@@ -148,3 +148,45 @@ def test_one_pass_over_the_table_gives_its_norms_largest_value_and_grid(scan, dt
         assert found.bits == fraction_bits(table), name
     assert table_summary(grid).bits == 3 and table_summary(infinite).bits is None
     assert table_summary(missing).bits is None and np.isnan(table_summary(missing).largest)
+
+
+def test_every_scan_gives_the_same_records(tmp_path):
+    """Issue 67: the records are byte-identical whichever scan the CPU has: a tie-heavy exact
+    ranking (DistMult, TransE-L1, RESCAL) and a repurposing record (the matrix pass and its
+    float64 step), each evaluated under every scan this CPU can run, equal the portable scan's."""
+    import json
+
+    import openbench
+    from openbench.datasets.loader import load_dataset
+    from openbench.models.scorers import build_scorer
+    from tests.bases import planted_graph, small_dataset, tie_heavy_scorer
+    from tests.helpers import write_samples
+
+    dataset = small_dataset(tmp_path / "ranking", 12)
+    planted = load_dataset(write_samples(tmp_path / "repurposing", planted_graph(4), negatives=False))
+    rng = np.random.default_rng(0)
+    drugs = build_scorer("DistMult", rng.normal(size=(planted.num_entities, 20)).astype(np.float32),
+                         rng.normal(size=(planted.num_relations, 20)).astype(np.float32), planted.num_entities,
+                         planted.num_relations)
+
+    def records():
+        found = [openbench.evaluate(dataset, tie_heavy_scorer(dataset, model)).to_dict()
+                 for model in ("DistMult", "TransE-L1", "RESCAL")]
+        found.append(openbench.evaluate(planted, drugs, task="repurposing", relations=["indication"],
+                                        negative_relations=["contraindication"], recall_at=[1, 10]).to_dict())
+        for record in found:
+            record.pop("timing")
+        return json.dumps(found, sort_keys=True)
+
+    before = chunk_scan()
+    try:
+        chunk_scan("portable")
+        reference = records()
+        ran = []
+        for isa in ("avx2", "avx512"):
+            if chunk_scan(isa) == isa:
+                ran.append(isa)
+                assert records() == reference, isa
+    finally:
+        chunk_scan(before)
+    assert ran or before == "portable"

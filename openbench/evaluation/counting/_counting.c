@@ -538,35 +538,141 @@ SCAN_ROW_AVX512(scan_row_f64_avx512, double, __m512d, 8, __mmask8, _mm512_set1_p
                 _mm512_maskz_loadu_pd, CMP_PD, DIFFER_EPI64, _mm512_sub_epi64, add_ones_epi64, sum_epi64)
 #endif
 
-/* -1: not chosen yet; 0: the portable scan; 1: AVX-512 */
+/* AVX2 scans (x86-64 CPUs without AVX-512: most AMD servers and many cloud machines): the same
+ * counts as the portable scan, eight float or four double lanes at a time. A compare gives all
+ * ones (-1) in a lane that holds, so subtracting it adds one to that lane's counter; the row's
+ * last partial vector is loaded under a lane mask (the lanes past the row read as zero and are
+ * masked out of every count). */
+#ifdef HAVE_AVX512_SCAN
+#define HAVE_AVX2_SCAN 1
+
+#define SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, BETTER_OP, BETTER_BOUND, REACHED_OP, \
+                       REACHED_BOUND, NAN)                                                          \
+    for (int64_t first = 0; first < width; first += SPAN) {                                         \
+        const int64_t last = first + SPAN < width ? first + SPAN : width;                           \
+        int64_t j = first;                                                                          \
+        for (; j + LANES <= last; j += LANES) {                                                     \
+            const VEC x = LOADU(row + j);                                                           \
+            acc_g = SUB(acc_g, CAST(CMP(x, BETTER_BOUND, BETTER_OP)));                              \
+            acc_r = SUB(acc_r, CAST(CMP(x, REACHED_BOUND, REACHED_OP)));                            \
+            if (NAN) acc_n = SUB(acc_n, CAST(CMP(x, x, _CMP_UNORD_Q)));                             \
+        }                                                                                           \
+        if (j < last) {                                                                             \
+            const __m256i valid = TAIL_MASK(last - j);                                              \
+            const VEC x = MASKLOAD(row + j, valid);                                                 \
+            acc_g = SUB(acc_g, _mm256_and_si256(valid, CAST(CMP(x, BETTER_BOUND, BETTER_OP))));     \
+            acc_r = SUB(acc_r, _mm256_and_si256(valid, CAST(CMP(x, REACHED_BOUND, REACHED_OP))));   \
+            if (NAN) acc_n = SUB(acc_n, _mm256_and_si256(valid, CAST(CMP(x, x, _CMP_UNORD_Q))));    \
+        }                                                                                           \
+        const __m256i held = SUB(acc_r, acc_g);                                                     \
+        if (out && _mm256_movemask_epi8(_mm256_cmpeq_epi8(held, held_before)) != -1) {              \
+            for (int64_t k = first; k < last; ++k) {                                                \
+                const T y = row[k];                                                                 \
+                if (y >= low && y <= high) {                                                        \
+                    if (*fill < capacity) out[*fill] = start + k;                                   \
+                    ++*fill;                                                                        \
+                }                                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        held_before = held;                                                                         \
+    }
+
+#define SCAN_ROW_AVX2(NAME, T, VEC, LANES, SETONE, LOADU, MASKLOAD, CMP, CAST, SUB, ACCSUM)         \
+    __attribute__((target("avx2"))) static void NAME(                                              \
+        const T *row, int64_t width, T low, T high, int lower_is_better, int check_nan, int64_t start, \
+        int64_t *out, int64_t *fill, int64_t capacity, int64_t *g_out, int64_t *e_out, int64_t *n_out) \
+    {                                                                                               \
+        const VEC lo = SETONE(low), hi = SETONE(high);                                              \
+        __m256i acc_g = _mm256_setzero_si256(), acc_r = _mm256_setzero_si256();                     \
+        __m256i acc_n = _mm256_setzero_si256(), held_before = _mm256_setzero_si256();               \
+        if (lower_is_better && check_nan) {                                                         \
+            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 1) \
+        } else if (lower_is_better) {                                                               \
+            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 0) \
+        } else if (check_nan) {                                                                     \
+            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 1) \
+        } else {                                                                                    \
+            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 0) \
+        }                                                                                           \
+        *g_out = ACCSUM(acc_g);                                                                     \
+        *e_out = ACCSUM(acc_r) - *g_out;                                                            \
+        *n_out = ACCSUM(acc_n);                                                                     \
+    }
+
+/* the first n lanes all ones: float lanes are 32 bits, double lanes 64 */
+__attribute__((target("avx2"))) static inline __m256i tail_mask_epi32(int64_t n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+__attribute__((target("avx2"))) static inline __m256i tail_mask_epi64(int64_t n)
+{
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+__attribute__((target("avx2"))) static inline int64_t sum256_epi32(__m256i acc)
+{
+    int32_t lanes[8];
+    _mm256_storeu_si256((__m256i *)lanes, acc);
+    int64_t total = 0;
+    for (int k = 0; k < 8; ++k) total += lanes[k];
+    return total;
+}
+__attribute__((target("avx2"))) static inline int64_t sum256_epi64(__m256i acc)
+{
+    int64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, acc);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#define CMP256_PS(a, b, op) _mm256_cmp_ps(a, b, op)
+#define CMP256_PD(a, b, op) _mm256_cmp_pd(a, b, op)
+#define MASKLOAD_PS(p, m) _mm256_maskload_ps(p, m)
+#define MASKLOAD_PD(p, m) _mm256_maskload_pd(p, m)
+
+#define TAIL_MASK(n) tail_mask_epi32(n)
+SCAN_ROW_AVX2(scan_row_f32_avx2, float, __m256, 8, _mm256_set1_ps, _mm256_loadu_ps, MASKLOAD_PS, CMP256_PS,
+              _mm256_castps_si256, _mm256_sub_epi32, sum256_epi32)
+#undef TAIL_MASK
+#define TAIL_MASK(n) tail_mask_epi64(n)
+SCAN_ROW_AVX2(scan_row_f64_avx2, double, __m256d, 4, _mm256_set1_pd, _mm256_loadu_pd, MASKLOAD_PD, CMP256_PD,
+              _mm256_castpd_si256, _mm256_sub_epi64, sum256_epi64)
+#undef TAIL_MASK
+#endif
+
+/* -1: not chosen yet; 0: the portable scan; 1: AVX-512; 2: AVX2 */
 static int scan_isa = -1;
+static int best_isa = -1;
+
+static int best_scan(void)
+{
+    if (best_isa < 0) {
+#ifdef HAVE_AVX512_SCAN
+        __builtin_cpu_init();
+        best_isa = __builtin_cpu_supports("avx512f") ? 1 : __builtin_cpu_supports("avx2") ? 2 : 0;
+#else
+        best_isa = 0;
+#endif
+    }
+    return best_isa;
+}
 
 static int chosen_isa(void)
 {
-    if (scan_isa < 0) {
-#ifdef HAVE_AVX512_SCAN
-        __builtin_cpu_init();
-        scan_isa = __builtin_cpu_supports("avx512f") ? 1 : 0;
-#else
-        scan_isa = 0;
-#endif
-    }
+    if (scan_isa < 0) scan_isa = best_scan();
     return scan_isa;
 }
 
-/* Which scan the chunk count uses: 0 the portable one, 1 AVX-512 where the CPU has it (tests
- * compare them); returns the one now in use. A negative value only asks. */
+/* Which scan the chunk count uses: 0 the portable one, 1 AVX-512, 2 AVX2, each only where the
+ * CPU has it (an AVX-512 CPU has AVX2 too; tests force each one it has and compare them);
+ * returns the one now in use. A negative value only asks. */
 int openbench_chunk_scan(int isa)
 {
     if (isa >= 0) {
-        scan_isa = -1;
-        const int best = chosen_isa();
-        scan_isa = isa && best;
+        const int best = best_scan();
+        scan_isa = isa == 0 ? 0 : isa == 1 ? (best == 1 ? 1 : 0) : (best != 0 ? 2 : 0);
     }
     return chosen_isa();
 }
 
-#define COUNT_CHUNK(NAME, T, SCAN, SCAN_AVX512)                                                    \
+#define COUNT_CHUNK(NAME, T, SCAN, SCAN_AVX512, SCAN_AVX2)                                                    \
     void NAME(T *scores, int64_t stride, int64_t width, int64_t start, int64_t row_begin,          \
               int64_t row_end, const T *lows, const T *highs, int lower_is_better, int window,      \
               const int64_t *true_ids, const T *true_scores, const int64_t *known_offsets,          \
@@ -602,6 +708,8 @@ int openbench_chunk_scan(int isa)
             int64_t *row_fill = out ? fill + i : 0;                                                 \
             if (avx512 == 1) SCAN_AVX512(row, width, low, high, lower_is_better, nans != 0, start,  \
                                          out, row_fill, capacity, &g, &e, &n);                      \
+            else if (avx512 == 2) SCAN_AVX2(row, width, low, high, lower_is_better, nans != 0, start, \
+                                            out, row_fill, capacity, &g, &e, &n);                   \
             else SCAN(row, width, low, high, lower_is_better, nans != 0, start, out, row_fill,      \
                       capacity, &g, &e, &n);                                                        \
             better[i] += g - minus_g;                                                               \
@@ -611,11 +719,11 @@ int openbench_chunk_scan(int isa)
     }
 
 #ifdef HAVE_AVX512_SCAN
-COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32_avx512)
-COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64_avx512)
+COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32_avx512, scan_row_f32_avx2)
+COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64_avx512, scan_row_f64_avx2)
 #else
-COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32)
-COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64)
+COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32, scan_row_f32)
+COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64, scan_row_f64)
 #endif
 
 /* ------------------------------------------------------------------------------------------
@@ -732,7 +840,7 @@ static int vector_norms = -1;
             __builtin_cpu_init();                                                                   \
             vector_norms = __builtin_cpu_supports("avx2");                                          \
         }                                                                                           \
-        if (vector_norms && chosen_isa() == 1) VECTOR(c, width, sums);                              \
+        if (vector_norms && chosen_isa() != 0) VECTOR(c, width, sums);                              \
         else PORTABLE(c, width, sums);                                                              \
     }
 ROW_NORMS_CHOSEN(row_norms_f32_chosen, row_norms_f32_portable, row_norms_f32_avx, float)
@@ -892,11 +1000,57 @@ __attribute__((target("avx512f"))) static double float64_key_avx512(int kind, co
 }
 #endif
 
+#ifdef HAVE_AVX512_SCAN
+/* float64_key on AVX2 with FMA for float32 columns: four lanes of partial sums (the same bound). */
+__attribute__((target("avx2,fma"))) static double float64_key_avx2(int kind, const double *query,
+                                                                  const float *column, int64_t dims)
+{
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    const __m256d sign = _mm256_set1_pd(-0.0);
+    int64_t k = 0;
+    for (; k + 8 <= dims; k += 8) {
+        const __m256d c0 = _mm256_cvtps_pd(_mm_loadu_ps(column + k));
+        const __m256d c1 = _mm256_cvtps_pd(_mm_loadu_ps(column + k + 4));
+        const __m256d q0 = _mm256_loadu_pd(query + k), q1 = _mm256_loadu_pd(query + k + 4);
+        if (kind == 0) {
+            s0 = _mm256_fmadd_pd(q0, c0, s0);
+            s1 = _mm256_fmadd_pd(q1, c1, s1);
+        } else if (kind == 1) {
+            const __m256d d0 = _mm256_sub_pd(q0, c0), d1 = _mm256_sub_pd(q1, c1);
+            s0 = _mm256_fmadd_pd(d0, d0, s0);
+            s1 = _mm256_fmadd_pd(d1, d1, s1);
+        } else {
+            s0 = _mm256_add_pd(s0, _mm256_andnot_pd(sign, _mm256_sub_pd(q0, c0)));
+            s1 = _mm256_add_pd(s1, _mm256_andnot_pd(sign, _mm256_sub_pd(q1, c1)));
+        }
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
+    double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    for (; k < dims; ++k) {
+        const double c = column[k];
+        if (kind == 0) total += query[k] * c;
+        else if (kind == 1) { const double d = query[k] - c; total += d * d; }
+        else total += fabs(query[k] - c);
+    }
+    return kind == 0 ? total : -total;
+}
+
+static int fma_there = -1;
+#endif
+
 static inline double float64_key_of(int kind, const double *query, const float *column_f32,
                                     const double *column_f64, int64_t dims)
 {
 #ifdef HAVE_AVX512_SCAN
-    if (column_f32 && chosen_isa()) return float64_key_avx512(kind, query, column_f32, dims);
+    if (column_f32) {
+        const int isa = chosen_isa();
+        if (isa == 1) return float64_key_avx512(kind, query, column_f32, dims);
+        if (isa == 2) {
+            if (fma_there < 0) fma_there = __builtin_cpu_supports("fma");
+            if (fma_there) return float64_key_avx2(kind, query, column_f32, dims);
+        }
+    }
 #endif
     return float64_key(kind, query, column_f32, column_f64, dims);
 }

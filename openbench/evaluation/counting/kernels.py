@@ -10,7 +10,10 @@ Three implementations of one contract:
 * a torch fallback for other devices and dtypes, or when neither kernel is there: sign(s - t)
   in place, then two row sums (five memory passes).
 
-``OPENBENCH_KERNEL=torch`` forces the fallback (tests compare them).
+``OPENBENCH_KERNEL=torch`` forces the fallback (tests compare them). The C kernel's row scan is
+the best the CPU has (AVX-512, AVX2, else portable C: :func:`chunk_scan`); ``OPENBENCH_SCAN=avx2``
+(or ``portable``) chooses a lesser one, as on a CPU without the better (benchmarks and tests; the
+counts are the same, bit for bit).
 """
 from __future__ import annotations
 
@@ -68,6 +71,13 @@ def _configure(library) -> None:
         function.restype = None
     library.openbench_chunk_scan.argtypes = [ctypes.c_int]
     library.openbench_chunk_scan.restype = ctypes.c_int
+    wanted = os.environ.get(SCAN_VARIABLE, "").strip().lower()
+    if wanted:
+        if wanted not in SCANS:
+            from openbench.errors import UsageError
+
+            raise UsageError(f"{SCAN_VARIABLE}={wanted!r}: expected one of {', '.join(SCANS)}")
+        library.openbench_chunk_scan(SCANS.index(wanted))
     for name in ("openbench_pair_keys_f32", "openbench_pair_keys_f64"):  # exact ranks' re-scoring (exact.py)
         function = getattr(library, name)
         function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
@@ -91,6 +101,9 @@ def _configure(library) -> None:
                              ctypes.c_void_p, ctypes.c_void_p]
         function.restype = None
 
+
+SCANS = ("portable", "avx512", "avx2")  # the C kernel's scans, by its number
+SCAN_VARIABLE = "OPENBENCH_SCAN"  # a lesser scan than the CPU's best (where the CPU has the one asked for)
 
 # OPENBENCH_KERNEL=torch forces the torch implementation
 COUNTING_LIBRARY = OptionalLibrary(Path(__file__).resolve().parent, "_counting", _configure, "OPENBENCH_KERNEL",
@@ -198,15 +211,20 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None, check_na
     return greater, equal
 
 
+
+
 def chunk_scan(isa: Optional[str] = None) -> Optional[str]:
-    """The row scan :class:`ChunkTally`'s C kernel uses: ``"avx512"`` or ``"portable"`` (None
-    where the kernel is not built); ``isa`` chooses one (``"avx512"`` only where the CPU has it).
-    The tests compare both."""
+    """The row scan the C kernels use (the chunk count and the repurposing matrix pass):
+    ``"avx512"``, ``"avx2"`` or ``"portable"`` (None where the kernel is not built), the best the
+    CPU has unless chosen; ``isa`` chooses one (a vector scan only where the CPU has it: ask
+    again to see what was chosen). The tests compare them all."""
     library = COUNTING_LIBRARY.get()
     if library is None:
         return None
-    chosen = library.openbench_chunk_scan(-1 if isa is None else int(isa == "avx512"))
-    return "avx512" if chosen == 1 else "portable"
+    if isa is not None and isa not in SCANS:
+        raise ValueError(f"scan {isa!r}: expected one of {', '.join(SCANS)}")
+    chosen = library.openbench_chunk_scan(-1 if isa is None else SCANS.index(isa))
+    return SCANS[chosen]
 
 
 LOOKUP = object()  # a helper's ``library`` argument when the caller did not resolve the C helpers
