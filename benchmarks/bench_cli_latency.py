@@ -30,29 +30,18 @@ _PROBE = ("import sys\nfrom openbench.cli import main\n"
 
 
 def _board(work: Path) -> Path:
-    """A board of two reproduced-free rows with ranks; the records and ranks beside it."""
+    """A board of two self-reported rows with ranks; the records and ranks beside it."""
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluate import evaluate
-    from openbench.evaluation.statistics.ranks_table import write_ranks
-    from openbench.leaderboard import open_leaderboard
     from openbench.models.popularity import popularity_model
     from openbench.models.scorers import build_scorer
-    from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+    from tests.helpers import board_with_ranks, integer_embeddings, random_labelled_graph, write_samples
 
     splits = random_labelled_graph(1, 60, 4, {"train": 400, "valid": 20, "test": 40})
     dataset = load_dataset(write_samples(work / "split", splits, negatives=False))
     distmult = build_scorer("DistMult", integer_embeddings(0, dataset.num_entities, 4),
                             integer_embeddings(1, dataset.num_relations, 4), dataset.num_entities,
                             dataset.num_relations)
-    board = open_leaderboard(work / "board.sqlite")
-    for name, model in (("DistMult", distmult), ("popularity", popularity_model(dataset))):
-        evaluated = evaluate(dataset, model, device="cpu")
-        record = evaluated.to_dict()
-        (work / f"{name}.json").write_text(json.dumps(record))
-        write_ranks(work / f"{name}.ranks.parquet", evaluated.ranks, record)
-        board.submit(record, name=name, ranks=evaluated.ranks)
-    board.close()
-    return work / "board.sqlite"
+    return board_with_ranks(work, dataset, (("DistMult", distmult), ("popularity", popularity_model(dataset))))
 
 
 def _timed(command: list, repeats: int):

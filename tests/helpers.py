@@ -154,3 +154,25 @@ def zip_bytes(members) -> bytes:
         for name, data in sorted(members.items()):
             bundle.writestr(name, data)
     return buffer.getvalue()
+
+
+def board_with_ranks(work: pathlib.Path, dataset, models) -> pathlib.Path:
+    """``work/board.sqlite`` holding one self-reported row per (name, model) of ``models`` with its
+    ranks; each record and ranks file also written as ``work/NAME.json`` and ``NAME.ranks.parquet``."""
+    import json
+
+    from openbench.evaluation.evaluate import evaluate
+    from openbench.evaluation.statistics.ranks_table import write_ranks
+    from openbench.leaderboard import open_leaderboard
+
+    board = open_leaderboard(work / "board.sqlite")
+    try:
+        for name, model in models:
+            evaluated = evaluate(dataset, model, device="cpu")
+            record = evaluated.to_dict()
+            (work / f"{name}.json").write_text(json.dumps(record))
+            write_ranks(work / f"{name}.ranks.parquet", evaluated.ranks, record)
+            board.submit(record, name=name, ranks=evaluated.ranks)
+    finally:
+        board.close()
+    return work / "board.sqlite"

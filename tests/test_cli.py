@@ -310,28 +310,16 @@ def test_group_help_gives_each_command_s_summary_whole(group):
 @pytest.fixture(scope="module")
 def reading_inputs(tmp_path_factory):
     """A split, two records with their ranks, and a board holding them (for the torch-free commands)."""
-    import json
-
     from openbench.datasets.loader import load_dataset
-    from openbench.evaluation.evaluate import evaluate
-    from openbench.evaluation.statistics.ranks_table import write_ranks
-    from openbench.leaderboard import open_leaderboard
     from openbench.models.popularity import popularity_model
     from openbench.models.rules import rules_model
-    from tests.helpers import random_labelled_graph, write_samples
+    from tests.helpers import board_with_ranks, random_labelled_graph, write_samples
 
     work = tmp_path_factory.mktemp("reading")
     dataset = load_dataset(write_samples(work / "split", random_labelled_graph(2, 30, 3, {"train": 200, "valid": 10,
                                                                                           "test": 20}),
                                          negatives=False))
-    board = open_leaderboard(work / "board.sqlite")
-    for name, model in (("popularity", popularity_model(dataset)), ("rules", rules_model(dataset))):
-        evaluated = evaluate(dataset, model, device="cpu")
-        record = evaluated.to_dict()
-        (work / f"{name}.json").write_text(json.dumps(record))
-        write_ranks(work / f"{name}.ranks.parquet", evaluated.ranks, record)
-        board.submit(record, name=name, ranks=evaluated.ranks)
-    board.close()
+    board_with_ranks(work, dataset, (("popularity", popularity_model(dataset)), ("rules", rules_model(dataset))))
     (work / "triples.tsv").write_text("a\tr\tb\nb\tr\tc\nc\ts\ta\n")
     return work
 

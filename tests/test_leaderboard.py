@@ -403,14 +403,15 @@ def _page_board(db, records, classification):
 def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classification):
     """The exported page, rendered by Chromium, shows every table of the store: one section per
     dataset fingerprint, ranking, scoped and classification tables, team, verification and links,
-    and only the footnotes its rows use."""
+    and only the footnotes its rows use; OpenBioLink's published rows in a section of their own
+    when --published asks for them (without it, none: test_published_rows_appear_only_when_asked_…)."""
     db = str(tmp_path / "lb.sqlite")
     board = _page_board(db, records, classification)
-    expected = {"ranking": board.rows(), "classification": board.rows(task="classification"),
+    expected = {"ranking": board.rows(include_published=True), "classification": board.rows(task="classification"),
                 "scoped": board.rows(scoped=True)}
     board.close()
     done = CliRunner().invoke(main, ["leaderboard", "export", "--format", "html", "--output", str(tmp_path / "site"),
-                                     "--db", db])
+                                     "--db", db, "--published"])
     assert done.exit_code == 0, done.output
     page = tmp_path / "site" / "index.html"
     dom, console = render_in_chromium(page)

@@ -966,6 +966,20 @@ static inline double float64_key(int kind, const double *query, const float *col
 }
 
 #ifdef HAVE_AVX512_SCAN
+/* The vector float64 keys' end: the dimensions past the last whole vector added to the lanes'
+ * ``total``, and the key's sign (a distance is negated). */
+static inline double float64_key_rest(int kind, const double *query, const float *column, int64_t k, int64_t dims,
+                                      double total)
+{
+    for (; k < dims; ++k) {
+        const double c = column[k];
+        if (kind == 0) total += query[k] * c;
+        else if (kind == 1) { const double d = query[k] - c; total += d * d; }
+        else total += fabs(query[k] - c);
+    }
+    return kind == 0 ? total : -total;
+}
+
 /* float64_key on AVX-512 for float32 columns: eight lanes of partial sums, fused multiply-adds
  * (one rounding each: within the same bound as any other order). */
 __attribute__((target("avx512f"))) static double float64_key_avx512(int kind, const double *query,
@@ -989,14 +1003,7 @@ __attribute__((target("avx512f"))) static double float64_key_avx512(int kind, co
             s1 = _mm512_add_pd(s1, _mm512_abs_pd(_mm512_sub_pd(q1, c1)));
         }
     }
-    double total = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
-    for (; k < dims; ++k) {
-        const double c = column[k];
-        if (kind == 0) total += query[k] * c;
-        else if (kind == 1) { const double d = query[k] - c; total += d * d; }
-        else total += fabs(query[k] - c);
-    }
-    return kind == 0 ? total : -total;
+    return float64_key_rest(kind, query, column, k, dims, _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)));
 }
 #endif
 
@@ -1026,14 +1033,7 @@ __attribute__((target("avx2,fma"))) static double float64_key_avx2(int kind, con
     }
     double lanes[4];
     _mm256_storeu_pd(lanes, _mm256_add_pd(s0, s1));
-    double total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
-    for (; k < dims; ++k) {
-        const double c = column[k];
-        if (kind == 0) total += query[k] * c;
-        else if (kind == 1) { const double d = query[k] - c; total += d * d; }
-        else total += fabs(query[k] - c);
-    }
-    return kind == 0 ? total : -total;
+    return float64_key_rest(kind, query, column, k, dims, (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]));
 }
 
 static int fma_there = -1;
