@@ -17,6 +17,10 @@ Prints the CPU model, its vector extensions and the counting kernel's scan.
 
     python benchmarks/bench_repurposing.py [--models DistMult,TransE-L2] [--positives 500] [--known 9000]
                                            [--repeats 3] [--drugs 7957] [--diseases 17080] [--fast]
+                                           [--device cpu|cuda]
+
+With ``--device cuda`` the matrix is computed and counted on the GPU (``count_matrix``'s device
+pass) and the peer is the same GPU's FP32 GEMM; the peak memory printed is the host's.
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ import json, sys, time
 import numpy as np, torch
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix
 from openbench.models.scorers import build_scorer
-folder, model, ranks, keep = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+folder, model, ranks, keep, device = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), torch.device(sys.argv[5])
 entities = np.load(folder + "/entities.npy"); relations = np.load(folder + "/relations.npy")
 pairs = np.load(folder + "/pairs.npz")
 drugs, diseases = int(pairs["drugs"]), int(pairs["diseases"])
@@ -51,7 +55,8 @@ scorer = build_scorer(model, entities, relations, entities.shape[0], relations.s
 spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
 rows, cols, thresholds = pairs["rows"], pairs["cols"], pairs["thresholds"]
 started = time.perf_counter()
-counted = count_matrix(scorer, spec, rows, cols, thresholds, top_k=keep, top_excluded=~thresholds, ranks=ranks)
+counted = count_matrix(scorer, spec, rows, cols, thresholds, top_k=keep, top_excluded=~thresholds, ranks=ranks,
+                       device=None if device.type == "cpu" else device)
 seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds, "stats": {k: (v if not isinstance(v, float) else round(v, 9))
                                                  for k, v in counted.stats.items()}}))
@@ -60,15 +65,19 @@ print(json.dumps({"seconds": seconds, "stats": {k: (v if not isinstance(v, float
 _GEMM = """
 import json, sys, time
 import numpy as np, torch
-folder = sys.argv[1]
-entities = torch.from_numpy(np.load(folder + "/entities.npy"))
+folder, device = sys.argv[1], torch.device(sys.argv[2])
+entities = torch.from_numpy(np.load(folder + "/entities.npy")).to(device)
 pairs = np.load(folder + "/pairs.npz")
 drugs, diseases = int(pairs["drugs"]), int(pairs["diseases"])
 queries, candidates = entities[:drugs].contiguous(), entities[drugs:drugs + diseases].contiguous()
-out = torch.empty((drugs, diseases), dtype=torch.float32)
+out = torch.empty((drugs, diseases), dtype=torch.float32, device=device)
 torch.mm(queries, candidates.T, out=out)  # warm the library
+if device.type == "cuda":
+    torch.cuda.synchronize()
 started = time.perf_counter()
 torch.mm(queries, candidates.T, out=out)
+if device.type == "cuda":
+    torch.cuda.synchronize()
 print(json.dumps({"seconds": time.perf_counter() - started}))
 """
 
@@ -122,6 +131,8 @@ def main() -> int:
                         help="the test positives as a model of this AUROC ranks them (0.5: uniform, the densest "
                              "case for the windows)")
     parser.add_argument("--json", default=None, help="write the results here too")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: the matrix counted by the device pass, "
+                        "the GEMM peer on the same GPU (its FP32 GEMM)")
     parser.add_argument("--scan", choices=["avx512", "avx2", "portable"], default=None,
                         help="the counting scan to use (default: the best this CPU has)")
     options = parser.parse_args()
@@ -135,7 +146,7 @@ def main() -> int:
     print(f"matrix {options.drugs:,} × {options.diseases:,} = {pairs:,} pairs, d = {DIM}; {options.positives} test "
           f"positives (thresholds, placed as a model of AUROC {options.auroc} ranks them), {options.known} known "
           f"positives; tables {tables_gb * 1024:.0f} MB")
-    results = {"cpu": cpu, "pairs": pairs, "runs": {}}
+    results = {"cpu": cpu, "device": options.device, "pairs": pairs, "runs": {}}
     with tempfile.TemporaryDirectory(prefix="openbench-repurposing-") as scratch:
         folder = Path(scratch)
         make_inputs(folder, options.drugs, options.diseases, options.positives, options.known, options.seed,
@@ -145,8 +156,8 @@ def main() -> int:
             for mode in modes:
                 rounds, peaks, stats = [], [], None
                 for _ in range(options.repeats):
-                    counted, peak = measure(_MATRIX, folder, model, mode, options.keep_top)
-                    gemm, gemm_peak = measure(_GEMM, folder)
+                    counted, peak = measure(_MATRIX, folder, model, mode, options.keep_top, options.device)
+                    gemm, gemm_peak = measure(_GEMM, folder, options.device)
                     rounds.append((counted["seconds"], gemm["seconds"]))
                     peaks.append(peak)
                     stats = counted["stats"]

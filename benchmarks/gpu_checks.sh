@@ -20,6 +20,9 @@ python3 -m pytest -q -p no:cacheprovider tests/evaluation/test_cuda.py tests/eva
   | tee "$OUT/test_cuda.log" || status=1
 python3 benchmarks/gpu_check_hq.py --device cuda --work /tmp/gpu-check --json "$OUT/gpu_check_hq.json" 2>&1 \
   | tee "$OUT/gpu_check_hq.log" || status=1
+# the repurposing matrix at PrimeKG's size on the GPU against the GPU's own GEMM of that shape
+python3 benchmarks/bench_repurposing.py --device cuda --json "$OUT/bench_repurposing_cuda.json" 2>&1 \
+  | tee "$OUT/bench_repurposing_cuda.log" || status=1
 [ "${GPU_CHECKS_LONG:-0}" = 1 ] || exit "$status"
 
 python3 benchmarks/bench_count_kernels.py --device cuda 2>&1 | tee "$OUT/bench_count_kernels.log"

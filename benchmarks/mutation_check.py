@@ -491,6 +491,21 @@ MUTATIONS: List[Mutation] = [
              "openbench/evaluation/counting/_counting.c",
              "        if (out && _mm256_movemask_epi8(_mm256_cmpeq_epi8(held, held_before)) != -1) {",
              "        if (out && 0) {", ("tests/evaluation/test_chunk_kernel.py",), fast=True),
+    # issue 64, the matrix pass by column spans
+    Mutation("matrix pass: a column span's last column skipped", "openbench/evaluation/counting/_counting.c",
+             "            const int64_t last = first + MATRIX_SPAN < width ? first + MATRIX_SPAN : width;",
+             "            const int64_t last = first + MATRIX_SPAN < width ? first + MATRIX_SPAN - 1 : width;",
+             ("tests/evaluation/test_repurposing.py",), fast=True),
+    Mutation("matrix pass: more keys per pass than its int32 counters hold", "openbench/evaluation/counting/matrix.py",
+             "        if rows > most:", "        if False and rows > most:", ("tests/evaluation/test_repurposing.py",),
+             fast=True),
+    Mutation("device pass: a key's float64 place among the lows taken as strictly below", "openbench/evaluation/counting/matrix.py",
+             "torch.searchsorted(self.lows64, key, right=True)", "torch.searchsorted(self.lows64, key, right=False)",
+             ("tests/evaluation/test_repurposing.py",), fast=True),
+    Mutation("device pass: the float64 step reads the next column", "openbench/evaluation/counting/matrix.py",
+             "key = self._float64_keys(first + part // width, part % width)",
+             "key = self._float64_keys(first + part // width, (part + 1) % width)",
+             ("tests/evaluation/test_repurposing.py",), fast=True),
 ]
 
 

@@ -375,7 +375,9 @@ def _repurpose(dataset: Dataset, model, options, device) -> ResultRecord:
     setup = RankingSetup(dataset, device=device, seed=options.seed, lower_is_better=options.lower_is_better,
                          progress=options.progress)
     scorer = model.to(setup.device) if hasattr(model, "to") else model
-    if setup.device.type != "cpu" and hasattr(scorer, "to"):  # the matrix pass and its C helper run on the CPU
+    if setup.device.type != "cpu" and hasattr(scorer, "to"):
+        # the scorer's tables on the host (its exact steps); the matrix's blocks are computed and
+        # counted on the device (count_matrix's device pass), the scores as computed on the host
         scorer = scorer.to(torch.device("cpu"))
     record = repurposing_record(dataset, scorer, options, setup.dataset_description(), str(setup.device))
     record["warnings"] = list(setup.warnings) + [w for w in getattr(scorer, "warnings", []) if w not in setup.warnings] \

@@ -128,3 +128,28 @@ def test_nccl_ranks_give_the_single_process_numbers(tmp_path, shard):
     result = json.loads(out.read_text())
     assert result["metrics"] == reference["metrics"]
     assert result["protocol"]["distributed"]["backend"] == "nccl"
+
+
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L2"])
+def test_the_repurposing_matrix_counted_on_cuda_gives_the_cpu_s_record(tmp_path, name):
+    """The drug × disease matrix computed and counted on the GPU (the device pass, its float64
+    step there): the record is the CPU's, byte for byte, apart from timing and the device."""
+    import openbench
+    from tests.bases import planted_graph
+
+    dataset = load_dataset(write_samples(tmp_path / "split", planted_graph(3, drugs=300, diseases=200),
+                                         negatives=False))
+    rng = np.random.default_rng(6)
+    entities = rng.normal(size=(dataset.num_entities, 16)).astype(np.float32)
+    entities[-1] = entities[-2]  # a tie
+    relations = rng.normal(size=(dataset.num_relations, 16)).astype(np.float32)
+    records = {}
+    for device in ("cpu", "cuda"):
+        scorer = build_scorer(name, entities, relations, dataset.num_entities, dataset.num_relations)
+        record = openbench.evaluate(dataset, scorer, task="repurposing", relations=["indication"],
+                                    negative_relations=["contraindication"], recall_at=[1, 10, 100], keep_top=50,
+                                    device=device).to_dict()
+        assert record.pop("device").startswith(device)
+        record.pop("timing")
+        records[device] = json.dumps(record, sort_keys=True)
+    assert records["cuda"] == records["cpu"]

@@ -6,6 +6,7 @@ exact arithmetic) or never; the references below are written from the definition
 loops over every pair of the matrix in exact rational arithmetic, and cross-checked against
 scikit-learn (AUROC, AUPRC), scipy (Spearman, the hypergeometric test) and ranx (Hit@k, MRR on
 tie-free scores)."""
+import bisect
 import json
 import math
 import os
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from openbench.errors import InputError, UsageError
+from openbench.errors import InputError, ScoreError, UsageError
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, count_rows
 from openbench.models.scorers import build_scorer
 from tests.bases import planted_graph
@@ -282,6 +283,106 @@ def test_the_matrix_counts_equal_plain_loops_on_planted_ties():
                 k = keys[(rows[p], cols[p])]
                 row = [keys[(rows[p], j)] for j in range(23)]
                 assert greater[p] == sum(1 for v in row if v > k) and equal[p] == sum(1 for v in row if v == k)
+
+
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L1", "TransE-L2"])
+def test_a_matrix_wider_than_a_span_counted_in_parts_equals_the_definition(name, monkeypatch):
+    """The C pass visits the keys a span of columns at a time, every row within it, and counts at
+    most COUNTER_LIMIT keys per call (int32 counters): on a matrix wider than a span, with exact ties
+    (repeated columns) and near-ties one float32 step apart (the float64 step decides them), split
+    into passes of three rows, every count equals the definition and no pass counts more keys than
+    its counters hold."""
+    from openbench.evaluation.counting import matrix
+
+    monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
+    scorer, spec, keys, rows, cols = _wide_matrix(name)
+    diseases, drugs = spec.shape[1], spec.shape[0]
+    thresholds = np.ones(rows.size, bool)
+    library = matrix._library()
+    if library is None:
+        pytest.skip("no compiled helper here")
+    sizes = []
+    real = library.openbench_matrix_count_f32
+
+    def spy(*arguments):
+        sizes.append(arguments[2] * arguments[3])  # rows * width of the pass
+        return real(*arguments)
+
+    monkeypatch.setattr(library, "openbench_matrix_count_f32", spy)
+    monkeypatch.setattr(matrix, "COUNTER_LIMIT", 3 * diseases)
+    counted = count_matrix(scorer, spec, rows, cols, thresholds, top_k=5)
+    assert sizes and max(sizes) <= 3 * diseases and sum(sizes) >= drugs * diseases
+    _assert_counts_are_the_definition(counted, keys, rows, cols)
+
+
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L1", "TransE-L2"])
+def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
+    """The pass a GPU runs (torch's searches, the float64 step on the device, bincount), here
+    forced on the CPU: the same matrix, ties and near-ties, every count the definition's; a NaN
+    score is one error naming its row and column."""
+    from openbench.evaluation.counting import matrix
+
+    monkeypatch.setenv(matrix.PASS_VARIABLE, "torch")
+    monkeypatch.setenv(matrix.BLOCK_VARIABLE, "1000")  # several blocks
+    scorer, spec, keys, rows, cols = _wide_matrix(name)
+    calls = []
+    real = matrix._TorchPass.__call__
+    monkeypatch.setattr(matrix._TorchPass, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
+    assert len(calls) >= 3  # the blocks went through the device pass
+    _assert_counts_are_the_definition(counted, keys, rows, cols)
+    scorer.entities[spec.shape[0] + 130, 0] = float("nan")
+    with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
+        count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))
+
+
+def test_the_device_pass_gives_the_c_pass_s_record(planted, monkeypatch):
+    """A whole repurposing record (full matrix, per disease, known negatives, the best pairs) is
+    the same from the device pass as from the C pass, timing aside."""
+    from openbench.evaluation.counting import matrix
+
+    monkeypatch.setenv(matrix.BLOCK_VARIABLE, "64")
+    rng = np.random.default_rng(4)
+    entities = rng.normal(size=(planted.num_entities, 6)).astype(np.float32)
+    relations = rng.normal(size=(planted.num_relations, 6)).astype(np.float32)
+    records = []
+    for chosen in ("c", "torch"):
+        monkeypatch.setenv(matrix.PASS_VARIABLE, chosen)
+        scorer = build_scorer("TransE-L2", entities, relations, planted.num_entities, planted.num_relations)
+        record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
+                                    negative_relations=["contraindication"], recall_at=[1, 10, 50],
+                                    keep_top=30).to_dict()
+        record.pop("timing")
+        records.append(json.dumps(record, sort_keys=True))
+    assert records[0] == records[1]
+
+
+def _wide_matrix(name):
+    """(scorer, spec, exact keys {(row, col): Fraction}, special rows, cols) of a 9 × 300 matrix
+    wider than the C pass's span (128 columns), with a column repeated across spans (ties) and one
+    a float32 step away (a near-tie the float64 step decides)."""
+    rng = np.random.default_rng(5)
+    drugs, diseases, dim = 9, 300, 6
+    entities = rng.normal(size=(drugs + diseases, dim)).astype(np.float32)
+    relations = rng.normal(size=(1, dim)).astype(np.float32)
+    entities[drugs + 200] = entities[drugs + 3]  # ties across spans
+    entities[drugs + 150] = np.nextafter(entities[drugs + 3], np.float32(np.inf))  # a near-tie
+    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
+    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
+    keys = {(i, j): _exact_key(name, entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
+            for j in range(diseases)}
+    return scorer, spec, keys, np.array([0, 4, 8, 2, 2, 5, 1]), np.array([3, 200, 150, 299, 128, 127, 3])
+
+
+def _assert_counts_are_the_definition(counted, keys, rows, cols):
+    ordered = sorted(keys.values())
+    assert counted.stats["float64_in_pass"] and counted.stats["rescored"] > 0  # the near-ties took the float64 step
+    for p in range(rows.size):
+        k = keys[(rows[p], cols[p])]
+        assert counted.greater[p] == len(ordered) - bisect.bisect_right(ordered, k)
+        assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
+    fifth = ordered[-5]  # the best five pairs, through the end of the fifth one's tie group
+    assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= fifth}
 
 
 def test_the_best_pairs_are_the_matrix_s_best_with_every_tie_at_the_cut(planted):

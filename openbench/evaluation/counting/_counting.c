@@ -908,11 +908,15 @@ TABLE_SUMMARY(openbench_table_summary_f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFu
  * The counts come from a grid of `cells` equal cells over the thresholds' span: x falls in cell
  * c = floor((x - base) * scale) (in the keys' precision, base a key value: off by less than a
  * quarter cell), clamped to
- * -1 (below every window) .. cells (above). The tables are per cell c + 1: `pure` (1 when every key
- * of cells c - 1 .. c + 1 has the same a and b, and, recording, a == b), `ab` (that a and b, or the
- * ranges [ab[4k], ab[4k + 1]) of highs and [ab[4k + 2], ab[4k + 3]) of lows a key can fall
- * between). A key of a pure cell only counts one for its cell (the common case: a load and an
- * increment); the cells' counts go to the histograms at the end. With `tops`, the positions of the
+ * -1 (below every window) .. cells (above). The tables are per cell c + 1: `codes` (0 when the cell
+ * is pure: every key of cells c - 1 .. c + 1 has the same a and b, and, recording, a == b; else
+ * -1 - k), `ab` (the ranges [ab[4k], ab[4k + 1]) of highs and [ab[4k + 2], ab[4k + 3]) of lows a
+ * key can fall between: a pure cell's a and b), `impure` (row k: the ranges of the k-th impure
+ * cell). The counters `cell_counts` (cells + 2, int32, rows * width < 2^31) start from the codes: a
+ * key of a pure cell is one load of its counter and one increment (the common case, no other
+ * table read); a negative counter names the impure cell's ranges. The pure cells' counts go to
+ * the histograms at the end. The keys are visited MATRIX_SPAN columns at a time, every row of
+ * the part within them, so that the float64 step finds its stored columns in cache. With `tops`, the positions of the
  * keys >= `floor` are written there too (their number in *top_count, the first `top_capacity`
  * kept). Returns the keys recorded, or -1 - the position of a NaN key. Comparisons are IEEE-exact. */
 static inline int64_t count_below_f64(const double *values, int64_t first, int64_t last, double x, int strict)
@@ -982,28 +986,41 @@ static inline double float64_key_rest(int kind, const double *query, const float
 
 /* float64_key on AVX-512 for float32 columns: eight lanes of partial sums, fused multiply-adds
  * (one rounding each: within the same bound as any other order). */
+__attribute__((target("avx512f"))) static inline __m512d float64_step_avx512(int kind, __m512d q, __m512d c, __m512d sum)
+{
+    if (kind == 0) return _mm512_fmadd_pd(q, c, sum);
+    const __m512d d = _mm512_sub_pd(q, c);
+    return kind == 1 ? _mm512_fmadd_pd(d, d, sum) : _mm512_add_pd(sum, _mm512_abs_pd(d));
+}
+
 __attribute__((target("avx512f"))) static double float64_key_avx512(int kind, const double *query,
                                                                      const float *column, int64_t dims)
 {
-    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+    /* four independent sums (short dependency chains: the float64 step waits on them); the last
+     * dimensions in masked lanes, whose zeros add nothing for any kind */
+    __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd(), s2 = _mm512_setzero_pd(), s3 = _mm512_setzero_pd();
     int64_t k = 0;
-    for (; k + 16 <= dims; k += 16) {
-        const __m512d c0 = _mm512_cvtps_pd(_mm256_loadu_ps(column + k));
-        const __m512d c1 = _mm512_cvtps_pd(_mm256_loadu_ps(column + k + 8));
-        const __m512d q0 = _mm512_loadu_pd(query + k), q1 = _mm512_loadu_pd(query + k + 8);
-        if (kind == 0) {
-            s0 = _mm512_fmadd_pd(q0, c0, s0);
-            s1 = _mm512_fmadd_pd(q1, c1, s1);
-        } else if (kind == 1) {
-            const __m512d d0 = _mm512_sub_pd(q0, c0), d1 = _mm512_sub_pd(q1, c1);
-            s0 = _mm512_fmadd_pd(d0, d0, s0);
-            s1 = _mm512_fmadd_pd(d1, d1, s1);
-        } else {
-            s0 = _mm512_add_pd(s0, _mm512_abs_pd(_mm512_sub_pd(q0, c0)));
-            s1 = _mm512_add_pd(s1, _mm512_abs_pd(_mm512_sub_pd(q1, c1)));
-        }
+    for (; k + 32 <= dims; k += 32) {
+        s0 = float64_step_avx512(kind, _mm512_loadu_pd(query + k), _mm512_cvtps_pd(_mm256_loadu_ps(column + k)), s0);
+        s1 = float64_step_avx512(kind, _mm512_loadu_pd(query + k + 8),
+                                 _mm512_cvtps_pd(_mm256_loadu_ps(column + k + 8)), s1);
+        s2 = float64_step_avx512(kind, _mm512_loadu_pd(query + k + 16),
+                                 _mm512_cvtps_pd(_mm256_loadu_ps(column + k + 16)), s2);
+        s3 = float64_step_avx512(kind, _mm512_loadu_pd(query + k + 24),
+                                 _mm512_cvtps_pd(_mm256_loadu_ps(column + k + 24)), s3);
     }
-    return float64_key_rest(kind, query, column, k, dims, _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)));
+    for (; k < dims; k += 8) {
+        const int64_t left = dims - k;
+        const __mmask8 lanes = left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1u);
+        const __m512d c = _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps((__mmask16)lanes, column + k)));
+        const __m512d sum = float64_step_avx512(kind, _mm512_maskz_loadu_pd(lanes, query + k), c, s0);
+        s0 = s1;  /* the next part into the next sum */
+        s1 = s2;
+        s2 = s3;
+        s3 = sum;
+    }
+    const double total = _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(s0, s1), _mm512_add_pd(s2, s3)));
+    return kind == 0 ? total : -total;
 }
 #endif
 
@@ -1055,12 +1072,12 @@ static inline double float64_key_of(int kind, const double *query, const float *
     return float64_key(kind, query, column_f32, column_f64, dims);
 }
 
-#define MATRIX_SPAN 512
+#define MATRIX_SPAN 128
 
 #define MATRIX_COUNT(NAME, T, BELOW, IS_F32)                                                       \
     int64_t NAME(const T *keys, int64_t stride, int64_t rows, int64_t width, const T *lows,        \
-                 const T *highs, int64_t count, const int8_t *pure, const int64_t *ab, int64_t cells, \
-                 T base, T scale, uint32_t *cell_counts, int64_t *beyond, int64_t *reached,         \
+                 const T *highs, int64_t count, const int32_t *codes, const int64_t *impure,         \
+                 const int64_t *ab, int64_t cells, T base, T scale, int32_t *cell_counts, int64_t *beyond, int64_t *reached,         \
                  int record, int64_t *pairs, int64_t capacity, T floor, int64_t *tops,              \
                  int64_t top_capacity, int64_t *top_count, int kind, const double *queries64,       \
                  int64_t dims, const T *columns, const double *keys64_lo, const double *keys64_hi)  \
@@ -1068,29 +1085,31 @@ static inline double float64_key_of(int kind, const double *query, const float *
         int64_t recorded = 0, kept = 0;                                                             \
         int32_t slot[MATRIX_SPAN];                                                                  \
         const T upper = (T)cells;                                                                   \
-        for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = 0;                                 \
-        for (int64_t i = 0; i < rows; ++i) {                                                        \
-            const T *row = keys + i * stride;                                                       \
-            const double *query = queries64 ? queries64 + i * dims : 0;                             \
-            for (int64_t first = 0; first < width; first += MATRIX_SPAN) {                          \
-                const int64_t last = first + MATRIX_SPAN < width ? first + MATRIX_SPAN : width;     \
-                int nan = 0;                                                                        \
+        for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = codes[c];                          \
+        for (int64_t first = 0; first < width; first += MATRIX_SPAN) {                              \
+            const int64_t last = first + MATRIX_SPAN < width ? first + MATRIX_SPAN : width;         \
+            for (int64_t i = 0; i < rows; ++i) {                                                    \
+                const T *row = keys + i * stride;                                                   \
+                const double *query = queries64 ? queries64 + i * dims : 0;                         \
+                int nan = 0, high = 0;                                                              \
                 for (int64_t j = first; j < last; ++j) { /* the cells: no branch, vectorisable */  \
                     T t = (row[j] - base) * scale;                                                  \
                     t = t < upper ? t : upper;                                                      \
                     t = t > (T)-1 ? t : (T)-1;                                                      \
                     slot[j - first] = (int32_t)t + 1;                                               \
                     nan |= row[j] != row[j];                                                        \
+                    high |= row[j] >= floor;                                                        \
                 }                                                                                   \
-                if (nan) {                                                                          \
-                    for (int64_t j = first; j < last; ++j)                                          \
-                        if (row[j] != row[j]) return -1 - (i * width + j);                          \
+                if (nan) { /* the first NaN in row order, whatever the order of the pass */        \
+                    for (int64_t r = 0; r < rows; ++r)                                              \
+                        for (int64_t j = 0; j < width; ++j)                                         \
+                            if (keys[r * stride + j] != keys[r * stride + j]) return -1 - (r * width + j); \
                 }                                                                                   \
                 for (int64_t j = first; j < last; ++j) {                                            \
-                    const int32_t c = slot[j - first];                                              \
-                    if (pure[c]) { ++cell_counts[c]; continue; }                                    \
+                    const int32_t c = slot[j - first], code = cell_counts[c];                       \
+                    if (code >= 0) { cell_counts[c] = code + 1; continue; } /* a pure cell */       \
                     const T x = row[j];                                                             \
-                    const int64_t *range = ab + 4 * c;                                              \
+                    const int64_t *range = impure + 4 * (int64_t)(-1 - code);                       \
                     int64_t a = BELOW(highs, range[0], range[1], x, 1);                             \
                     int64_t b = BELOW(lows, range[2], range[3], x, 0);                              \
                     if (record && a < b) {                                                          \
@@ -1113,7 +1132,7 @@ static inline double float64_key_of(int kind, const double *query, const float *
                     beyond[a] += 1;                                                                 \
                     reached[b] += 1;                                                                \
                 }                                                                                   \
-                if (tops) {                                                                         \
+                if (tops && high) {                                                                 \
                     for (int64_t j = first; j < last; ++j)                                          \
                         if (row[j] >= floor) {                                                      \
                             if (kept < top_capacity) tops[kept] = i * width + j;                    \
@@ -1123,7 +1142,7 @@ static inline double float64_key_of(int kind, const double *query, const float *
             }                                                                                       \
         }                                                                                           \
         for (int64_t c = 0; c < cells + 2; ++c) { /* a pure cell's keys share their a and b */    \
-            if (cell_counts[c]) {                                                                   \
+            if (cell_counts[c] > 0) {                                                               \
                 beyond[ab[4 * c]] += cell_counts[c];                                                \
                 reached[ab[4 * c + 2]] += cell_counts[c];                                           \
             }                                                                                       \

@@ -30,6 +30,12 @@ the matrix, does not scale to PrimeKG's 1.36e8 pairs; this module counts it in o
    values are compared as they are; the thresholds' values are read from the same blocks in a
    first pass, so that a threshold pair ties with itself whatever the scorer's arithmetic.
 
+On a GPU (``device``), the exact mode's blocks are computed and counted there by
+:class:`_TorchPass` (the C pass's contract in torch: binary searches among the windows, the
+float64 step on the device, histograms by ``bincount``); what stays undecided is settled on the
+host as on the CPU. ``OPENBENCH_MATRIX_PASS=torch`` runs that pass on the CPU (the tests compare
+it with the C pass).
+
 The special pairs (thresholds, and the pairs each view removes: known positives) are also put in
 their exact order (:attr:`MatrixCounts.groups`), so that a view subtracts what it removes with the
 same decisions. Counts are int64 sums over blocks: the order the workers finish in changes nothing.
@@ -53,9 +59,12 @@ __all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "Shard", "count_matrix", 
 
 logger = logging.getLogger(__name__)
 
-BLOCK_KEYS = 1 << 23  # keys per block: 32 MB of float32, a GEMM wide enough to run at the machine's speed
+BLOCK_KEYS = 1 << 24  # keys per block: 64 MB of float32, a GEMM wide enough to run at the machine's speed, few blocks to merge
 BLOCK_VARIABLE = "OPENBENCH_MATRIX_BLOCK_KEYS"  # another block size (tests deal small blocks over ranks)
 MAX_GRID_CELLS = 1 << 16  # the cells' counters stay in L2
+COUNTER_LIMIT = (1 << 31) - 1  # the keys one C pass counts (its cells' counters are int32)
+PASS_VARIABLE = "OPENBENCH_MATRIX_PASS"  # "torch": the device pass on the CPU too
+DEVICE_STEP_KEYS = 1 << 16  # keys per float64 step of the device pass (their rows and columns gathered)
 TOP_SLACK = 4  # the best pairs kept at most this many times the asked number (ties at the cut)
 
 
@@ -165,7 +174,7 @@ def _configure(library) -> None:
         function = getattr(library, name)
         real = ctypes.c_float if name.endswith("f32") else ctypes.c_double
         pointer, count = ctypes.c_void_p, ctypes.c_int64
-        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, count, real,
+        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, pointer, count, real,
                              real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer, count,
                              pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
         function.restype = ctypes.c_int64
@@ -183,15 +192,17 @@ class _Windows:
 @dataclass
 class _Grid:
     """The cells that place a key among the windows (``openbench_matrix_count_*``): per cell
-    c = -1 .. cells (stored at c + 1), whether it is pure and the ranges of highs and lows a key of
-    cells c - 1 .. c + 1 can fall between; keys map to cells by (key - base) * scale."""
+    c = -1 .. cells (stored at c + 1), the ranges of highs and lows a key of cells c - 1 .. c + 1
+    can fall between, and its code: 0 when it is pure (one a and one b), else -1 - k, k its row in
+    ``impure`` (the impure cells' ranges, few and contiguous: the pass reads them, never ``ranges``);
+    keys map to cells by (key - base) * scale."""
 
-    pure: np.ndarray  # (cells + 2,) int8
+    codes: np.ndarray  # (cells + 2,) int32: the pass's counters start from them
+    impure: np.ndarray  # (I, 4) int64
     ranges: np.ndarray  # (cells + 2, 4) int64
     cells: int
     base: float
     scale: float
-    counts: np.ndarray  # (cells + 2,) uint32 scratch, per thread: see _BlockPass
 
 
 def _grid(windows: _Windows, record: bool) -> _Grid:
@@ -203,8 +214,7 @@ def _grid(windows: _Windows, record: bool) -> _Grid:
     count = lows.shape[0]
     dtype = np.float32 if windows.lows.dtype == torch.float32 else np.float64
     if count == 0:
-        pure = np.ones(3, np.int8)
-        return _Grid(pure, np.zeros((3, 4), np.int64), 1, 0.0, 0.0, np.zeros(3, np.uint32))
+        return _Grid(np.zeros(3, np.int32), np.zeros((0, 4), np.int64), np.zeros((3, 4), np.int64), 1, 0.0, 0.0)
     bottom, top = lows[0], highs[-1]
     cells = MAX_GRID_CELLS  # fine enough that a window covers few cells, whatever the thresholds
     span = float(top - bottom)
@@ -223,8 +233,11 @@ def _grid(windows: _Windows, record: bool) -> _Grid:
     pure = (ranges[:, 0] == ranges[:, 1]) & (ranges[:, 2] == ranges[:, 3])
     if record:
         pure &= ranges[:, 0] == ranges[:, 2]
-    return _Grid(np.ascontiguousarray(pure.astype(np.int8)), np.ascontiguousarray(ranges.astype(np.int64)), cells,
-                 base, scale, np.zeros(cells + 2, np.uint32))
+    impure = np.flatnonzero(~pure)
+    codes = np.zeros(cells + 2, np.int32)
+    codes[impure] = -1 - np.arange(impure.size, dtype=np.int32)
+    ranges = np.ascontiguousarray(ranges.astype(np.int64))
+    return _Grid(codes, np.ascontiguousarray(ranges[impure]), ranges, cells, base, scale)
 
 
 def _windows(keys: np.ndarray, half_width: float, dtype: torch.dtype) -> _Windows:
@@ -265,7 +278,10 @@ class _BlockPass:
         threshold, top positions) of the rows ``keys`` (B, S) of the block, its first row ``first``."""
         windows, grid = self.windows, self.grid
         rows, width = keys.shape
-        capacity, top_capacity = 1 << 12, 1 << 12
+        most = max(1, COUNTER_LIMIT // max(1, width))  # the pass's int32 counters hold rows * width keys
+        if rows > most:
+            return self._in_parts(keys, floor, first, most)
+        capacity, top_capacity = 1 << 16, 1 << 16  # untouched pages cost nothing; a pass repeated costs a pass
         f32 = keys.dtype == torch.float32
         function = self.library.openbench_matrix_count_f32 if f32 else self.library.openbench_matrix_count_f64
         real = ctypes.c_float if f32 else ctypes.c_double
@@ -277,13 +293,14 @@ class _BlockPass:
                 and self.highs64 is not None:
             refine = (self.queries64[first:first + rows].data_ptr(), self.queries64.shape[1], self.columns.data_ptr(),
                       self.lows64.ctypes.data, self.highs64.ctypes.data)
-        counts = np.zeros(grid.cells + 2, np.uint32)  # this call's own scratch (calls run on several threads)
+        counts = np.empty(grid.cells + 2, np.int32)  # this call's own counters (calls run on several threads)
         while True:
             beyond, reached = np.zeros(self.count + 1, np.int64), np.zeros(self.count + 1, np.int64)
             pairs, tops = np.empty(3 * capacity, np.int64), np.empty(top_capacity, np.int64)
             top_count = np.zeros(1, np.int64)
             found = function(keys.data_ptr(), keys.stride(0), rows, width, windows.lows.data_ptr(),
-                             windows.highs.data_ptr(), self.count, grid.pure.ctypes.data, grid.ranges.ctypes.data,
+                             windows.highs.data_ptr(), self.count, grid.codes.ctypes.data, grid.impure.ctypes.data,
+                             grid.ranges.ctypes.data,
                              grid.cells, real(grid.base), real(grid.scale), counts.ctypes.data, beyond.ctypes.data,
                              reached.ctypes.data, int(self.record), pairs.ctypes.data, capacity,
                              real(-np.inf if floor is None else floor),
@@ -295,8 +312,20 @@ class _BlockPass:
                                  f"{position % width}); a repurposing matrix ranks finite scores")
             kept = int(top_count[0]) if floor is not None else 0
             if found <= capacity and kept <= top_capacity:
-                return beyond, reached, pairs[:3 * found].reshape(-1, 3), tops[:kept]
+                recorded = pairs[:3 * found].reshape(-1, 3)
+                # row order, whatever order the pass visits the keys in (column spans)
+                return beyond, reached, recorded[np.argsort(recorded[:, 0], kind="stable")], np.sort(tops[:kept])
             capacity, top_capacity = max(capacity, int(found)), max(top_capacity, kept)
+
+
+    def _in_parts(self, keys: torch.Tensor, floor: Optional[float], first: int, most: int):
+        """The pass over ``most`` rows at a time, its results merged (positions within ``keys``)."""
+        width = keys.shape[1]
+        parts = [self(keys[r0:r0 + most], floor, first + r0) for r0 in range(0, keys.shape[0], most)]
+        offsets = [r0 * width for r0 in range(0, keys.shape[0], most)]
+        recorded = [part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]
+        return (sum(part[0] for part in parts), sum(part[1] for part in parts), np.concatenate(recorded),
+                np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]))
 
 
 def _numpy_pass(windows: _Windows, record: bool):
@@ -321,6 +350,86 @@ def _numpy_pass(windows: _Windows, record: bool):
         return beyond, reached, triples, tops
 
     return run
+
+
+class _TorchPass:
+    """The C pass's contract in torch, on the keys' device (a GPU): each key placed among the
+    windows by binary search (``a``: the highs below it, ``b``: the lows at or below it, as
+    ``count_below_*``), a key inside a window (a < b) recomputed in float64 from the float64 query
+    rows and the stored columns (``DEVICE_STEP_KEYS`` at a time) and placed among the float64
+    windows within its [a, b] (the windows are non-decreasing: a clamp of the whole search), what
+    stays undecided recorded with its range, the histograms by ``bincount``."""
+
+    def __init__(self, windows: _Windows, record: bool, device: torch.device, kind: str = "dot",
+                 queries64: Optional[torch.Tensor] = None, columns: Optional[torch.Tensor] = None,
+                 lows64: Optional[np.ndarray] = None, highs64: Optional[np.ndarray] = None):
+        self.record, self.kind, self.device = record, kind, device
+        self.count = int(windows.lows.shape[0])
+        self.lows, self.highs = windows.lows.to(device), windows.highs.to(device)
+        self.refine = queries64 is not None and columns is not None and lows64 is not None and highs64 is not None
+        if self.refine:
+            assert queries64 is not None and columns is not None and lows64 is not None and highs64 is not None
+            self.queries64 = queries64.to(device=device, dtype=torch.float64)
+            self.columns64 = columns.to(device=device, dtype=torch.float64)  # float32 values: exact
+            self.lows64 = torch.from_numpy(np.ascontiguousarray(lows64, np.float64)).to(device)
+            self.highs64 = torch.from_numpy(np.ascontiguousarray(highs64, np.float64)).to(device)
+
+    def inside(self, keys: torch.Tensor) -> int:
+        """How many of ``keys`` lie inside a window (the probe of :func:`_crowded`)."""
+        flat = keys.reshape(-1)
+        return int((torch.searchsorted(self.highs, flat) < torch.searchsorted(self.lows, flat, right=True)).sum())
+
+    def __call__(self, keys: torch.Tensor, floor: Optional[float], first: int = 0):
+        """As :meth:`_BlockPass.__call__`: (beyond (T + 1,), reached (T + 1,), undecided (n, 3), top
+        positions), numpy arrays on the host, positions within ``keys`` (B, S)."""
+        rows, width = keys.shape
+        flat = keys.reshape(-1)
+        if floor is not None and keys.dtype == torch.float32:  # rounded down, as the C pass: every key at the floor stays
+            rounded = np.float32(floor)
+            floor = float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
+        nan = torch.isnan(flat)
+        if bool(nan.any()):
+            position = int(torch.nonzero(nan)[0, 0])
+            raise ScoreError(f"the model gave a NaN score to pair (row {position // width} of a block, column "
+                             f"{position % width}); a repurposing matrix ranks finite scores")
+        a = torch.searchsorted(self.highs, flat)
+        b = torch.searchsorted(self.lows, flat, right=True)
+        undecided = torch.zeros((0, 3), dtype=torch.int64, device=flat.device)
+        if self.record:
+            inside = torch.nonzero(a < b)[:, 0]
+            if self.refine and inside.numel():
+                for start in range(0, inside.numel(), DEVICE_STEP_KEYS):
+                    part = inside[start:start + DEVICE_STEP_KEYS]
+                    key = self._float64_keys(first + part // width, part % width)
+                    low, high = a[part], b[part]
+                    narrowed = torch.maximum(torch.minimum(torch.searchsorted(self.highs64, key), high), low)
+                    b[part] = torch.maximum(torch.minimum(torch.searchsorted(self.lows64, key, right=True), high),
+                                            narrowed)
+                    a[part] = narrowed
+                inside = inside[a[inside] < b[inside]]
+            undecided = torch.stack([inside, a[inside], b[inside]], dim=1)
+        beyond = torch.bincount(a, minlength=self.count + 1)
+        reached = torch.bincount(b, minlength=self.count + 1)
+        tops = torch.nonzero(flat >= floor)[:, 0] if floor is not None else torch.zeros(0, dtype=torch.int64)
+        return (beyond.cpu().numpy().astype(np.int64), reached.cpu().numpy().astype(np.int64),
+                undecided.cpu().numpy(), tops.cpu().numpy())
+
+    def _float64_keys(self, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """(n,) float64 keys of the pairs (rows, cols) (matrix indexes): the C pass's float64 step
+        (any order of the sum is within the float64 windows' bound)."""
+        queries, columns = self.queries64[rows], self.columns64[cols]
+        if self.kind == "dot":
+            return (queries * columns).sum(dim=1)
+        if self.kind == "l2":
+            return -((queries - columns) ** 2).sum(dim=1)
+        return -(queries - columns).abs().sum(dim=1)
+
+
+def _pass_on_device(device: Optional[torch.device]) -> bool:
+    """Whether the blocks are counted by :class:`_TorchPass`: on a GPU, or forced on the CPU."""
+    import os
+
+    return (device is not None and device.type != "cpu") or os.environ.get(PASS_VARIABLE, "").lower() == "torch"
 
 
 # -- the blocks' keys ---------------------------------------------------------------------------
@@ -357,10 +466,30 @@ class _EmbeddingBlocks:
         self.anchor_ids, self.relation_ids = ids, relations
         self.rewritten = scorer.rewrites(spec.side)  # the fast pass scores a rewritten query formula
 
+    device = torch.device("cpu")  # where the blocks' keys are computed (:meth:`on`)
+    _device_tables: Optional[tuple] = None  # the fast tables copied there
+
     def keys(self, first: int, last: int, out: torch.Tensor) -> torch.Tensor:
         from openbench.models.scorers import candidate_scores
 
-        return candidate_scores(self.kind, self.fast_queries[first:last], self.columns, self.squared, out, keys=True)
+        queries, columns, squared = self.fast_tables()
+        return candidate_scores(self.kind, queries[first:last], columns, squared, out, keys=True)
+
+    def fast_tables(self) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+        """(queries, columns, squared norms) of the fast pass on :attr:`device` (copied there once)."""
+        if self.device.type == "cpu":
+            return self.fast_queries, self.columns, self.squared
+        if self._device_tables is None:
+            self._device_tables = tuple(None if t is None else t.to(self.device)
+                                        for t in (self.fast_queries, self.columns, self.squared))
+        return self._device_tables
+
+    def on(self, device: torch.device) -> "_EmbeddingBlocks":
+        """The same blocks whose keys are computed on ``device`` (the exact steps stay on the host)."""
+        other = object.__new__(_EmbeddingBlocks)
+        other.__dict__.update(self.__dict__)
+        other.device, other._device_tables = device, None
+        return other
 
     def in_float64(self) -> "_EmbeddingBlocks":
         """The same matrix whose fast pass runs in float64 from the exact queries (the query formula
@@ -374,6 +503,7 @@ class _EmbeddingBlocks:
         other.columns = self.columns.to(torch.float64).contiguous()
         other.squared = squared_norms(other.columns) if self.kind == "l2" else None
         other.rewritten = False
+        other._device_tables = None
         return other
 
     def fast_bound(self, grid_bits: Optional[int]) -> float:
@@ -513,7 +643,8 @@ def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[in
 def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_cols: np.ndarray,
                  thresholds: np.ndarray, top_k: int = 0, top_excluded: Optional[np.ndarray] = None,
                  ranks: str = "exact", lower_is_better: bool = False,
-                 progress: Optional[Callable[[int], None]] = None, shard: Optional[Shard] = None) -> MatrixCounts:
+                 progress: Optional[Callable[[int], None]] = None, shard: Optional[Shard] = None,
+                 device: Optional[torch.device] = None) -> MatrixCounts:
     """Count the matrix of ``spec`` against its special pairs (see the module docstring).
 
     :param special_rows: (P,) int64 row indexes (into ``spec.rows``) of the special pairs;
@@ -525,6 +656,9 @@ def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_col
         ``"fast"`` (the keys as computed); other scorers are always compared as computed.
     :param shard: under torch.distributed, this rank's share (:class:`Shard`): every rank returns
         the counts of the whole matrix.
+    :param device: where the exact mode's blocks are computed and counted (a GPU: the scorer's
+        tables are copied there; None or the CPU: here, by the C pass); the scores as computed are
+        counted on the CPU.
     """
     special_rows = np.asarray(special_rows, dtype=np.int64)
     special_cols = np.asarray(special_cols, dtype=np.int64)
@@ -534,7 +668,7 @@ def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_col
     exact = ranks == "exact" and exact_mode_applies(scorer) and not lower_is_better
     if exact:
         return _count_exact(scorer, spec, special_rows, special_cols, thresholds, top_k, top_excluded, progress,
-                            shard)
+                            shard, device)
     return _count_values(_ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast"), spec, special_rows,
                          special_cols, thresholds, top_k, top_excluded, progress, shard)
 
@@ -554,9 +688,11 @@ def _library():
     return library
 
 
-def _passes(windows: _Windows, record: bool, **refine):
-    """The block pass: the C helper's (with the float64 step where ``refine`` gives its inputs),
-    else numpy's."""
+def _passes(windows: _Windows, record: bool, device: Optional[torch.device] = None, **refine):
+    """The block pass: torch's on a GPU (or forced), else the C helper's (with the float64 step
+    where ``refine`` gives its inputs), else numpy's."""
+    if _pass_on_device(device):
+        return _TorchPass(windows, record, device or torch.device("cpu"), **refine)
     library = _library()
     return _BlockPass(windows, record, library, **refine) if library is not None else _numpy_pass(windows, record)
 
@@ -574,17 +710,20 @@ class _Tops:
     def prime(self, keys: torch.Tensor, first: int, width: int) -> None:
         """Before the first block is counted: a floor from its own keys (B, width), so that the pass
         records a few candidates instead of the whole block. The (K + e)-th largest key, e the
-        excluded pairs the block holds, is at most the K-th largest of the others; read from the
-        block's first rows (a few times K keys), which only lowers it."""
+        excluded pairs the block holds, is at most the K-th largest of the others; so is the
+        (K + e)-th largest of any K + e of the block's keys, here the maxima of some 4 (K + e)
+        equal segments of the block (one pass over it, and close to the block's own: the block's
+        best keys mostly lie in segments of their own)."""
         if not self.wanted or self.floor is None or self.floor > -np.inf:
             return
         low, high = first * width, (first + keys.shape[0]) * width
         inside = int(np.count_nonzero((self.excluded >= low) & (self.excluded < high)))
         rank = self.wanted + inside
-        rows = min(keys.shape[0], max(1, -(-4 * rank // max(1, keys.shape[1]))))  # a few times the rank: cheap
-        flat = keys[:rows].reshape(-1)
-        if flat.numel() >= rank:
-            kth = float(torch.topk(flat, rank, sorted=False).values.min())
+        flat = keys.reshape(-1)
+        segment = max(1, flat.numel() // (4 * rank))
+        maxima = flat[:flat.numel() - flat.numel() % segment].view(-1, segment).amax(dim=1)
+        if maxima.numel() >= rank:
+            kth = float(torch.topk(maxima, rank, sorted=False).values.min())
             self.floor = kth - self.slack
 
     def add(self, codes: np.ndarray, keys: np.ndarray) -> None:
@@ -765,11 +904,14 @@ class _ExactOrder:
 
 
 def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, thresholds, top_k, top_excluded,
-                 progress, shard: Optional[Shard] = None) -> MatrixCounts:
+                 progress, shard: Optional[Shard] = None, device: Optional[torch.device] = None) -> MatrixCounts:
     from openbench.evaluation.counting.exact import ExactRanks
 
     rows, width = spec.shape
+    on_device = _pass_on_device(device)
     blocks = _EmbeddingBlocks(scorer, spec)
+    if on_device and device is not None:
+        blocks = blocks.on(device)
     finite = scorer.provably_finite(blocks.fast_queries, spec.side)
     if not finite:
         raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast ranks "
@@ -791,23 +933,24 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     record = not windows.point
     library = _library()
     refine: Optional[dict] = None
-    if record and library is not None and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, min(rows, max(1, block_keys() // max(1, width)))):
+    if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32 and \
+            _crowded(blocks, windows, library, min(rows, max(1, block_keys() // max(1, width))), on_device):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
         blocks = blocks.in_float64()
         delta = blocks.fast_bound(grid_bits)
         windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
                            torch.float64)
         record = not windows.point
-    if record and library is not None and blocks.fast_queries.dtype == torch.float32:
+    if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32:
         lows64, highs64 = _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
         refine = dict(kind=blocks.kind, queries64=blocks.exact_queries, columns=blocks.columns, lows64=lows64,
                       highs64=highs64)
-    count_pass = _passes(windows, record, **(refine or {}))
+    count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
 
-    buffer = torch.empty((min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype)
+    buffer = torch.empty((min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype,
+                         device=blocks.device)
 
     def make_keys(first: int, last: int) -> torch.Tensor:
         keys = blocks.keys(first, last, buffer[:last - first])
@@ -818,7 +961,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         flat = keys.reshape(-1)  # the rows of a part are contiguous in the block
         beyond, reached, triples, top_positions = count_pass(keys, tops.floor, first)
         return (beyond, reached, first * width + triples[:, 0], triples[:, 1:], first * width + top_positions,
-                flat[torch.from_numpy(top_positions)].double().numpy())
+                flat[torch.from_numpy(top_positions).to(flat.device)].double().cpu().numpy())
 
     block_list = _blocks(rows, width)
     count = sorted_where.shape[0]
@@ -833,7 +976,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         tops.add(result[4], result[5])
 
     _run_blocks(make_keys, count_part, shard.mine(block_list) if shard else block_list,
-                max(1, torch.get_num_threads()), progress, on_result)
+                1 if on_device else max(1, torch.get_num_threads()), progress, on_result)
     if shard:
         beyond, reached = shard.sum(beyond), shard.sum(reached)
         tops = _gathered_tops(tops, shard)
@@ -876,18 +1019,23 @@ PROBE_KEYS = 1 << 21  # the first rows' keys that tell whether a matrix is crowd
 CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
 
 
-def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, rows: int) -> bool:
+def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, rows: int, on_device: bool = False) -> bool:
     """Whether more than :data:`CROWDED` of the first block's fast keys lie inside a window (each
     would be re-scored from the table, some 80 times a key's share of a float64 GEMM)."""
-    rows = max(1, min(rows, blocks.fast_queries.shape[0], max(1, PROBE_KEYS // max(1, blocks.columns.shape[0]))))
-    keys = blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype))
+    width = max(1, blocks.columns.shape[0])
+    rows = max(1, min(rows, blocks.fast_queries.shape[0], max(1, min(PROBE_KEYS, COUNTER_LIMIT) // width)))
+    keys = blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype,
+                                            device=blocks.device))
+    if on_device:
+        return _TorchPass(windows, True, blocks.device).inside(keys) > CROWDED * keys.numel()
     count = int(windows.lows.shape[0])
     grid = _grid(windows, True)
     beyond, reached = np.zeros(count + 1, np.int64), np.zeros(count + 1, np.int64)
-    counts = np.zeros(grid.cells + 2, np.uint32)
+    counts = np.empty(grid.cells + 2, np.int32)
     inside = library.openbench_matrix_count_f32(
         keys.data_ptr(), keys.stride(0), rows, keys.shape[1], windows.lows.data_ptr(), windows.highs.data_ptr(),
-        count, grid.pure.ctypes.data, grid.ranges.ctypes.data, grid.cells, ctypes.c_float(grid.base),
+        count, grid.codes.ctypes.data, grid.impure.ctypes.data, grid.ranges.ctypes.data, grid.cells,
+        ctypes.c_float(grid.base),
         ctypes.c_float(grid.scale), counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, 1, None, 0,
         ctypes.c_float(np.inf), None, 0, None, 0, None, 0, None, None, None)
     return inside < 0 or inside > CROWDED * keys.numel()

@@ -429,7 +429,8 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
                                top_excluded=np.isin(special.codes, known), ranks=options.ranks,
                                lower_is_better=options.lower_is_better,
                                progress=(lambda done: bar.update(done)) if bar is not None else None,
-                               shard=options.shard)  # type: ignore[arg-type]
+                               shard=options.shard,  # type: ignore[arg-type]
+                               device=None if device == "cpu" else torch.device(device))
     finally:
         if bar is not None:
             bar.close()
