@@ -311,6 +311,7 @@ def test_a_matrix_wider_than_a_span_counted_in_parts_equals_the_definition(name,
     monkeypatch.setattr(library, "openbench_matrix_count_f32", spy)
     monkeypatch.setattr(matrix, "COUNTER_LIMIT", 3 * diseases)
     counted = count_matrix(scorer, spec, rows, cols, thresholds, top_k=5)
+    assert counted.stats["pass"] == "C on cpu"
     assert sizes and max(sizes) <= 3 * diseases and sum(sizes) >= drugs * diseases
     _assert_counts_are_the_definition(counted, keys, rows, cols)
 
@@ -329,7 +330,7 @@ def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
     real = matrix._TorchPass.__call__
     monkeypatch.setattr(matrix._TorchPass, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
-    assert len(calls) >= 3  # the blocks went through the device pass
+    assert len(calls) >= 3 and counted.stats["pass"] == "torch on cpu"  # the blocks went through the device pass
     _assert_counts_are_the_definition(counted, keys, rows, cols)
     scorer.entities[spec.shape[0] + 130, 0] = float("nan")
     with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
@@ -352,7 +353,7 @@ def test_the_device_pass_gives_the_c_pass_s_record(planted, monkeypatch):
         record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
                                     negative_relations=["contraindication"], recall_at=[1, 10, 50],
                                     keep_top=30).to_dict()
-        record.pop("timing")
+        assert record.pop("timing")["matrix_counting"]["pass"] == {"c": "C on cpu", "torch": "torch on cpu"}[chosen]
         records.append(json.dumps(record, sort_keys=True))
     assert records[0] == records[1]
 

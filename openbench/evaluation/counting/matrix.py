@@ -425,6 +425,12 @@ class _TorchPass:
         return -(queries - columns).abs().sum(dim=1)
 
 
+def _pass_name(count_pass, device: torch.device) -> str:
+    """Which pass counted the blocks, and where (the record's timing says it)."""
+    kind = "torch" if isinstance(count_pass, _TorchPass) else "C" if isinstance(count_pass, _BlockPass) else "numpy"
+    return f"{kind} on {device}"
+
+
 def _pass_on_device(device: Optional[torch.device]) -> bool:
     """Whether the blocks are counted by :class:`_TorchPass`: on a GPU, or forced on the CPU."""
     import os
@@ -801,7 +807,8 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
 
     top, top_groups, top_keys = _final_tops(tops, top_k, width, keys_of)
     return MatrixCounts(greater, equal, groups, values, top, top_groups, top_keys,
-                        {"mode": "as computed", "blocks": len(block_list), "rescored": 0, "decimal": 0})
+                        {"mode": "as computed", "blocks": len(block_list), "rescored": 0, "decimal": 0,
+                         "pass": _pass_name(count_pass, torch.device("cpu"))})
 
 
 def _gathered_tops(tops: "_Tops", shard: Shard) -> "_Tops":
@@ -1012,7 +1019,8 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
                         {"mode": "exact", "blocks": len(block_list), "rescored": int(rescored),
                          "decimal": int(exact.decimal), "fast_bound": delta,
                          "pass_precision": str(blocks.fast_queries.dtype).replace("torch.", ""),
-                         "float64_in_pass": refine is not None})
+                         "float64_in_pass": refine is not None,
+                         "pass": _pass_name(count_pass, blocks.device if on_device else torch.device("cpu"))})
 
 
 PROBE_KEYS = 1 << 21  # the first rows' keys that tell whether a matrix is crowded
