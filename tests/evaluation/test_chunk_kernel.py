@@ -190,3 +190,53 @@ def test_every_scan_gives_the_same_records(tmp_path):
     finally:
         chunk_scan(before)
     assert ran or before == "portable"
+
+
+def test_the_matrix_pass_places_every_key_alike_under_every_scan():
+    """The repurposing matrix pass's cells, computed by each scan's vector loop (AVX-512 masked,
+    AVX2 eight lanes and a scalar rest): on keys at the cells' edges, beyond the grid, infinite,
+    in rows wider than a span and not a multiple of any vector, the histograms, recorded keys and
+    best positions equal the portable loop's; a NaN is reported at the same position."""
+    import torch
+
+    from openbench.errors import ScoreError
+    from openbench.evaluation.counting import matrix
+
+    library = matrix._library()
+    if library is None:
+        pytest.skip("no compiled helper here")
+    rng = np.random.default_rng(3)
+    centres = np.sort(rng.normal(size=40))
+    windows = matrix._Windows(torch.from_numpy((centres - 1e-3).astype(np.float32)),
+                              torch.from_numpy((centres + 1e-3).astype(np.float32)), False)
+    count_pass = matrix._BlockPass(windows, True, library)
+    grid = count_pass.grid
+    keys = rng.normal(size=(7, 301)).astype(np.float32)
+    edges = np.float32(grid.base) + np.arange(-3, 40, dtype=np.float32) / np.float32(grid.scale)
+    keys[1, :edges.size] = edges  # on and around the cells' edges
+    keys[2, :centres.size] = centres.astype(np.float32)  # inside the windows
+    keys[3, 5:9] = [np.inf, -np.inf, 3e38, -3e38]
+    keys[4, -3:] = np.float32(grid.base)
+
+    def run(values):
+        found = count_pass(torch.from_numpy(values), 0.5)
+        return [np.asarray(part).tolist() for part in found]
+
+    def nan_message(values):
+        with pytest.raises(ScoreError) as raised:
+            count_pass(torch.from_numpy(values), 0.5)
+        return str(raised.value)
+
+    with_nan = keys.copy()
+    with_nan[5, 290] = with_nan[6, 3] = np.nan
+    before = chunk_scan()
+    try:
+        chunk_scan("portable")
+        reference, reference_nan = run(keys), nan_message(with_nan)
+        assert "row 5 of a block, column 290" in reference_nan
+        for isa in ("avx2", "avx512"):
+            if chunk_scan(isa) == isa:
+                assert run(keys) == reference, isa
+                assert nan_message(with_nan) == reference_nan, isa
+    finally:
+        chunk_scan(before)

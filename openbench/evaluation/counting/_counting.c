@@ -1072,9 +1072,100 @@ static inline double float64_key_of(int kind, const double *query, const float *
     return float64_key(kind, query, column_f32, column_f64, dims);
 }
 
+/* The matrix pass's cells of n float keys: slot[j] = clamp((row[j] - base) * scale, -1, upper)
+ * truncated, + 1, the same in every scan (a subtraction then a product: nothing to fuse; x86's
+ * min and max return their second operand where the first is NaN, as the portable loop's
+ * comparisons do). Returns whether a key is NaN; *high: whether a key is >= floor. */
+static int matrix_slots_portable(const float *row, int64_t n, float base, float scale, float upper, float floor,
+                                 int32_t *slot, int *high)
+{
+    int nan = 0, above = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        float t = (row[j] - base) * scale;
+        t = t < upper ? t : upper;
+        t = t > -1.0f ? t : -1.0f;
+        slot[j] = (int32_t)t + 1;
+        nan |= row[j] != row[j];
+        above |= row[j] >= floor;
+    }
+    *high = above;
+    return nan;
+}
+
+#ifdef HAVE_AVX512_SCAN
+__attribute__((target("avx512f"))) static int matrix_slots_avx512(const float *row, int64_t n, float base,
+                                                                  float scale, float upper, float floor,
+                                                                  int32_t *slot, int *high)
+{
+    const __m512 vbase = _mm512_set1_ps(base), vscale = _mm512_set1_ps(scale), vupper = _mm512_set1_ps(upper);
+    const __m512 vlow = _mm512_set1_ps(-1.0f), vfloor = _mm512_set1_ps(floor);
+    const __m512i one = _mm512_set1_epi32(1);
+    __mmask16 nan = 0, above = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 lanes = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512 x = _mm512_maskz_loadu_ps(lanes, row + j);
+        const __m512 t = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(x, vbase), vscale), vupper), vlow);
+        _mm512_mask_storeu_epi32(slot + j, lanes, _mm512_add_epi32(_mm512_cvttps_epi32(t), one));
+        nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q);
+        above |= _mm512_mask_cmp_ps_mask(lanes, x, vfloor, _CMP_GE_OQ);
+    }
+    *high = above != 0;
+    return nan != 0;
+}
+
+__attribute__((target("avx2"))) static int matrix_slots_avx2(const float *row, int64_t n, float base, float scale,
+                                                             float upper, float floor, int32_t *slot, int *high)
+{
+    const __m256 vbase = _mm256_set1_ps(base), vscale = _mm256_set1_ps(scale), vupper = _mm256_set1_ps(upper);
+    const __m256 vlow = _mm256_set1_ps(-1.0f), vfloor = _mm256_set1_ps(floor);
+    const __m256i one = _mm256_set1_epi32(1);
+    __m256 nan = _mm256_setzero_ps(), above = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 x = _mm256_loadu_ps(row + j);
+        const __m256 t = _mm256_max_ps(_mm256_min_ps(_mm256_mul_ps(_mm256_sub_ps(x, vbase), vscale), vupper), vlow);
+        _mm256_storeu_si256((__m256i *)(void *)(slot + j), _mm256_add_epi32(_mm256_cvttps_epi32(t), one));
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        above = _mm256_or_ps(above, _mm256_cmp_ps(x, vfloor, _CMP_GE_OQ));
+    }
+    int rest_high = 0;
+    const int rest_nan = matrix_slots_portable(row + j, n - j, base, scale, upper, floor, slot + j, &rest_high);
+    *high = _mm256_movemask_ps(above) != 0 || rest_high;
+    return _mm256_movemask_ps(nan) != 0 || rest_nan;
+}
+#endif
+
+static int matrix_slots_f32(const float *row, int64_t n, float base, float scale, float upper, float floor,
+                            int32_t *slot, int *high)
+{
+#ifdef HAVE_AVX512_SCAN
+    const int isa = chosen_isa();
+    if (isa == 1) return matrix_slots_avx512(row, n, base, scale, upper, floor, slot, high);
+    if (isa == 2) return matrix_slots_avx2(row, n, base, scale, upper, floor, slot, high);
+#endif
+    return matrix_slots_portable(row, n, base, scale, upper, floor, slot, high);
+}
+
+/* The same cells of float64 keys (the float64 pass): one loop for every CPU. */
+static int matrix_slots_f64(const double *row, int64_t n, double base, double scale, double upper, double floor,
+                            int32_t *slot, int *high)
+{
+    int nan = 0, above = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        double t = (row[j] - base) * scale;
+        t = t < upper ? t : upper;
+        t = t > -1.0 ? t : -1.0;
+        slot[j] = (int32_t)t + 1;
+        nan |= row[j] != row[j];
+        above |= row[j] >= floor;
+    }
+    *high = above;
+    return nan;
+}
+
 #define MATRIX_SPAN 128
 
-#define MATRIX_COUNT(NAME, T, BELOW, IS_F32)                                                       \
+#define MATRIX_COUNT(NAME, T, BELOW, IS_F32, SLOTS)                                                       \
     int64_t NAME(const T *keys, int64_t stride, int64_t rows, int64_t width, const T *lows,        \
                  const T *highs, int64_t count, const int32_t *codes, const int64_t *impure,         \
                  const int64_t *ab, int64_t cells, T base, T scale, int32_t *cell_counts, int64_t *beyond, int64_t *reached,         \
@@ -1091,15 +1182,8 @@ static inline double float64_key_of(int kind, const double *query, const float *
             for (int64_t i = 0; i < rows; ++i) {                                                    \
                 const T *row = keys + i * stride;                                                   \
                 const double *query = queries64 ? queries64 + i * dims : 0;                         \
-                int nan = 0, high = 0;                                                              \
-                for (int64_t j = first; j < last; ++j) { /* the cells: no branch, vectorisable */  \
-                    T t = (row[j] - base) * scale;                                                  \
-                    t = t < upper ? t : upper;                                                      \
-                    t = t > (T)-1 ? t : (T)-1;                                                      \
-                    slot[j - first] = (int32_t)t + 1;                                               \
-                    nan |= row[j] != row[j];                                                        \
-                    high |= row[j] >= floor;                                                        \
-                }                                                                                   \
+                int high = 0;                                                                       \
+                const int nan = SLOTS(row + first, last - first, base, scale, upper, floor, slot, &high); \
                 if (nan) { /* the first NaN in row order, whatever the order of the pass */        \
                     for (int64_t r = 0; r < rows; ++r)                                              \
                         for (int64_t j = 0; j < width; ++j)                                         \
@@ -1151,5 +1235,5 @@ static inline double float64_key_of(int kind, const double *query, const float *
         return recorded;                                                                            \
     }
 
-MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, 1)
-MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0)
+MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, 1, matrix_slots_f32)
+MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slots_f64)
