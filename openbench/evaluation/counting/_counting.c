@@ -1076,21 +1076,24 @@ static inline double float64_key_of(int kind, const double *query, const float *
  * truncated, + 1, the same in every scan (a subtraction then a product: nothing to fuse; x86's
  * min and max return their second operand where the first is NaN, as the portable loop's
  * comparisons do). Returns whether a key is NaN; *high: whether a key is >= floor. */
-static int matrix_slots_portable(const float *row, int64_t n, float base, float scale, float upper, float floor,
-                                 int32_t *slot, int *high)
-{
-    int nan = 0, above = 0;
-    for (int64_t j = 0; j < n; ++j) {
-        float t = (row[j] - base) * scale;
-        t = t < upper ? t : upper;
-        t = t > -1.0f ? t : -1.0f;
-        slot[j] = (int32_t)t + 1;
-        nan |= row[j] != row[j];
-        above |= row[j] >= floor;
+#define MATRIX_SLOTS(NAME, T)                                                                      \
+    static int NAME(const T *row, int64_t n, T base, T scale, T upper, T floor, int32_t *slot, int *high) \
+    {                                                                                              \
+        int nan = 0, above = 0;                                                                    \
+        for (int64_t j = 0; j < n; ++j) {                                                          \
+            T t = (row[j] - base) * scale;                                                         \
+            t = t < upper ? t : upper;                                                             \
+            t = t > (T)-1 ? t : (T)-1;                                                             \
+            slot[j] = (int32_t)t + 1;                                                              \
+            nan |= row[j] != row[j];                                                               \
+            above |= row[j] >= floor;                                                              \
+        }                                                                                          \
+        *high = above;                                                                             \
+        return nan;                                                                                \
     }
-    *high = above;
-    return nan;
-}
+
+MATRIX_SLOTS(matrix_slots_portable, float)
+MATRIX_SLOTS(matrix_slots_f64, double) /* the float64 pass's cells: one loop for every CPU */
 
 #ifdef HAVE_AVX512_SCAN
 __attribute__((target("avx512f"))) static int matrix_slots_avx512(const float *row, int64_t n, float base,
@@ -1144,23 +1147,6 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
     if (isa == 2) return matrix_slots_avx2(row, n, base, scale, upper, floor, slot, high);
 #endif
     return matrix_slots_portable(row, n, base, scale, upper, floor, slot, high);
-}
-
-/* The same cells of float64 keys (the float64 pass): one loop for every CPU. */
-static int matrix_slots_f64(const double *row, int64_t n, double base, double scale, double upper, double floor,
-                            int32_t *slot, int *high)
-{
-    int nan = 0, above = 0;
-    for (int64_t j = 0; j < n; ++j) {
-        double t = (row[j] - base) * scale;
-        t = t < upper ? t : upper;
-        t = t > -1.0 ? t : -1.0;
-        slot[j] = (int32_t)t + 1;
-        nan |= row[j] != row[j];
-        above |= row[j] >= floor;
-    }
-    *high = above;
-    return nan;
 }
 
 #define MATRIX_SPAN 128
