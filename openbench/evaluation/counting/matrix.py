@@ -59,7 +59,7 @@ __all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "Shard", "count_matrix", 
 
 logger = logging.getLogger(__name__)
 
-BLOCK_KEYS = 1 << 24  # keys per block: 64 MB of float32, a GEMM wide enough to run at the machine's speed, few blocks to merge
+BLOCK_KEYS = 1 << 24  # keys per block: 64 MB of float32, a GEMM at the machine's speed, few blocks to merge
 BLOCK_VARIABLE = "OPENBENCH_MATRIX_BLOCK_KEYS"  # another block size (tests deal small blocks over ranks)
 MAX_GRID_CELLS = 1 << 16  # the cells' counters stay in L2
 COUNTER_LIMIT = (1 << 31) - 1  # the keys one C pass counts (its cells' counters are int32)
@@ -174,9 +174,9 @@ def _configure(library) -> None:
         function = getattr(library, name)
         real = ctypes.c_float if name.endswith("f32") else ctypes.c_double
         pointer, count = ctypes.c_void_p, ctypes.c_int64
-        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, pointer, count, real,
-                             real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer, count,
-                             pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
+        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, pointer, count,
+                             real, real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer,
+                             count, pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
         function.restype = ctypes.c_int64
 
 
@@ -285,9 +285,7 @@ class _BlockPass:
         f32 = keys.dtype == torch.float32
         function = self.library.openbench_matrix_count_f32 if f32 else self.library.openbench_matrix_count_f64
         real = ctypes.c_float if f32 else ctypes.c_double
-        if floor is not None and f32:  # rounded down: every key at the floor stays
-            rounded = np.float32(floor)
-            floor = float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
+        floor = _floor_in(keys.dtype, floor)
         refine: tuple = (None, 0, None, None, None)  # the float64 step's queries, width, columns, windows
         if self.queries64 is not None and self.columns is not None and self.lows64 is not None \
                 and self.highs64 is not None:
@@ -317,7 +315,6 @@ class _BlockPass:
                 return beyond, reached, recorded[np.argsort(recorded[:, 0], kind="stable")], np.sort(tops[:kept])
             capacity, top_capacity = max(capacity, int(found)), max(top_capacity, kept)
 
-
     def _in_parts(self, keys: torch.Tensor, floor: Optional[float], first: int, most: int):
         """The pass over ``most`` rows at a time, its results merged (positions within ``keys``)."""
         width = keys.shape[1]
@@ -326,6 +323,14 @@ class _BlockPass:
         recorded = [part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]
         return (sum(part[0] for part in parts), sum(part[1] for part in parts), np.concatenate(recorded),
                 np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]))
+
+
+def _floor_in(dtype: torch.dtype, floor: Optional[float]) -> Optional[float]:
+    """The best pairs' floor in the keys' precision, rounded down: every key at the floor stays."""
+    if floor is None or dtype != torch.float32:
+        return floor
+    rounded = np.float32(floor)
+    return float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
 
 
 def _numpy_pass(windows: _Windows, record: bool):
@@ -384,9 +389,7 @@ class _TorchPass:
         positions), numpy arrays on the host, positions within ``keys`` (B, S)."""
         rows, width = keys.shape
         flat = keys.reshape(-1)
-        if floor is not None and keys.dtype == torch.float32:  # rounded down, as the C pass: every key at the floor stays
-            rounded = np.float32(floor)
-            floor = float(np.nextafter(rounded, np.float32(-np.inf)) if rounded > floor else rounded)
+        floor = _floor_in(keys.dtype, floor)
         nan = torch.isnan(flat)
         if bool(nan.any()):
             position = int(torch.nonzero(nan)[0, 0])
