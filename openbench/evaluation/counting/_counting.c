@@ -383,6 +383,17 @@ static int64_t lower_bound_i64(const int64_t *values, int64_t first, int64_t las
     return first;
 }
 
+/* The positions start + k of a span's candidates inside the window [low, high] (k = first ..
+ * last - 1), written to out up to capacity and counted in *fill: every scan's recording step. */
+#define RECORD_INSIDE(T, row, first, last, low, high, start, out, fill, capacity)                   \
+    for (int64_t k = (first); k < (last); ++k) {                                                    \
+        const T y = (row)[k];                                                                       \
+        if (y >= (low) && y <= (high)) {                                                            \
+            if (*(fill) < (capacity)) (out)[*(fill)] = (start) + k;                                 \
+            ++*(fill);                                                                              \
+        }                                                                                           \
+    }
+
 /* The portable scan of one row: counts beyond / inside / NaN, and positions as above. */
 #define SCAN_ROW(NAME, T)                                                                           \
     static void NAME(const T *row, int64_t width, T low, T high, int lower_is_better, int check_nan, \
@@ -422,15 +433,7 @@ static int64_t lower_bound_i64(const int64_t *values, int64_t first, int64_t las
                     ns += x != x;                                                                   \
                 }                                                                                   \
             }                                                                                       \
-            if (es && out) {                                                                        \
-                for (int64_t j = first; j < last; ++j) {                                            \
-                    const T x = row[j];                                                             \
-                    if (x >= low && x <= high) {                                                    \
-                        if (*fill < capacity) out[*fill] = start + j;                               \
-                        ++*fill;                                                                    \
-                    }                                                                               \
-                }                                                                                   \
-            }                                                                                       \
+            if (es && out) RECORD_INSIDE(T, row, first, last, low, high, start, out, fill, capacity)     \
             g += gs;                                                                                \
             e += es;                                                                                \
             n += ns;                                                                                \
@@ -472,15 +475,8 @@ SCAN_ROW(scan_row_f64, double)
             if (NAN) acc_n = ACCADD(acc_n, (MASK)(valid & CMP(x, x, _CMP_UNORD_Q)));                \
         }                                                                                           \
         const __m512i held = SUB(acc_r, acc_g);                                                     \
-        if (out && CMPI(held, held_before)) {                                                       \
-            for (int64_t k = first; k < last; ++k) {                                                \
-                const T y = row[k];                                                                 \
-                if (y >= low && y <= high) {                                                        \
-                    if (*fill < capacity) out[*fill] = start + k;                                   \
-                    ++*fill;                                                                        \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+        if (out && CMPI(held, held_before))                                                         \
+            RECORD_INSIDE(T, row, first, last, low, high, start, out, fill, capacity)               \
         held_before = held;                                                                         \
     }
 
@@ -565,15 +561,8 @@ SCAN_ROW_AVX512(scan_row_f64_avx512, double, __m512d, 8, __mmask8, _mm512_set1_p
             if (NAN) acc_n = SUB(acc_n, _mm256_and_si256(valid, CAST(CMP(x, x, _CMP_UNORD_Q))));    \
         }                                                                                           \
         const __m256i held = SUB(acc_r, acc_g);                                                     \
-        if (out && _mm256_movemask_epi8(_mm256_cmpeq_epi8(held, held_before)) != -1) {              \
-            for (int64_t k = first; k < last; ++k) {                                                \
-                const T y = row[k];                                                                 \
-                if (y >= low && y <= high) {                                                        \
-                    if (*fill < capacity) out[*fill] = start + k;                                   \
-                    ++*fill;                                                                        \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+        if (out && _mm256_movemask_epi8(_mm256_cmpeq_epi8(held, held_before)) != -1)                \
+            RECORD_INSIDE(T, row, first, last, low, high, start, out, fill, capacity)               \
         held_before = held;                                                                         \
     }
 
