@@ -447,14 +447,28 @@ def _page(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], comparison: Di
                      f"{comparison['difference']:+.4f}, 95 % interval [{low:+.4f}, {high:+.4f}] (paired bootstrap), "
                      f"p = {comparison['p_value']:.3g} (paired sign-flip permutation test).</p>"
                      f"<p class=\"reading\">{escape(verdict(comparison, name_a, name_b))}.</p>")
-    for key in FIGURES:
+    parts += figure_html(pngs, FIGURES, _CAPTIONS)
+    parts += [f"<p class=\"note\">{escape(line)}</p>" for line in not_drawn(models, pngs)]
+    return report_html(f"openbench report: {', '.join(models)}", parts)
+
+
+def figure_html(pngs: Dict[str, bytes], order: Sequence[str], captions: Dict[str, str]) -> List[str]:
+    """A ``<figure>`` per drawn figure of ``order``, its PNG inline, its caption below."""
+    escape = html.escape
+    out = []
+    for key in order:
         if key in pngs:
             encoded = base64.b64encode(pngs[key]).decode("ascii")
-            parts.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(_CAPTIONS[key])}\">"
-                         f"<figcaption>{escape(_CAPTIONS[key])}</figcaption></figure>")
-    parts += [f"<p class=\"note\">{escape(line)}</p>" for line in not_drawn(models, pngs)]
+            out.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(captions[key])}\">"
+                       f"<figcaption>{escape(captions[key])}</figcaption></figure>")
+    return out
+
+
+def report_html(title: str, parts: Sequence[str]) -> str:
+    """The report page around its ``parts`` (HTML already escaped): one style for every report."""
     from openbench import __version__
 
+    escape = html.escape
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>openbench report</title>
 <style>
@@ -464,7 +478,7 @@ td {{ font-variant-numeric: tabular-nums; }} figure {{ margin: 2em 0; }} img {{ 
 figcaption, p.note {{ color: #333; }}
 </style></head>
 <body>
-<h1>openbench report: {escape(', '.join(models))}</h1>
+<h1>{escape(title)}</h1>
 {chr(10).join(parts)}
 <p class="generated">openbench {escape(__version__)}</p>
 </body></html>

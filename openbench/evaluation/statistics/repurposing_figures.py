@@ -11,7 +11,6 @@ evaluations looks for, one page (:func:`repurposing_page`; :mod:`.figures` build
 """
 from __future__ import annotations
 
-import base64
 import html
 from typing import Any, Callable, Dict, List
 
@@ -102,19 +101,19 @@ def plotters() -> Dict[str, Callable[[Any], Any]]:
 
 def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
     """The report's HTML for repurposing records: the protocol, a summary table, the figures."""
-    from openbench import __version__
+    from openbench.evaluation.statistics.figures import figure_html, report_html
     from openbench.evaluation.tasks.repurposing import summary_lines
 
     escape = html.escape
+
+    def cell(value) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
     rows = []
     for name, record in models.items():
         view = record["repurposing"]["views"].get("test") or {}
         full, disease = view.get("full_matrix") or {}, view.get("disease_specific") or {}
         macro = ((disease.get("macro") or {}).get("realistic") or {})
-
-        def cell(value) -> str:
-            return "-" if value is None else f"{value:.4f}"
-
         rows.append(f"<tr><td>{escape(name)}</td><td>{cell(full.get('auroc'))}</td><td>{cell(macro.get('mrr'))}</td>"
                     f"<td>{cell(disease.get('auroc'))}</td><td>{cell(disease.get('auprc'))}</td></tr>")
     first = next(iter(models.values()))
@@ -122,24 +121,8 @@ def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
              "<table><thead><tr><th>model</th><th>matrix AUROC</th><th>per-disease MRR (macro)</th>"
              "<th>per-disease AUROC</th><th>per-disease AUPRC</th></tr></thead><tbody>" + "".join(rows)
              + "</tbody></table>"]
-    for key in CAPTIONS:
-        if key in pngs:
-            encoded = base64.b64encode(pngs[key]).decode("ascii")
-            parts.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(CAPTIONS[key])}\">"
-                         f"<figcaption>{escape(CAPTIONS[key])}</figcaption></figure>")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>openbench report</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; font-size: 16px; max-width: 70em; }}
-table {{ border-collapse: collapse; }} th, td {{ padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: left; }}
-td {{ font-variant-numeric: tabular-nums; }} figure {{ margin: 2em 0; }} img {{ max-width: 100%; }}
-</style></head>
-<body>
-<h1>openbench report (drug repurposing): {escape(', '.join(models))}</h1>
-{chr(10).join(parts)}
-<p class="generated">openbench {escape(__version__)}</p>
-</body></html>
-"""
+    parts += figure_html(pngs, list(CAPTIONS), CAPTIONS)
+    return report_html(f"openbench report (drug repurposing): {', '.join(models)}", parts)
 
 
 def render_figures(data: Dict[str, Any]) -> Dict[str, bytes]:
