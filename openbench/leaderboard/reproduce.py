@@ -22,7 +22,6 @@ scored against hidden answers, and rows it **reproduced** here. Reproducing
 """
 from __future__ import annotations
 
-import hashlib
 import shlex
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -62,15 +61,13 @@ def protocol_options(protocol: dict) -> Dict[str, Any]:
 
 def _files_sha256(spec) -> Dict[str, str]:
     """{path: sha256} of every file the model spec names (a folder: each file in it, sorted)."""
+    from openbench.models.scorers import file_sha256
+
     hashes: Dict[str, str] = {}
     for named in spec.files():
         path = Path(named)
         for file in (sorted(item for item in path.rglob("*") if item.is_file()) if path.is_dir() else [path]):
-            digest = hashlib.sha256()
-            with open(file, "rb") as handle:
-                for block in iter(lambda: handle.read(1 << 20), b""):
-                    digest.update(block)
-            hashes[str(file)] = digest.hexdigest()
+            hashes[str(file)] = file_sha256(file)
     return hashes
 
 

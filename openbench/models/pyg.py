@@ -36,7 +36,6 @@ that JSON. Reading the folder needs no PyG installed.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from pathlib import Path
@@ -47,6 +46,7 @@ import torch
 
 from openbench.errors import InputError, UsageError
 from openbench.models.base import TRIPLE_BATCH, RowScorer
+from openbench.models.scorers import state_dict_sha256
 
 __all__ = ["PYG_FILE", "STATE_FILE", "PYG_FORMAT", "KNOWN_CLASSES", "from_pyg", "save_pyg", "is_pyg_folder",
            "pyg_folder", "pyg_test_numbers", "PyGForwardScorer"]
@@ -80,17 +80,6 @@ def _hyperparameters(model) -> Dict[str, Any]:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             found[name] = float(value)
     return found
-
-
-def state_sha256(state: Dict[str, torch.Tensor]) -> str:
-    """sha256 over a state dict: each tensor's name, dtype, shape and bytes, names sorted (the
-    same model in memory and saved to a folder give the same hash)."""
-    digest = hashlib.sha256()
-    for name in sorted(state):
-        tensor = state[name].detach().cpu().contiguous()
-        digest.update(f"{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
-        digest.update(tensor.numpy().tobytes())
-    return digest.hexdigest()
 
 
 def _check_counts(num_nodes: int, num_relations: int, dataset, where: Optional[str] = None) -> None:
@@ -162,7 +151,7 @@ def from_pyg(model, dataset, compat: bool = False):
     kind = type(model).__name__
     params = _hyperparameters(model)
     state = {name: value.detach() for name, value in model.state_dict().items()}
-    sha = state_sha256(state)
+    sha = state_dict_sha256(state)
     scorer = None
     if kind in KNOWN_CLASSES and type(model) is getattr(kge, kind):
         scorer = _embedding_scorer(kind, state, params, dataset)
@@ -372,7 +361,7 @@ def pyg_folder(folder, dataset, compat: bool = False):
     if scorer is None:
         raise InputError(f"TransE with p_norm {params.get('p_norm')}: the engine scores p = 1 and 2; evaluate the "
                          "model from Python (openbench.from_pyg(model, dataset))", folder / PYG_FILE)
-    scorer = _described(scorer, kind, params, description.get("pyg_version"), state_sha256(state),
+    scorer = _described(scorer, kind, params, description.get("pyg_version"), state_dict_sha256(state),
                         "the engine's embedding scorer on the model's tables (float64)")
     scorer.pyg_compat = _CompatSource(kind=kind, state=state, params=params) if compat else None
     return scorer

@@ -16,7 +16,6 @@ caller says the file is trusted (``--trust-pickle``).
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Dict, List
 
@@ -70,13 +69,10 @@ def load_pykeen_model(folder, trust_pickle: bool = False):
 
 
 def state_sha256(model) -> str:
-    """sha256 of a torch module's weights: every ``state_dict`` entry's name, dtype, shape and bytes."""
-    digest = hashlib.sha256()
-    for name, value in sorted(model.state_dict().items()):
-        tensor = value.detach().cpu().contiguous()
-        digest.update(f"{name}\t{tensor.dtype}\t{tuple(tensor.shape)}\n".encode())
-        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
-    return digest.hexdigest()
+    """sha256 of a torch module's weights (:func:`~openbench.models.scorers.state_dict_sha256`)."""
+    from openbench.models.scorers import state_dict_sha256
+
+    return state_dict_sha256(model.state_dict())
 
 
 class PyKEENModel:

@@ -38,7 +38,7 @@ from openbench import vocabulary
 
 __all__ = ["ExactQueries", "SideScores", "COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
            "TransEL2", "TransEL1", "DistMult", "ComplEx", "RotatE", "RotatEModuli", "RESCAL", "SimplE", "SCORERS",
-           "get_scorer_class", "file_sha256", "array_sha256", "build_scorer", "candidate_scores", "squared_norms"]
+           "get_scorer_class", "file_sha256", "array_sha256", "state_dict_sha256", "build_scorer", "candidate_scores", "squared_norms"]
 
 COMPLEX_LAYOUTS = vocabulary.COMPLEX_LAYOUTS
 LIST_BLOCK_ELEMENTS = 1 << 24  # (queries × candidates × width) values gathered at once by score_candidates
@@ -742,6 +742,17 @@ def _largest_magnitude(values: torch.Tensor) -> float:
     extremes = torch.aminmax(values)
     lowest, highest = float(extremes.min), float(extremes.max)
     return math.nan if math.isnan(lowest) or math.isnan(highest) else max(-lowest, highest)
+
+
+def state_dict_sha256(state: Dict[str, torch.Tensor]) -> str:
+    """sha256 of a torch ``state_dict``: every entry's name, dtype, shape and bytes, names sorted
+    (a model in memory and the same weights loaded from a file give the same hash)."""
+    digest = hashlib.sha256()
+    for name, value in sorted(state.items()):
+        tensor = value.detach().cpu().contiguous()
+        digest.update(f"{name}\t{tensor.dtype}\t{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.view(-1).view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
 
 
 def file_sha256(*paths) -> str:
