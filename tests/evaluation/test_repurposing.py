@@ -562,6 +562,12 @@ def test_txgnn_s_protocol_is_its_formulas_on_the_same_scores(planted):
 
 # -- stability ----------------------------------------------------------------------------------------
 
+def _average_ranks(values):
+    """1-based ranks, tied values sharing the mean of their places: by plain comparison."""
+    return [1 + sum(other < value for other in values) + (sum(other == value for other in values) - 1) / 2
+            for value in values]
+
+
 def test_stability_equals_scipy(planted, tmp_path):
     from scipy.stats import hypergeom, spearmanr
 
@@ -582,10 +588,15 @@ def test_stability_equals_scipy(planted, tmp_path):
         block = found["at"][str(k)]
         assert block["commonality"] == len(common) / k
         assert block["hypergeometric_p"] == pytest.approx(hypergeom.sf(len(common) - 1, population, k, k), rel=1e-9)
+        tail = sum(Fraction(math.comb(k, x) * math.comb(population - k, k - x), math.comb(population, k))
+                   for x in range(len(common), k + 1))  # the definition, in exact arithmetic
+        assert block["hypergeometric_p"] == pytest.approx(float(tail), rel=1e-9)
         if len(common) >= 3:
             rho, p = spearmanr([place_a[c] for c in common], [place_b[c] for c in common])
             assert block["spearman"] == pytest.approx(rho, abs=1e-12)
             assert block["spearman_p"] == pytest.approx(p, rel=1e-6)
+            ranks = [_average_ranks([places[c] for c in common]) for places in (place_a, place_b)]
+            assert block["spearman"] == pytest.approx(float(np.corrcoef(*ranks)[0, 1]), abs=1e-12)
     for index, record in enumerate(records):
         (tmp_path / f"r{index}.json").write_text(json.dumps(record))
     done = CliRunner().invoke(main, ["compare", "--stability", str(tmp_path / "r0.json"), str(tmp_path / "r1.json"),

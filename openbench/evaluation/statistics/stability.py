@@ -28,56 +28,31 @@ __all__ = ["DEFAULT_STABILITY_AT", "spearman", "hypergeometric_tail", "stability
 DEFAULT_STABILITY_AT = (10, 100, 1000)
 
 
-def _average_ranks(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(values, kind="stable")
-    ranks = np.empty(values.size, np.float64)
-    sorted_values = values[order]
-    start = 0
-    while start < values.size:
-        end = start + 1
-        while end < values.size and sorted_values[end] == sorted_values[start]:
-            end += 1
-        ranks[order[start:end]] = (start + end - 1) / 2.0 + 1.0
-        start = end
-    return ranks
-
-
 def spearman(first: Sequence[float], second: Sequence[float]) -> Optional[Dict[str, float]]:
-    """{"rho", "p_value"} of two paired samples (average ranks for ties; the t distribution's
-    two-sided p with n - 2 degrees of freedom); None when undefined."""
+    """{"rho", "p_value"} of two paired samples (``scipy.stats.spearmanr``: average ranks for ties,
+    the t distribution's two-sided p with n - 2 degrees of freedom); None when undefined (fewer
+    than 3 pairs, or a constant sample)."""
+    import warnings
+
+    from scipy.stats import spearmanr
+
     x, y = np.asarray(first, np.float64), np.asarray(second, np.float64)
     if x.size < 3:
         return None
-    rx, ry = _average_ranks(x), _average_ranks(y)
-    dx, dy = rx - rx.mean(), ry - ry.mean()
-    denominator = math.sqrt(float((dx * dx).sum()) * float((dy * dy).sum()))
-    if denominator == 0.0:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a constant sample: scipy warns and gives NaN, said here as None
+        result = spearmanr(x, y)
+    rho, p_value = float(result.statistic), float(result.pvalue)
+    if not math.isfinite(rho):
         return None
-    rho = float((dx * dy).sum()) / denominator
-    rho = max(-1.0, min(1.0, rho))
-    freedom = x.size - 2
-    if abs(rho) == 1.0:
-        return {"rho": rho, "p_value": 0.0}
-    t = rho * math.sqrt(freedom / ((1.0 - rho) * (1.0 + rho)))
-    from scipy.special import stdtr
-
-    return {"rho": rho, "p_value": float(2.0 * stdtr(freedom, -abs(t)))}
-
-
-def _log_choose(n: int, k: int) -> float:
-    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    return {"rho": rho, "p_value": p_value}
 
 
 def hypergeometric_tail(observed: int, population: int, successes: int, draws: int) -> float:
-    """P(X >= observed), X ~ Hypergeometric(population, successes, draws), summed in log space."""
-    low, high = max(observed, 0, draws - (population - successes)), min(successes, draws)
-    if low > high:
-        return 0.0
-    denominator = _log_choose(population, draws)
-    terms = [_log_choose(successes, x) + _log_choose(population - successes, draws - x) - denominator
-             for x in range(low, high + 1)]
-    peak = max(terms)
-    return float(min(1.0, math.exp(peak) * sum(math.exp(term - peak) for term in terms)))
+    """P(X >= observed), X ~ Hypergeometric(population, successes, draws) (``scipy.stats.hypergeom``)."""
+    from scipy.stats import hypergeom
+
+    return float(hypergeom.sf(observed - 1, population, successes, draws))
 
 
 def _pairs(record: dict, name: str) -> List[tuple]:
