@@ -500,6 +500,25 @@ def test_curated_lists_restrict_the_matrix_and_count_what_falls_outside(planted)
 
 # -- TxGNN's protocol -------------------------------------------------------------------------------
 
+def test_the_disease_intervals_resample_the_diseases_own_numbers(planted):
+    """--bootstrap: the per-disease intervals are percentile intervals of the mean over diseases
+    resampled with replacement (seeded), from each disease's own MRR and AUROC in the record."""
+    scorer, _, _ = _model(planted, "DistMult", False, seed=3)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], bootstrap=50,
+                                seed=7).to_dict()
+    per_disease = record["repurposing"]["views"]["test"]["disease_specific"]["per_disease"]
+    labels = planted.entity_labels
+    ordered = sorted(per_disease, key=labels.index)  # the matrix's columns: diseases by entity id
+    intervals = record["repurposing"]["confidence"]["test"]
+    for name, key in (("disease_mrr_macro", "mrr"), ("disease_auroc", "auroc")):
+        values = np.array([np.nan if per_disease[d][key] is None else per_disease[d][key] for d in ordered])
+        rng = np.random.default_rng(7)
+        means = [np.nanmean(values[rng.integers(0, values.size, values.size)]) for _ in range(50)]
+        means = [m for m in means if np.isfinite(m)]
+        assert intervals[name] == pytest.approx([np.quantile(means, 0.025), np.quantile(means, 0.975)], abs=1e-12)
+    assert intervals["disease_mrr_macro"][0] < intervals["disease_mrr_macro"][1]
+
+
 def test_txgnn_s_protocol_is_its_formulas_on_the_same_scores(planted):
     """The fine-tuning test: scikit-learn on float32 sigmoids of the positives and of the drawn
     negatives (each a destination with a test edge of its type); the disease-centric evaluation:

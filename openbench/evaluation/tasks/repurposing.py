@@ -275,7 +275,8 @@ def read_ground_truth(path, dataset, matrix: Matrix) -> GroundTruth:
     from openbench._io.inputs import read_table, read_text
 
     path = Path(path)
-    first = next((line for line in read_text(path).splitlines() if line.strip()), "")
+    text = read_text(path)
+    first = next((line for line in text.splitlines() if line.strip()), "")
     separator = "\t" if first.count("\t") >= first.count(",") and "\t" in first else ","
     header = [name.strip().lower() for name in first.split(separator)]
     missing = [name for name in ("drug", "disease", "label") if name not in header]
@@ -291,10 +292,10 @@ def read_ground_truth(path, dataset, matrix: Matrix) -> GroundTruth:
     index = {label: i for i, label in enumerate(dataset.entity_labels)}
     row_of = {int(entity): row for row, entity in enumerate(matrix.drugs.tolist())}
     col_of = {int(entity): col for col, entity in enumerate(matrix.diseases.tolist())}
-    known = np.union1d(matrix.pairs["train"], matrix.pairs["valid"])
+    known = set(np.union1d(matrix.pairs["train"], matrix.pairs["valid"]).tolist())
     positives, negatives, unknown, leaked = [], [], [], []
     conflicting = 0
-    lines = _data_lines(path)
+    lines = _data_lines(text)
     for position, (drug, disease, label) in enumerate(frame.select("drug", "disease", "label").iter_rows()):
         line = lines[position] if position < len(lines) else None
         value = str(label).strip().lower()
@@ -314,12 +315,12 @@ def read_ground_truth(path, dataset, matrix: Matrix) -> GroundTruth:
         assert drug_id is not None and disease_id is not None
         code = row_of[drug_id] * matrix.width + col_of[disease_id]
         if value in POSITIVE_LABELS:
-            if np.isin(code, known):
+            if code in known:
                 leaked.append({"line": line, "drug": drug, "disease": disease})
                 continue
             positives.append(code)
         else:
-            if np.isin(code, known):
+            if code in known:
                 conflicting += 1
                 continue
             negatives.append(code)
@@ -335,11 +336,9 @@ def read_ground_truth(path, dataset, matrix: Matrix) -> GroundTruth:
     return GroundTruth(str(path), digest, positive_codes, negative_codes, unknown, leaked, conflicting, frame.height)
 
 
-def _data_lines(path: Path) -> List[int]:
+def _data_lines(text: str) -> List[int]:
     """The 1-based line numbers of a file's non-empty lines after its header."""
-    from openbench._io.inputs import read_text
-
-    numbers = [number for number, line in enumerate(read_text(path).splitlines(), 1) if line.strip()]
+    numbers = [number for number, line in enumerate(text.splitlines(), 1) if line.strip()]
     return numbers[1:]
 
 
@@ -538,19 +537,16 @@ def _disease_view(dataset, scorer, options: RepurposingOptions, matrix: Matrix, 
     greater, equal = count_rows(scorer, transposed, local, rows, options.ranks, options.lower_is_better,
                                 options.shard)  # type: ignore[arg-type]
     groups = special.groups[special.index(positives)]
-    removed = special.index(excluded)
-    removed_cols = excluded % matrix.width
-    removed_groups = special.groups[removed]
-    order = np.lexsort((removed_groups, removed_cols))
-    removed_cols, removed_groups = removed_cols[order], removed_groups[order]
-    first = np.searchsorted(removed_cols, cols, "left")
-    last = np.searchsorted(removed_cols, cols, "right")
-    above = np.zeros(positives.size, np.int64)
-    level = np.zeros(positives.size, np.int64)
-    for i in range(positives.size):
-        column_groups = removed_groups[first[i]:last[i]]
-        above[i] = column_groups.size - np.searchsorted(column_groups, groups[i], "right")
-        level[i] = np.searchsorted(column_groups, groups[i], "right") - np.searchsorted(column_groups, groups[i], "left")
+    # the removed pairs of each positive's disease: those above its group, and those tied with it,
+    # by binary search over the removed pairs sorted by (disease, group)
+    removed_cols, removed_groups = excluded % matrix.width, special.groups[special.index(excluded)]
+    stride = int(special.groups.max(initial=0)) + 2  # (col, group) as one sortable code
+    removed_codes = np.sort(removed_cols * stride + removed_groups)
+    first = np.searchsorted(removed_codes, cols * stride, "left")
+    last = np.searchsorted(removed_codes, cols * stride + stride - 1, "right")
+    below_or_tied = np.searchsorted(removed_codes, cols * stride + groups, "right")
+    above = last - below_or_tied
+    level = below_or_tied - np.searchsorted(removed_codes, cols * stride + groups, "left")
     is_excluded = np.isin(positives, excluded)
     greater = greater - above
     equal = equal - level - np.where(is_excluded, 0, 1)
@@ -560,21 +556,19 @@ def _disease_view(dataset, scorer, options: RepurposingOptions, matrix: Matrix, 
     disease_ids: np.ndarray = blocks["disease_ids"]  # type: ignore[assignment]
     aurocs: List[Optional[float]] = blocks["per_disease_auroc"]  # type: ignore[assignment]
     auprcs: List[Optional[float]] = blocks["per_disease_auprc"]  # type: ignore[assignment]
-    undefined = [labels[int(matrix.diseases[d])] for d, value in zip(disease_ids.tolist(), aurocs) if value is None]
-    realistic = greater + (equal + 2) / 2.0
-    per_disease = {}
-    for position, disease in enumerate(disease_ids.tolist()):
-        members = cols == disease
-        per_disease[labels[int(matrix.diseases[disease])]] = {
-            "pairs": int(members.sum()), "mrr": float((1.0 / realistic[members]).mean()),
-            "auroc": aurocs[position], "auprc": auprcs[position]}
+    values: Dict[str, np.ndarray] = blocks["per_disease_values"]  # type: ignore[assignment]
+    pairs_of = np.bincount(np.searchsorted(disease_ids, cols), minlength=disease_ids.size)
+    names = [labels[int(matrix.diseases[d])] for d in disease_ids.tolist()]
+    undefined = [name for name, value in zip(names, aurocs) if value is None]
+    per_disease = {name: {"pairs": int(pairs_of[position]), "mrr": float(values["realistic.mrr"][position]),
+                          "auroc": aurocs[position], "auprc": auprcs[position]}
+                   for position, name in enumerate(names)}
     return {"pairs": int(positives.size), "diseases": blocks["diseases"], "micro": blocks["micro"],
             "macro": blocks["macro"], "auroc": blocks["auroc"], "auprc": blocks["auprc"],
             "per_disease": dict(sorted(per_disease.items())),
             "diseases_without_negative_drugs": undefined[:NAMED], "diseases_without_negative_drugs_count":
                 len(undefined),
-            "_per_disease": (blocks["disease_ids"], blocks["per_disease_auroc"], blocks["per_disease_auprc"]),
-            "_counts": (cols, greater, equal, candidates, groups)}
+            "_per_disease": (values, aurocs, auprcs)}
 
 
 def _classification(matrix: Matrix, special: _Special, known: np.ndarray, test: np.ndarray,
@@ -650,8 +644,7 @@ def _diseases_without_listed_drugs(dataset, matrix: Matrix) -> dict:
     if outside.shape[0] == 0:
         return {"test_entities_outside": 0, "test_entities_outside_named": []}
     ends = np.unique(np.concatenate([outside[:, 0], outside[:, 2]]))
-    listed = np.union1d(matrix.drugs, matrix.diseases)
-    missing = [dataset.entity_labels[int(e)] for e in ends if not np.isin(e, listed)]
+    missing = [dataset.entity_labels[int(e)] for e in np.setdiff1d(ends, np.union1d(matrix.drugs, matrix.diseases))]
     return {"test_entities_outside": len(missing), "test_entities_outside_named": sorted(missing)[:NAMED]}
 
 
@@ -679,27 +672,16 @@ def _confidence(views: Dict[str, dict], options: RepurposingOptions, recall_at: 
                 lambda idx: auroc_from_counts(greater[idx], equal[idx], negatives[idx]), greater.size, resamples, seed)
         disease = view.get("disease_specific")
         if disease:
-            cols, greater, equal, candidates, groups = disease["_counts"]
-            unique, inverse = np.unique(cols, return_inverse=True)
-            inverse = inverse.reshape(-1)
-            rank = greater + (equal + 2) / 2.0
-            members = [np.flatnonzero(inverse == i) for i in range(unique.size)]
-            per_mrr = np.array([float((1.0 / rank[m]).mean()) for m in members])
-            per_hits = {k: np.array([float((rank[m] <= k).mean()) for m in members]) for k in hits_at}
-            _, aurocs, auprcs = disease["_per_disease"]
-            aurocs_array = np.array([np.nan if v is None else v for v in aurocs])
-            auprcs_array = np.array([np.nan if v is None else v for v in auprcs])
-            intervals["disease_mrr_macro"] = bootstrap_interval(lambda idx: float(per_mrr[idx].mean()), unique.size,
-                                                                resamples, seed)
-            for k in hits_at:
-                intervals[f"disease_hits@{k}_macro"] = bootstrap_interval(
-                    lambda idx, k=k: float(per_hits[k][idx].mean()), unique.size, resamples, seed)
-            intervals["disease_auroc"] = bootstrap_interval(lambda idx: float(np.nanmean(aurocs_array[idx]))
-                                                            if np.isfinite(aurocs_array[idx]).any() else None,
-                                                            unique.size, resamples, seed)
-            intervals["disease_auprc"] = bootstrap_interval(lambda idx: float(np.nanmean(auprcs_array[idx]))
-                                                            if np.isfinite(auprcs_array[idx]).any() else None,
-                                                            unique.size, resamples, seed)
+            values, aurocs, auprcs = disease["_per_disease"]  # each disease's own means and AUROC, AUPRC
+            units = len(aurocs)
+            for metric, key in [("disease_mrr_macro", "realistic.mrr")] + [
+                    (f"disease_hits@{k}_macro", f"realistic.hits@{k}") for k in hits_at]:
+                intervals[metric] = bootstrap_interval(lambda idx, per=values[key]: float(per[idx].mean()), units,
+                                                       resamples, seed)
+            for metric, per_disease in (("disease_auroc", aurocs), ("disease_auprc", auprcs)):
+                array = np.array([np.nan if v is None else v for v in per_disease])
+                intervals[metric] = bootstrap_interval(lambda idx, a=array: float(np.nanmean(a[idx]))
+                                                     if np.isfinite(a[idx]).any() else None, units, resamples, seed)
         out[name] = intervals
     return out
 
