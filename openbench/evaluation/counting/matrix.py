@@ -1126,54 +1126,47 @@ def count_rows(scorer, spec: MatrixSpec, rows: np.ndarray, cols: np.ndarray, ran
         return greater, equal
     exact_mode = ranks == "exact" and exact_mode_applies(scorer) and not lower_is_better
     width = spec.shape[1]
-    blocks: object
     if exact_mode:
-        from openbench.evaluation.counting.exact import ExactRanks, U64
+        from openbench.evaluation.counting.exact import U64, ExactRanks, round_outwards
 
         embedding = _EmbeddingBlocks(scorer, spec)
-        blocks = embedding
         grid_bits = ExactRanks(scorer).grid_bits
         keys64, bounds64 = embedding.pair_keys(rows, cols, grid_bits)
         exact = _ExactOrder(embedding)
         delta = embedding.fast_bound(grid_bits)
     else:
-        blocks = _ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast")
-    wanted = np.unique(rows)
+        values_of = _ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast")
+    wanted, inverse = np.unique(rows, return_inverse=True)
+    members_of = np.split(np.argsort(inverse.reshape(-1), kind="stable"),
+                          np.cumsum(np.bincount(inverse.reshape(-1)))[:-1])  # each row's pairs, in pair order
+    mine = list(range(wanted.size))
     if shard:  # the rows dealt round-robin; the counts summed at the end
-        wanted = np.asarray(shard.mine(wanted.tolist()), dtype=np.int64)
-    for first, last in _blocks(spec.shape[0], width):
-        inside_rows = wanted[(wanted >= first) & (wanted < last)]
-        if inside_rows.size == 0:
+        mine = shard.mine(mine)
+    for position in mine:
+        row, members = int(wanted[position]), members_of[position]
+        if not exact_mode:
+            values = values_of.keys(row, row + 1).double().reshape(-1).numpy()
+            own = values[cols[members]]
+            greater[members] = (values[None, :] > own[:, None]).sum(axis=1)
+            equal[members] = (values[None, :] == own[:, None]).sum(axis=1)
             continue
-        for row in inside_rows.tolist():
-            members = np.flatnonzero(rows == row)
-            if exact_mode:
-                keys = embedding.keys(row, row + 1, torch.empty((1, width), dtype=embedding.fast_queries.dtype))
-                values = keys[0].double().numpy()
-                margin = (delta + bounds64[members]) * (1 + 2.0 ** -30) + 4 * U64 * np.abs(keys64[members])
-                margin = np.where((delta == 0) & (bounds64[members] == 0), 0.0, margin)
-                from openbench.evaluation.counting.exact import round_outwards
-
-                lows, highs = (t.double().numpy() for t in round_outwards(keys64[members] - margin,
-                                                                           keys64[members] + margin,
-                                                                           embedding.fast_queries.dtype))
-                for position, member in enumerate(members.tolist()):
-                    beyond = values > highs[position]
-                    inside = np.flatnonzero((values >= lows[position]) & ~beyond)
-                    count = int(beyond.sum())
-                    if lows[position] == highs[position]:
-                        greater[member], equal[member] = count, inside.size
-                        continue
-                    above, tie = _decide(embedding, exact, grid_bits, np.full(inside.size, row), inside,
-                                         np.full(inside.size, row), np.full(inside.size, cols[member]),
-                                         np.full(inside.size, keys64[member]), np.full(inside.size, bounds64[member]))
-                    greater[member], equal[member] = count + int(above.sum()), int(tie.sum())
-            else:
-                assert isinstance(blocks, _ValueBlocks)
-                values = blocks.keys(row, row + 1).double().reshape(-1).numpy()
-                own = values[cols[members]]
-                greater[members] = (values[None, :] > own[:, None]).sum(axis=1)
-                equal[members] = (values[None, :] == own[:, None]).sum(axis=1)
+        keys = embedding.keys(row, row + 1, torch.empty((1, width), dtype=embedding.fast_queries.dtype))
+        values = keys[0].double().numpy()
+        margin = (delta + bounds64[members]) * (1 + 2.0 ** -30) + 4 * U64 * np.abs(keys64[members])
+        margin = np.where((delta == 0) & (bounds64[members] == 0), 0.0, margin)
+        lows, highs = (t.double().numpy() for t in round_outwards(keys64[members] - margin, keys64[members] + margin,
+                                                                   embedding.fast_queries.dtype))
+        for index, member in enumerate(members.tolist()):
+            beyond = values > highs[index]
+            inside = np.flatnonzero((values >= lows[index]) & ~beyond)
+            count = int(beyond.sum())
+            if lows[index] == highs[index]:
+                greater[member], equal[member] = count, inside.size
+                continue
+            above, tie = _decide(embedding, exact, grid_bits, np.full(inside.size, row), inside,
+                                 np.full(inside.size, row), np.full(inside.size, cols[member]),
+                                 np.full(inside.size, keys64[member]), np.full(inside.size, bounds64[member]))
+            greater[member], equal[member] = count + int(above.sum()), int(tie.sum())
     if shard:
         greater, equal = shard.sum(greater), shard.sum(equal)
     return greater, equal
