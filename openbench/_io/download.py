@@ -142,14 +142,7 @@ def fetch(remote: Remote, cache_dir, *, retries: int = 4, backoff: float = 0.5, 
     if failure is not None:  # the partial file stays: a later run resumes it
         raise DownloadError(f"{remote.source}: downloading {remote.url} failed after {retries + 1} attempts: "
                             f"{failure}")
-    _check_published(remote, partial)
-    digest = sha256_of(partial)
-    if remote.sha256 and digest != remote.sha256:
-        partial.unlink()
-        raise DownloadError(f"{remote.source}: {remote.url} has sha256 {digest}, expected {remote.sha256}; "
-                            f"the download was discarded")
-    os.replace(partial, target)
-    write_text_atomic(sidecar_path(target), digest + "\n")
+    digest = _keep_checked(remote, partial, target)
     if not remote.sha256 and not remote.md5 and not remote.git_sha1:
         logger.warning("%s: no published checksum for %s; recorded sha256 %s", remote.source, remote.url, digest)
     return target
@@ -167,19 +160,31 @@ def take_local(remote: Remote, source: Path, cache_dir) -> Path:
     target = cache_dir / remote.filename
     partial = target.with_name(target.name + ".part")
     shutil.copyfile(source, partial)
-    _check_published(remote, partial, what=str(source))
-    digest = sha256_of(partial)
-    if remote.sha256 and digest != remote.sha256:
-        partial.unlink()
-        raise DownloadError(f"{remote.source}: {source} has sha256 {digest}, expected {remote.sha256} (the "
-                            "catalogue's); it is not the published file")
-    os.replace(partial, target)
-    write_text_atomic(sidecar_path(target), digest + "\n")
+    _keep_checked(remote, partial, target, what=str(source))
     return target
 
 
-def _check_published(remote: Remote, partial: Path, what: Optional[str] = None) -> None:
-    """Size, md5 and git blob id where the provider publishes them; a mismatch discards the download."""
+def _keep_checked(remote: Remote, partial: Path, target: Path, what: Optional[str] = None) -> str:
+    """``partial`` (a download, or ``what``: the user's local copy) checked against everything the
+    provider publishes (size, md5, git blob id, sha256), then kept as ``target`` with its sha256
+    sidecar; a mismatch discards it. Returns its sha256."""
+    problem = _published_mismatch(remote, partial)
+    digest = sha256_of(partial) if problem is None else ""
+    if problem is None and remote.sha256 and digest != remote.sha256:
+        problem = f"sha256 {digest}, expected {remote.sha256}"
+    if problem is not None:
+        partial.unlink()
+        if what is not None:
+            raise DownloadError(f"{remote.source}: {what} has {problem} (the catalogue's); it is not the published "
+                                "file")
+        raise DownloadError(f"{remote.source}: {remote.url} has {problem}; the download was discarded")
+    os.replace(partial, target)
+    write_text_atomic(sidecar_path(target), digest + "\n")
+    return digest
+
+
+def _published_mismatch(remote: Remote, partial: Path) -> Optional[str]:
+    """How ``partial`` differs from the size, md5 and git blob id the provider publishes, or None."""
     size = partial.stat().st_size
     problem = None
     if remote.size is not None and size != remote.size:
@@ -193,12 +198,7 @@ def _check_published(remote: Remote, partial: Path, what: Optional[str] = None) 
         digest = _digest_of(partial, blob)
         if digest != remote.git_sha1:
             problem = f"git blob id {digest}, expected {remote.git_sha1}"
-    if problem:
-        partial.unlink()
-        if what is not None:
-            raise DownloadError(f"{remote.source}: {what} has {problem} (the catalogue's); it is not the published "
-                                "file")
-        raise DownloadError(f"{remote.source}: {remote.url} has {problem}; the download was discarded")
+    return problem
 
 
 def _digest_of(path: Path, digest) -> str:
