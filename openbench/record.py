@@ -194,11 +194,11 @@ def _number(where: str, value, *, null_ok: bool = False) -> Optional[float]:
     return float(value)
 
 
-def _hits(values: Dict[str, Any], where: str) -> List[tuple]:
+def _hits(values: Dict[str, Any], where: str, prefix: str = "hits@") -> List[tuple]:
     hits = []
     for name in values:
-        if name.startswith("hits@"):
-            k = name[5:]
+        if name.startswith(prefix):
+            k = name[len(prefix):]
             if not k.isdigit() or int(k) < 1:
                 raise RecordError(f"{where}.{name}: k must be a positive integer")
             hits.append((int(k), name))
@@ -219,12 +219,15 @@ ADJUSTED_METRICS = ("amr", "amri", "amrr", "zmr", "zmrr")  # and ahits@k, zhits@
 
 
 def _is_adjusted(name: str) -> bool:
-    return name in ADJUSTED_METRICS or name.startswith("ahits@") or name.startswith("zhits@")
+    """amr, amri, ... and the chance-adjusted hits@k (ahits@k, zhits@k; a repurposing block's
+    arecall@n, zrecall@n)."""
+    return name in ADJUSTED_METRICS or name.startswith(("ahits@", "zhits@", "arecall@", "zrecall@"))
 
 
 def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[int]], entities: Optional[int],
-                 averaged: bool) -> Dict[str, Optional[float]]:
-    """Ranges and the within-block consistency of one {metric: value} block; returns the numbers."""
+                 averaged: bool, prefix: str = "hits@") -> Dict[str, Optional[float]]:
+    """Ranges and the within-block consistency of one {metric: value} block; returns the numbers.
+    ``prefix``: what the block calls hits@k (a repurposing full-matrix block: recall@n)."""
     if not isinstance(values, dict):
         raise RecordError(f"{where} must be an object")
     numbers: Dict[str, Optional[float]] = {}
@@ -235,7 +238,7 @@ def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[
         numbers[name] = number
         if number is None:
             continue
-        if name == "mrr" or name.startswith("hits@") or name.startswith("mrr@"):
+        if name == "mrr" or name.startswith(prefix) or name.startswith("mrr@"):
             if not 0.0 <= number <= 1.0:
                 raise RecordError(f"{label} = {number}: outside [0, 1]")
         elif name == "mr":
@@ -247,25 +250,26 @@ def _check_block(where: str, values, rank_type: str, hits_at: Optional[Sequence[
             raise RecordError(f"{label} = {number}: outside [-1, 1]")
         elif name == "amr" and not 0.0 < number <= 2.0 + SLACK:
             raise RecordError(f"{label} = {number}: outside (0, 2] (a mean rank over its chance level (C + 1) / 2)")
-        elif (name == "amrr" or name.startswith("ahits@")) and number > 1.0 + SLACK:
+        elif (name == "amrr" or name.startswith("a" + prefix)) and number > 1.0 + SLACK:
             raise RecordError(f"{label} = {number}: above 1 (a perfect ranking)")
-    hits = _hits(values, where)
+    hits = _hits(values, where, prefix)
     if hits_at is not None and sorted(k for k, _ in hits) != sorted(set(hits_at)):
-        raise RecordError(f"{where}: hits@k for k in {[k for k, _ in hits]}, but protocol.hits_at is {list(hits_at)}")
+        asked = "protocol.hits_at" if prefix == "hits@" else "protocol.recall_at"
+        raise RecordError(f"{where}: {prefix}k for k in {[k for k, _ in hits]}, but {asked} is {list(hits_at)}")
     hit_values: Dict[str, float] = {name: value for name, value in numbers.items()
-                                    if name.startswith("hits@") and value is not None}
+                                    if name.startswith(prefix) and value is not None}
     for (k_low, low), (k_high, high) in zip(hits, hits[1:]):
         if hit_values[high] < hit_values[low] - SLACK:
-            raise RecordError(f"{where}: hits@{k_high} = {hit_values[high]} < hits@{k_low} = {hit_values[low]}; "
-                              "hits@k cannot fall as k grows")
+            raise RecordError(f"{where}: {prefix}{k_high} = {hit_values[high]} < {prefix}{k_low} = {hit_values[low]}; "
+                              f"{prefix}k cannot fall as k grows")
     mrr, mr = numbers.get("mrr"), numbers.get("mr")
     if mrr is not None:
         for k, name in hits:
             hit = hit_values[name]
             if k == 1 and mrr < hit - SLACK:
-                raise RecordError(f"{where}: MRR {mrr} < hits@1 {hit}; every query ranked first adds 1 to both")
+                raise RecordError(f"{where}: MRR {mrr} < {prefix}1 {hit}; every query ranked first adds 1 to both")
             if mrr > hit + (1.0 - hit) / (k + 0.5) + SLACK:
-                raise RecordError(f"{where}: MRR {mrr} is impossible with hits@{k} = {hit} (at most "
+                raise RecordError(f"{where}: MRR {mrr} is impossible with {prefix}{k} = {hit} (at most "
                                   f"{hit + (1.0 - hit) / (k + 0.5):.6g})")
         if mr is not None and not averaged and mrr * mr < 1.0 - 1e-6:
             raise RecordError(f"{where}: MRR {mrr} x MR {mr} < 1; the mean of 1/rank is at least 1/mean rank")
@@ -524,36 +528,26 @@ def _unit(where: str, value) -> None:
         raise RecordError(f"{where} = {number}: expected a value in [0, 1]")
 
 
-def _check_recall_ranks(where: str, ranks, recall_at: Sequence[int], prefix: str = "recall@") -> None:
-    """Per rank type: recall@n in [0, 1], non-decreasing in n; optimistic >= realistic >=
-    pessimistic for each n."""
+def _check_recall_ranks(where: str, ranks, recall_at: Sequence[int], prefix: str = "recall@",
+                        averaged: bool = False) -> None:
+    """One block per rank type, each checked as a ranking record's block is (:func:`_check_block`,
+    with recall@n for hits@k: ranges, recall@n non-decreasing in n, MRR consistent with it), and
+    optimistic >= realistic >= pessimistic across them."""
     if ranks is None:
         return
     if not isinstance(ranks, dict):
         raise RecordError(f"{where} must be an object")
+    absent = [rank_type for rank_type in RANK_TYPES if rank_type not in ranks]
+    if absent:
+        raise RecordError(f"{where}.{absent[0]} is missing")
+    numbers = {}
     for rank_type, block in ranks.items():
-        if rank_type not in (*RANK_TYPES, "expected") or not isinstance(block, dict):
+        if rank_type not in (*RANK_TYPES, "expected"):
             raise RecordError(f"{where}.{rank_type}: expected one block per rank type ({', '.join(RANK_TYPES)}, "
                               "expected)")
-        values = []
-        for n in recall_at:
-            key = f"{prefix}{n}"
-            if key not in block:
-                raise RecordError(f"{where}.{rank_type}.{key} is missing: the protocol's n are {list(recall_at)}")
-            _unit(f"{where}.{rank_type}.{key}", block[key])
-            values.append(block[key])
-        for (n, low), (m, high) in zip(zip(recall_at, values), zip(recall_at[1:], values[1:])):
-            if low is not None and high is not None and high < low - SLACK:
-                raise RecordError(f"{where}.{rank_type}: {prefix}{m} = {high} < {prefix}{n} = {low}; it cannot fall as "
-                                  "n grows")
-        if "mrr" in block:
-            _unit(f"{where}.{rank_type}.mrr", block["mrr"])
-    for n in recall_at:
-        key = f"{prefix}{n}"
-        ordered = [(ranks.get(t) or {}).get(key) for t in ("optimistic", "realistic", "pessimistic")]
-        present = [value for value in ordered if value is not None]
-        if present != sorted(present, reverse=True) and any(a < b - SLACK for a, b in zip(present, present[1:])):
-            raise RecordError(f"{where}: {key} must be optimistic >= realistic >= pessimistic, found {ordered}")
+        numbers[rank_type] = _check_block(f"{where}.{rank_type}", block, rank_type, recall_at, None, averaged,
+                                          prefix)
+    _check_rank_order(where, numbers)
 
 
 def _check_repurposing(record) -> None:
@@ -597,7 +591,8 @@ def _check_repurposing(record) -> None:
             for key in ("auroc", "auprc"):
                 _unit(f"{where}.disease_specific.{key}", disease.get(key))
             for average in ("micro", "macro"):
-                _check_recall_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@")
+                _check_recall_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@",
+                                    averaged=average == "macro")
             for label, values in (disease.get("per_disease") or {}).items():
                 for key in ("mrr", "auroc", "auprc"):
                     _unit(f"{where}.disease_specific.per_disease.{label}.{key}", (values or {}).get(key))

@@ -212,7 +212,6 @@ def quiet_pykeen() -> None:
         logging.getLogger(noisy).setLevel(logging.DEBUG if verbose else logging.ERROR)
 
 
-
 def model_file_options(command):
     """The options that name a model and its files, defined once for every command that reads a
     model (``evaluate``; ``leaderboard submit``, which re-evaluates it): ``--entity-embeddings``,

@@ -675,6 +675,16 @@ def test_a_forged_repurposing_record_is_refused(planted):
     broken["repurposing"]["views"]["test"]["full_matrix"]["auroc"] = 1.5
     with pytest.raises(RecordError, match=r"auroc = 1.5: expected a value in \[0, 1\]"):
         validate_record(broken)
+    # the blocks are checked as a ranking record's are: MRR against recall@n, every rank type there
+    broken = json.loads(json.dumps(record))
+    block = broken["repurposing"]["views"]["test"]["full_matrix"]["ranks"]
+    block["realistic"].update({"recall@1": 0.0, "recall@10": 0.0, "mrr": 0.9})
+    with pytest.raises(RecordError, match="MRR 0.9 is impossible with recall@"):
+        validate_record(broken)
+    broken = json.loads(json.dumps(record))
+    del broken["repurposing"]["views"]["test"]["disease_specific"]["macro"]["pessimistic"]
+    with pytest.raises(RecordError, match=r"disease_specific.macro.pessimistic is missing"):
+        validate_record(broken)
 
 
 # -- the leaderboard ----------------------------------------------------------------------------------
