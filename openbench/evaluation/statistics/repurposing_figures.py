@@ -103,6 +103,8 @@ def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
     """The report's HTML for repurposing records: the protocol, a summary table, the figures."""
     from openbench.evaluation.statistics.figures import figure_html, report_html
     from openbench.evaluation.tasks.repurposing import summary_lines
+    from openbench.leaderboard.runs import repurposing_headline
+    from openbench.record import REPURPOSING_HEADLINE
 
     escape = html.escape
 
@@ -111,11 +113,9 @@ def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
 
     rows = []
     for name, record in models.items():
-        view = record["repurposing"]["views"].get("test") or {}
-        full, disease = view.get("full_matrix") or {}, view.get("disease_specific") or {}
-        macro = ((disease.get("macro") or {}).get("realistic") or {})
-        rows.append(f"<tr><td>{escape(name)}</td><td>{cell(full.get('auroc'))}</td><td>{cell(macro.get('mrr'))}</td>"
-                    f"<td>{cell(disease.get('auroc'))}</td><td>{cell(disease.get('auprc'))}</td></tr>")
+        headline = repurposing_headline(record)  # the board's row: the test view, realistic ranks
+        rows.append(f"<tr><td>{escape(name)}</td>" + "".join(f"<td>{cell(headline.get(key))}</td>"
+                                                              for key in REPURPOSING_HEADLINE) + "</tr>")
     first = next(iter(models.values()))
     parts = [f"<p class=\"protocol\">What these numbers are: {escape(summary_lines(first)[0])}.</p>",
              "<table><thead><tr><th>model</th><th>matrix AUROC</th><th>per-disease MRR (macro)</th>"
