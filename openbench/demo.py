@@ -8,7 +8,6 @@ while a constant model would sit at AMRI 0. It is written in OpenBioLink's sampl
 """
 from __future__ import annotations
 
-import json
 
 import logging
 from pathlib import Path
@@ -139,6 +138,7 @@ def train_and_evaluate(dataset, model: str, folder: Path, dim: int, epochs: int,
 def trained_scorer(dataset, model: str, folder: Path, dim: int, epochs: int, seed: int, progress: bool):
     """Train ``model`` with PyKEEN, save ``folder/{entities,relations}.npy``; the embedding scorer
     of the saved arrays (recording the training and the files' sha256)."""
+    from openbench.models.arrays import ENTITY_FILE, RELATION_FILE, write_arrays
     from openbench.models.scorers import build_scorer, file_sha256
     from openbench.training import train_embeddings
 
@@ -147,15 +147,13 @@ def trained_scorer(dataset, model: str, folder: Path, dim: int, epochs: int, see
                                            progress=progress)
 
     def fill(staging: Path) -> None:
-        for name, array in (("entities", entities), ("relations", relations)):
-            np.save(staging / f"{name}.npy", array)
-        description = {"kind": "pykeen-arrays", "scorer": model, "dimensions": dim, "epochs": epochs, "seed": seed}
-        (staging / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+        write_arrays(staging, {"kind": "pykeen-arrays", "scorer": model, "dimensions": dim, "epochs": epochs,
+                               "seed": seed}, entities, relations)
 
     replace_folder(folder, fill, kind="embeddings")
     scorer = build_scorer(model, entities, relations, dataset.num_entities, dataset.num_relations)
     return scorer.described({"trained_by": "pykeen", "epochs": epochs},
-                            file_sha256(folder / "entities.npy", folder / "relations.npy"))
+                            file_sha256(folder / ENTITY_FILE, folder / RELATION_FILE))
 
 PIPELINE_MODELS = ("DistMult", "TransE-L2")
 DEMO_NEGATIVES = 20  # sampled negatives per test query and side (filtered, distinct) in the demo's split

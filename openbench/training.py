@@ -150,12 +150,10 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
     folder gets ``openbench-model.json`` describing the run. Returns that description.
     """
     _require_pykeen()
-    import json
     from pathlib import Path
 
     check_output_folder(output, inputs)
 
-    from pykeen.models import model_resolver
     from pykeen.pipeline import pipeline
     from openbench import __version__
 
@@ -197,11 +195,10 @@ def train_pipeline(dataset: Dataset, output, model: str = "TransE", dim: int = 2
         description["scorer"] = label  # evaluate --model-dir reads the arrays: no pickle needed
 
     def fill(folder: Path) -> None:
+        from openbench.models.arrays import write_arrays
+
         result.save_to_directory(folder)
-        if arrays is not None:
-            np.save(folder / "entities.npy", arrays[0])
-            np.save(folder / "relations.npy", arrays[1])
-        (folder / "openbench-model.json").write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
+        write_arrays(folder, description, *(arrays or (None, None)))
 
     replace_folder(Path(output), fill, inputs=inputs, kind="model")
     logger.info("trained %s for %d epochs into %s", model_class.__name__, len(result.losses), output)

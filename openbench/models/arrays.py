@@ -13,10 +13,24 @@ from typing import Optional
 from openbench.errors import InputError, UsageError
 
 __all__ = ["ENTITY_FILE", "RELATION_FILE", "DESCRIPTION_FILE", "is_arrays_folder", "folder_scorer",
-           "arrays_model"]
+           "arrays_model", "write_arrays"]
 
 ENTITY_FILE, RELATION_FILE = "entities.npy", "relations.npy"
 DESCRIPTION_FILE = "openbench-model.json"
+
+
+def write_arrays(folder: Path, description: dict, entities=None, relations=None) -> None:
+    """Write what :func:`arrays_model` reads into ``folder`` (a staging folder: the caller puts it in
+    place): the arrays, where given, and ``openbench-model.json`` (``description``, naming its
+    ``scorer`` where the arrays are the score function's tables)."""
+    import json
+
+    import numpy as np
+
+    if entities is not None and relations is not None:
+        np.save(folder / ENTITY_FILE, entities)
+        np.save(folder / RELATION_FILE, relations)
+    (folder / DESCRIPTION_FILE).write_text(json.dumps(description, indent=2) + "\n", encoding="utf-8")
 
 
 def is_arrays_folder(folder: Path) -> bool:
