@@ -12,9 +12,7 @@ python that runs the command and reports ``sys.modules``). The peer, measured in
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path

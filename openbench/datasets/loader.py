@@ -31,15 +31,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from openbench._io.inputs import line_of_row, read_table
 from openbench.errors import InputError, option
 from openbench.progress import stage
 from openbench.datasets.cache import cached_dataset, dataset_files
 from openbench.datasets.coding import code_splits, coded_fingerprint, first_occurrences, lookup_of
 from openbench.datasets.negatives import find_negatives
 from openbench.datasets.ogb import is_ogb_folder, load_ogb_dataset
-from openbench.datasets.files import (TRIPLE_COLUMNS, first_bad_row as _first_bad_row, read_id_array, read_id_map,
-                                      read_sample_rows, read_sample_triples)
+from openbench.datasets.files import (TRIPLE_COLUMNS, read_id_array, read_id_map, read_sample_rows,
+                                      read_sample_triples)
 from openbench.datasets.layouts import ID_FILES, INDUCTIVE_FILES, SAMPLE_FILES, SPLITS, resolve_layout
 from openbench.datasets.published.names import registry_of, resolve, split_info_of
 

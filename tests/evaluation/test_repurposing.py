@@ -549,7 +549,7 @@ def test_txgnn_s_protocol_is_its_formulas_on_the_same_scores(planted):
     drawn = draw_negatives(rows, cols, 11)
     assert set(drawn["drug -> disease"][1]) <= set(cols) and set(drawn["disease -> drug"][0]) <= set(rows)
     positive = sigmoid(rows, cols)
-    per_type, all_scores, all_labels = [], [], []
+    per_type = []
     for name in ("drug -> disease", "disease -> drug"):
         negative = sigmoid(*drawn[name])
         labels = [1] * positive.size + [0] * negative.size

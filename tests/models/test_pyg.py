@@ -6,7 +6,6 @@ a pickle; mismatched counts and hostile folders are refused."""
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
