@@ -326,6 +326,10 @@ def test_killed_writer_page_corruption_and_hand_edited_cells(tmp_path, records):
         connection.execute("UPDATE submissions SET metrics_json = '{broken'")
     shown = CliRunner().invoke(main, ["leaderboard", "show", "--db", str(db)])
     assert shown.exit_code == 1 and "row #1: the metrics_json cell is not valid JSON" in shown.output
+    exported = CliRunner().invoke(main, ["leaderboard", "export", "--db", str(db), "--format", "html", "--output",
+                                         str(tmp_path / "site")])  # the page too: never a table silently left out
+    assert exported.exit_code == 1 and "row #1: the metrics_json cell is not valid JSON" in exported.output
+    assert not (tmp_path / "site").exists()
     # page corruption: overwrite a page of the table's data
     data = bytearray(db.read_bytes())
     page_size = int.from_bytes(data[16:18], "big")

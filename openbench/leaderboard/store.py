@@ -104,20 +104,11 @@ def read_rows(db=None, **query) -> List[dict]:
 def page_rows(board: Leaderboard, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
     """Every table a page shows: ranking (with the published rows when asked, as
     :meth:`Leaderboard.rows` says), classification, repurposing and scoped."""
-    if dataset:
-        board._check_dataset_query(dataset)  # a --dataset that names nothing is an error, not an empty page
-    return (_rows_if_any(board, dataset, "ranking", published) + _rows_if_any(board, dataset, "classification")
-            + _rows_if_any(board, dataset, "repurposing")
+    # an empty table is an empty list (rows() refuses only a --sort it cannot judge); a damaged row
+    # or a --dataset that names nothing is an error, never a table silently left out
+    return (board.rows(dataset=dataset, include_published=published)
+            + board.rows(dataset=dataset, task="classification") + board.rows(dataset=dataset, task="repurposing")
             + board.rows(dataset=dataset, scoped=True))
-
-
-def _rows_if_any(board: Leaderboard, dataset: Optional[str], task: str,
-                 published: Optional[bool] = None) -> List[dict]:
-    """The rows of ``task``, none where the board holds none (rows() says why a table is empty)."""
-    try:
-        return board.rows(dataset=dataset, task=task, include_published=published)
-    except LeaderboardError:
-        return []
 
 
 def read_page_rows(db=None, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
