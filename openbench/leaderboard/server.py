@@ -364,6 +364,7 @@ def create_app(db, benchmarks: Optional[Dict[str, Benchmark]] = None, max_body: 
 def bind(host: str, port: int):
     """A listening TCP socket (``socket.socket``) on ``host``:``port``, bound before anything says the board is served;
     a port in use (or a host this machine does not have) is one error line."""
+    import errno
     import socket
 
     try:
@@ -378,7 +379,8 @@ def bind(host: str, port: int):
         listener.listen(2048)
     except OSError as error:
         listener.close()
-        reason = "already in use (another server?)" if error.errno == 98 else (error.strerror or str(error))
+        in_use = error.errno == errno.EADDRINUSE
+        reason = "already in use (another server?)" if in_use else (error.strerror or str(error))
         raise OpenbenchError(f"cannot serve on {host}:{port}: {reason}; choose another --port or --host") from None
     listener.set_inheritable(True)
     return listener
