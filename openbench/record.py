@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from openbench.vocabulary import FILTER_SETS, RANK_TYPES, SIDES, TASKS
 
-__all__ = ["CLASSIFICATION_METRICS", "REPURPOSING_HEADLINE", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
+__all__ = ["CLASSIFICATION_METRICS", "REPURPOSING_HEADLINE", "repurposing_headline", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
            "validate_record", "TIMING_KEY"]
 
 SCHEMA_VERSION = 1
@@ -499,6 +499,23 @@ def _check_classification(record) -> None:
 
 # the repurposing task's blocks: what every view holds and how its numbers relate
 REPURPOSING_HEADLINE = ("auroc", "disease_mrr", "disease_auroc", "disease_auprc")
+
+
+def repurposing_headline(record: dict) -> dict:
+    """A repurposing record's test view as one flat row (realistic ranks): the full matrix's AUROC
+    and Recall@n, the disease-specific macro MRR and Hit@k, AUROC and AUPRC."""
+    view = (record["repurposing"].get("views") or {}).get("test") or {}
+    out: Dict[str, Optional[float]] = {}
+    full = view.get("full_matrix") or {}
+    out["auroc"] = full.get("auroc")
+    realistic = ((full.get("ranks") or {}).get("realistic") or {})
+    out.update({key: value for key, value in realistic.items() if key.startswith("recall@")})
+    disease = view.get("disease_specific") or {}
+    macro = ((disease.get("macro") or {}).get("realistic") or {})
+    out["disease_mrr"] = macro.get("mrr")
+    out.update({f"disease_{key}": value for key, value in macro.items() if key.startswith("hits@")})
+    out["disease_auroc"], out["disease_auprc"] = disease.get("auroc"), disease.get("auprc")
+    return out
 
 
 def _check_compat(compat, entities: Optional[int]) -> None:

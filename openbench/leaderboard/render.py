@@ -21,7 +21,7 @@ __all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TA
            "legend", "safe_link"]
 
 METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
-# a repurposing row (runs.repurposing_headline): the full matrix, then each disease's drugs
+# a repurposing row (record.repurposing_headline): the full matrix, then each disease's drugs
 REPURPOSING_COLUMNS = ("auroc", "recall@100", "recall@1000", "disease_mrr", "disease_hits@10", "disease_auroc",
                        "disease_auprc")
 FLAGS = {"published": "†", "nonstandard": "*"}

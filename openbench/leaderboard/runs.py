@@ -12,10 +12,10 @@ from typing import Dict, List, Optional, Sequence
 
 from openbench.leaderboard.published import PublishedMixin
 from openbench.leaderboard.schema import DuplicateRun, LeaderboardError, canonical as _canonical, loads as _loads, now as _now
-from openbench.record import CLASSIFICATION_METRICS, RecordError, validate_record
+from openbench.record import CLASSIFICATION_METRICS, RecordError, repurposing_headline, validate_record
 from openbench.vocabulary import RANK_TYPES, SIDES, TASKS
 
-__all__ = ["MODEL_TYPES", "VERIFIED", "repurposing_headline", "URL_SCHEMES", "validate", "RunsMixin", "scope_of", "dataset_label"]
+__all__ = ["MODEL_TYPES", "VERIFIED", "URL_SCHEMES", "validate", "RunsMixin", "scope_of", "dataset_label"]
 
 MODEL_TYPES = ("latent", "interpretable", "other")
 
@@ -281,29 +281,12 @@ def _dataset_matches(query: str, name: Optional[str], fingerprint: Optional[str]
 
 def _headline_metrics(record: dict) -> dict:
     """What a row shows: a ranking record's metrics; a classification record's test overall block;
-    a repurposing record's test view (:func:`repurposing_headline`)."""
+    a repurposing record's test view (:func:`~openbench.record.repurposing_headline`)."""
     if record.get("task", "ranking") == "classification":
         return dict(record["classification"]["test"]["overall"])
     if record.get("task") == "repurposing":
         return repurposing_headline(record)
     return record["metrics"]
-
-
-def repurposing_headline(record: dict) -> dict:
-    """A repurposing record's test view as one flat row (realistic ranks): the full matrix's AUROC
-    and Recall@n, the disease-specific macro MRR and Hit@k, AUROC and AUPRC."""
-    view = (record["repurposing"].get("views") or {}).get("test") or {}
-    out: Dict[str, Optional[float]] = {}
-    full = view.get("full_matrix") or {}
-    out["auroc"] = full.get("auroc")
-    realistic = ((full.get("ranks") or {}).get("realistic") or {})
-    out.update({key: value for key, value in realistic.items() if key.startswith("recall@")})
-    disease = view.get("disease_specific") or {}
-    macro = ((disease.get("macro") or {}).get("realistic") or {})
-    out["disease_mrr"] = macro.get("mrr")
-    out.update({f"disease_{key}": value for key, value in macro.items() if key.startswith("hits@")})
-    out["disease_auroc"], out["disease_auprc"] = disease.get("auroc"), disease.get("auprc")
-    return out
 
 
 def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None,

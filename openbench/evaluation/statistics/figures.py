@@ -19,7 +19,6 @@ per relation of T triples.
 """
 from __future__ import annotations
 
-import base64
 import html
 import io
 import json
@@ -32,6 +31,7 @@ import polars as pl
 
 from openbench.errors import InputError, UsageError
 from openbench.evaluation.statistics.describe import (AMRI_READING, ranking_readings, record_protocol_line)
+from openbench.evaluation.statistics.pages import figure_html, report_html
 
 __all__ = ["FIGURES", "build_report", "relation_intervals", "paired_relation_intervals", "rank_ecdf"]
 
@@ -452,34 +452,3 @@ def _page(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], comparison: Di
     return report_html(f"openbench report: {', '.join(models)}", parts)
 
 
-def figure_html(pngs: Dict[str, bytes], order: Sequence[str], captions: Dict[str, str]) -> List[str]:
-    """A ``<figure>`` per drawn figure of ``order``, its PNG inline, its caption below."""
-    escape = html.escape
-    out = []
-    for key in order:
-        if key in pngs:
-            encoded = base64.b64encode(pngs[key]).decode("ascii")
-            out.append(f"<figure><img src=\"data:image/png;base64,{encoded}\" alt=\"{escape(captions[key])}\">"
-                       f"<figcaption>{escape(captions[key])}</figcaption></figure>")
-    return out
-
-
-def report_html(title: str, parts: Sequence[str]) -> str:
-    """The report page around its ``parts`` (HTML already escaped): one style for every report."""
-    from openbench import __version__
-
-    escape = html.escape
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>openbench report</title>
-<style>
-body {{ font-family: sans-serif; margin: 2em; font-size: 16px; max-width: 70em; }}
-table {{ border-collapse: collapse; }} th, td {{ padding: 0.25em 0.8em; border-bottom: 1px solid #ddd; text-align: left; }}
-td {{ font-variant-numeric: tabular-nums; }} figure {{ margin: 2em 0; }} img {{ max-width: 100%; }}
-figcaption, p.note {{ color: #333; }}
-</style></head>
-<body>
-<h1>{escape(title)}</h1>
-{chr(10).join(parts)}
-<p class="generated">openbench {escape(__version__)}</p>
-</body></html>
-"""

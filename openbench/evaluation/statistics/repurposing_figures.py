@@ -101,10 +101,9 @@ def plotters() -> Dict[str, Callable[[Any], Any]]:
 
 def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
     """The report's HTML for repurposing records: the protocol, a summary table, the figures."""
-    from openbench.evaluation.statistics.figures import figure_html, report_html
+    from openbench.evaluation.statistics.pages import figure_html, report_html
     from openbench.evaluation.tasks.repurposing import summary_lines
-    from openbench.leaderboard.runs import repurposing_headline
-    from openbench.record import REPURPOSING_HEADLINE
+    from openbench.record import REPURPOSING_HEADLINE, repurposing_headline
 
     escape = html.escape
 
