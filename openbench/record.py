@@ -288,19 +288,26 @@ def _check_sides(where: str, sides, hits_at, entities, averaged: bool, required:
             raise RecordError(f"{where}.{side}: expected a side of {', '.join(SIDES)}")
         if block is None and side != "both" and side not in evaluated:
             continue  # a side the protocol did not evaluate
-        if not isinstance(block, dict):
-            raise RecordError(f"{where}.{side} must be an object")
-        absent = [rank_type for rank_type in RANK_TYPES if rank_type not in block]
-        if absent:
-            raise RecordError(f"{where}.{side}.{absent[0]} is missing")
-        numbers = {}
-        for rank_type, values in block.items():
-            if rank_type not in RANK_TYPES + ("expected",):
-                raise RecordError(f"{where}.{side}.{rank_type}: expected a rank type of "
-                                  f"{', '.join(RANK_TYPES + ('expected',))}")
-            numbers[rank_type] = _check_block(f"{where}.{side}.{rank_type}", values, rank_type,
-                                              hits_at, entities, averaged)
-        _check_rank_order(f"{where}.{side}", numbers)
+        _check_rank_blocks(f"{where}.{side}", block, hits_at, entities, averaged)
+
+
+def _check_rank_blocks(where: str, blocks, hits_at, entities: Optional[int], averaged: bool,
+                       prefix: str = "hits@") -> None:
+    """{rank type: block}: every rank type present, each block checked (:func:`_check_block`, with
+    ``prefix`` for hits@: a repurposing full-matrix block's recall@n), and optimistic >= realistic >=
+    pessimistic across them."""
+    if not isinstance(blocks, dict):
+        raise RecordError(f"{where} must be an object")
+    absent = [rank_type for rank_type in RANK_TYPES if rank_type not in blocks]
+    if absent:
+        raise RecordError(f"{where}.{absent[0]} is missing")
+    numbers = {}
+    for rank_type, values in blocks.items():
+        if rank_type not in RANK_TYPES + ("expected",):
+            raise RecordError(f"{where}.{rank_type}: expected a rank type of {', '.join(RANK_TYPES + ('expected',))}")
+        numbers[rank_type] = _check_block(f"{where}.{rank_type}", values, rank_type, hits_at, entities, averaged,
+                                          prefix)
+    _check_rank_order(where, numbers)
 
 
 def _check_rank_order(where: str, numbers: Dict[str, Dict[str, Optional[float]]]) -> None:
@@ -545,26 +552,10 @@ def _unit(where: str, value) -> None:
         raise RecordError(f"{where} = {number}: expected a value in [0, 1]")
 
 
-def _check_recall_ranks(where: str, ranks, recall_at: Sequence[int], prefix: str = "recall@",
-                        averaged: bool = False) -> None:
-    """One block per rank type, each checked as a ranking record's block is (:func:`_check_block`,
-    with recall@n for hits@k: ranges, recall@n non-decreasing in n, MRR consistent with it), and
-    optimistic >= realistic >= pessimistic across them."""
-    if ranks is None:
-        return
-    if not isinstance(ranks, dict):
-        raise RecordError(f"{where} must be an object")
-    absent = [rank_type for rank_type in RANK_TYPES if rank_type not in ranks]
-    if absent:
-        raise RecordError(f"{where}.{absent[0]} is missing")
-    numbers = {}
-    for rank_type, block in ranks.items():
-        if rank_type not in (*RANK_TYPES, "expected"):
-            raise RecordError(f"{where}.{rank_type}: expected one block per rank type ({', '.join(RANK_TYPES)}, "
-                              "expected)")
-        numbers[rank_type] = _check_block(f"{where}.{rank_type}", block, rank_type, recall_at, None, averaged,
-                                          prefix)
-    _check_rank_order(where, numbers)
+def _check_optional_ranks(where: str, blocks, ns: Sequence[int], prefix: str, averaged: bool = False) -> None:
+    """A repurposing view's blocks (None where the view has no pairs) checked as a ranking side is."""
+    if blocks is not None:
+        _check_rank_blocks(where, blocks, ns, None, averaged, prefix)
 
 
 def _check_repurposing(record) -> None:
@@ -599,17 +590,17 @@ def _check_repurposing(record) -> None:
         full = view.get("full_matrix")
         if full is not None:
             _unit(f"{where}.full_matrix.auroc", full.get("auroc"))
-            _check_recall_ranks(f"{where}.full_matrix.ranks", full.get("ranks"), recall_at)
+            _check_optional_ranks(f"{where}.full_matrix.ranks", full.get("ranks"), recall_at, "recall@")
         negatives = view.get("known_negatives")
         if negatives is not None:
-            _check_recall_ranks(f"{where}.known_negatives.ranks", negatives.get("ranks"), recall_at)
+            _check_optional_ranks(f"{where}.known_negatives.ranks", negatives.get("ranks"), recall_at, "recall@")
         disease = view.get("disease_specific")
         if disease is not None:
             for key in ("auroc", "auprc"):
                 _unit(f"{where}.disease_specific.{key}", disease.get(key))
             for average in ("micro", "macro"):
-                _check_recall_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@",
-                                    averaged=average == "macro")
+                _check_optional_ranks(f"{where}.disease_specific.{average}", disease.get(average), hits_at, "hits@",
+                                      averaged=average == "macro")
             for label, values in (disease.get("per_disease") or {}).items():
                 for key in ("mrr", "auroc", "auprc"):
                     _unit(f"{where}.disease_specific.per_disease.{label}.{key}", (values or {}).get(key))
