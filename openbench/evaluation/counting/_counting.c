@@ -480,6 +480,20 @@ SCAN_ROW(scan_row_f64, double)
         held_before = held;                                                                         \
     }
 
+/* A vector scan's loop in each of its four forms (lower or higher is better; NaN checked or not):
+ * LOOP takes the scan's own arguments, then the operator and bound of "beyond", of "reached", and
+ * whether to count NaNs (lo, hi, lower_is_better and check_nan: the row function's). */
+#define SCAN_FOUR_WAYS(LOOP, ...)                                                                   \
+    if (lower_is_better && check_nan) {                                                             \
+        LOOP(__VA_ARGS__, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 1)                                        \
+    } else if (lower_is_better) {                                                                   \
+        LOOP(__VA_ARGS__, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 0)                                        \
+    } else if (check_nan) {                                                                         \
+        LOOP(__VA_ARGS__, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 1)                                        \
+    } else {                                                                                        \
+        LOOP(__VA_ARGS__, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 0)                                        \
+    }
+
 #define SCAN_ROW_AVX512(NAME, T, VEC, LANES, MASK, SETONE, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, ACCSUM) \
     __attribute__((target("avx512f"))) static void NAME(                                           \
         const T *row, int64_t width, T low, T high, int lower_is_better, int check_nan, int64_t start, \
@@ -488,19 +502,7 @@ SCAN_ROW(scan_row_f64, double)
         const VEC lo = SETONE(low), hi = SETONE(high);                                              \
         __m512i acc_g = _mm512_setzero_si512(), acc_r = _mm512_setzero_si512();                     \
         __m512i acc_n = _mm512_setzero_si512(), held_before = _mm512_setzero_si512();               \
-        if (lower_is_better && check_nan) {                                                         \
-            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_LT_OQ, lo, \
-                             _CMP_LE_OQ, hi, 1)                                                     \
-        } else if (lower_is_better) {                                                               \
-            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_LT_OQ, lo, \
-                             _CMP_LE_OQ, hi, 0)                                                     \
-        } else if (check_nan) {                                                                     \
-            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_GT_OQ, hi, \
-                             _CMP_GE_OQ, lo, 1)                                                     \
-        } else {                                                                                    \
-            SCAN_LOOP_AVX512(T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD, _CMP_GT_OQ, hi, \
-                             _CMP_GE_OQ, lo, 0)                                                     \
-        }                                                                                           \
+        SCAN_FOUR_WAYS(SCAN_LOOP_AVX512, T, VEC, LANES, MASK, LOADU, MASKZ_LOADU, CMP, CMPI, SUB, ACCADD) \
         *g_out = ACCSUM(acc_g);                                                                     \
         *e_out = ACCSUM(acc_r) - *g_out;                                                            \
         *n_out = ACCSUM(acc_n);                                                                     \
@@ -574,15 +576,7 @@ SCAN_ROW_AVX512(scan_row_f64_avx512, double, __m512d, 8, __mmask8, _mm512_set1_p
         const VEC lo = SETONE(low), hi = SETONE(high);                                              \
         __m256i acc_g = _mm256_setzero_si256(), acc_r = _mm256_setzero_si256();                     \
         __m256i acc_n = _mm256_setzero_si256(), held_before = _mm256_setzero_si256();               \
-        if (lower_is_better && check_nan) {                                                         \
-            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 1) \
-        } else if (lower_is_better) {                                                               \
-            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_LT_OQ, lo, _CMP_LE_OQ, hi, 0) \
-        } else if (check_nan) {                                                                     \
-            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 1) \
-        } else {                                                                                    \
-            SCAN_LOOP_AVX2(T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB, _CMP_GT_OQ, hi, _CMP_GE_OQ, lo, 0) \
-        }                                                                                           \
+        SCAN_FOUR_WAYS(SCAN_LOOP_AVX2, T, VEC, LANES, LOADU, MASKLOAD, CMP, CAST, SUB)             \
         *g_out = ACCSUM(acc_g);                                                                     \
         *e_out = ACCSUM(acc_r) - *g_out;                                                            \
         *n_out = ACCSUM(acc_n);                                                                     \
