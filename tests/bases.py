@@ -345,3 +345,12 @@ def planted_graph(seed, drugs=14, diseases=11, genes=8):
     for i in range(diseases):
         splits["train"].append((gene[i % genes], "associated", disease[i]))
     return splits
+
+
+def fused_matrix_pass_available() -> bool:
+    """Whether the repurposing matrix's fused pass runs here (the C helper, AVX-512 chosen)."""
+    from openbench.evaluation.counting import matrix
+
+    library = matrix._library()
+    return library is not None and hasattr(library, "openbench_matrix_fused_f32") and \
+        bool(library.openbench_matrix_fused_available())

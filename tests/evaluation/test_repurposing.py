@@ -23,7 +23,7 @@ from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError, ScoreError, UsageError
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, count_rows
 from openbench.models.scorers import build_scorer
-from tests.bases import planted_graph
+from tests.bases import fused_matrix_pass_available, planted_graph
 from tests.helpers import write_samples
 
 RANK_TYPES = ("optimistic", "realistic", "pessimistic", "expected")
@@ -287,14 +287,14 @@ def test_the_matrix_counts_equal_plain_loops_on_planted_ties():
 
 @pytest.mark.parametrize("name", ["DistMult", "TransE-L1", "TransE-L2"])
 def test_a_matrix_wider_than_a_span_counted_in_parts_equals_the_definition(name, monkeypatch):
-    """The C pass visits the keys a span of columns at a time, every row within it, and counts at
-    most COUNTER_LIMIT keys per call (int32 counters): on a matrix wider than a span, with exact ties
-    (repeated columns) and near-ties one float32 step apart (the float64 step decides them), split
-    into passes of three rows, every count equals the definition and no pass counts more keys than
-    its counters hold."""
+    """The plain C pass (after a GEMM) visits the keys a span of columns at a time, every row within
+    it, and counts at most COUNTER_LIMIT keys per call (int32 counters): on a matrix wider than a
+    span, with exact ties (repeated columns) and near-ties one float32 step apart (the float64 step
+    decides them), split into passes of three rows, every count equals the definition and no pass
+    counts more keys than its counters hold. (The fused pass: test_fused_matrix.py.)"""
     from openbench.evaluation.counting import matrix
 
-    monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
+    monkeypatch.setenv(matrix.PASS_VARIABLE, "plain")
     scorer, spec, keys, rows, cols = _wide_matrix(name)
     diseases, drugs = spec.shape[1], spec.shape[0]
     thresholds = np.ones(rows.size, bool)
@@ -339,23 +339,32 @@ def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
 
 def test_the_device_pass_gives_the_c_pass_s_record(planted, monkeypatch):
     """A whole repurposing record (full matrix, per disease, known negatives, the best pairs) is
-    the same from the device pass as from the C pass, timing aside."""
+    the same from the device pass as from the plain C pass and the fused one, timing aside; the
+    fused pass's windows are narrower (its own order of sums)."""
     from openbench.evaluation.counting import matrix
 
     monkeypatch.setenv(matrix.BLOCK_VARIABLE, "64")
     rng = np.random.default_rng(4)
     entities = rng.normal(size=(planted.num_entities, 6)).astype(np.float32)
     relations = rng.normal(size=(planted.num_relations, 6)).astype(np.float32)
-    records = []
-    for chosen in ("c", "torch"):
+    records, bounds = [], {}
+    monkeypatch.setattr(matrix, "CROWDED", 1.1)  # a float32 pass on this small, crowded matrix: most keys decided exactly
+    passes = {"plain": "C on cpu", "torch": "torch on cpu"}
+    if fused_matrix_pass_available():
+        passes["fused"] = "fused C on cpu"  # the default where the CPU runs it
+    for chosen, name in passes.items():
         monkeypatch.setenv(matrix.PASS_VARIABLE, chosen)
         scorer = build_scorer("TransE-L2", entities, relations, planted.num_entities, planted.num_relations)
         record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"],
                                     negative_relations=["contraindication"], recall_at=[1, 10, 50],
                                     keep_top=30).to_dict()
-        assert record.pop("timing")["matrix_counting"]["pass"] == {"c": "C on cpu", "torch": "torch on cpu"}[chosen]
+        counting = record.pop("timing")["matrix_counting"]
+        assert counting["pass"] == name
+        bounds[chosen] = counting["fast_bound"]
         records.append(json.dumps(record, sort_keys=True))
-    assert records[0] == records[1]
+    assert all(record == records[0] for record in records[1:])
+    if "fused" in bounds:
+        assert bounds["fused"] < bounds["plain"]  # d = 6: 4 roundings a term against 6
 
 
 def _wide_matrix(name):

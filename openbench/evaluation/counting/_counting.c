@@ -13,6 +13,7 @@
  * (from cache) to record where.
  */
 #include <stdint.h>
+#include <stdlib.h>
 
 /* Columns per span: long enough that the per-span sums of the three counters cost little (64
  * made them a third of the pass), short enough that the spans read again to record positions
@@ -920,6 +921,17 @@ static inline int64_t count_below_f32(const float *values, int64_t first, int64_
     return first;
 }
 
+/* count_below_f32 without branches on the keys for ranges of at most two values (an impure
+ * cell's usual ranges): `values` must be readable two past `last` (the fused pass pads them). */
+static inline int64_t count_below_padded_f32(const float *values, int64_t first, int64_t last, float x, int strict)
+{
+    const int64_t n = last - first;
+    if (n > 2) return count_below_f32(values, first, last, x, strict);
+    const int below0 = strict ? values[first] < x : values[first] <= x;
+    const int below1 = strict ? values[first + 1] < x : values[first + 1] <= x;
+    return first + (below0 & (n > 0)) + (below1 & (n > 1));
+}
+
 static inline double float64_key(int kind, const double *query, const float *column_f32, const double *column_f64,
                                  int64_t dims)
 {
@@ -1132,6 +1144,54 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
     return matrix_slots_portable(row, n, base, scale, upper, floor, slot, high);
 }
 
+/* One key x of the matrix pass (row i, column j, slot c): a pure cell's counter counts it;
+ * otherwise it is placed among the windows of its impure cell's ranges, a key inside one is
+ * recomputed in float64 (`query` non-null) and placed among the float64 windows, and what stays
+ * undecided is recorded by position with its range. Reads the pass's own variables by name
+ * (cell_counts, impure, lows, highs, record, query, kind, columns, dims, keys64_lo, keys64_hi,
+ * pairs, capacity, recorded, width, beyond, reached): the plain and the fused pass share it. */
+#define MATRIX_COUNT_KEY(T, BELOW, IS_F32, KEY, SLOT, I, J)                                        \
+    do {                                                                                            \
+        const int32_t c_ = (SLOT), code_ = cell_counts[c_];                                         \
+        if (code_ >= 0) { cell_counts[c_] = code_ + 1; break; } /* a pure cell */                   \
+        const T x_ = (KEY);                                                                         \
+        const int64_t *range_ = impure + 4 * (int64_t)(-1 - code_);                                 \
+        int64_t a_ = BELOW(highs, range_[0], range_[1], x_, 1);                                     \
+        int64_t b_ = BELOW(lows, range_[2], range_[3], x_, 0);                                      \
+        if (record && a_ < b_) {                                                                    \
+            if (query) { /* float64 from the stored values */                                      \
+                const double key_ = float64_key_of(kind, query,                                     \
+                    IS_F32 ? (const float *)(const void *)(columns + (J) * dims) : 0,               \
+                    IS_F32 ? 0 : (const double *)(const void *)(columns + (J) * dims), dims);       \
+                a_ = count_below_f64(keys64_hi, a_, b_, key_, 1);                                   \
+                b_ = count_below_f64(keys64_lo, a_, b_, key_, 0);                                   \
+            }                                                                                       \
+            if (a_ < b_) {                                                                          \
+                if (recorded < capacity) {                                                          \
+                    pairs[3 * recorded] = (I) * width + (J);                                        \
+                    pairs[3 * recorded + 1] = a_;                                                   \
+                    pairs[3 * recorded + 2] = b_;                                                   \
+                }                                                                                   \
+                ++recorded;                                                                         \
+            }                                                                                       \
+        }                                                                                           \
+        beyond[a_] += 1;                                                                            \
+        reached[b_] += 1;                                                                           \
+    } while (0)
+
+/* The pure cells' counters (each started from its code, 0) added to the histograms: a pure cell's
+ * keys share their a and b. */
+static void matrix_pure_counts(const int32_t *cell_counts, int64_t cells, const int64_t *ab, int64_t *beyond,
+                               int64_t *reached)
+{
+    for (int64_t c = 0; c < cells + 2; ++c) {
+        if (cell_counts[c] > 0) {
+            beyond[ab[4 * c]] += cell_counts[c];
+            reached[ab[4 * c + 2]] += cell_counts[c];
+        }
+    }
+}
+
 #define MATRIX_SPAN 128
 
 #define MATRIX_COUNT(NAME, T, BELOW, IS_F32, SLOTS)                                                       \
@@ -1158,33 +1218,8 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
                         for (int64_t j = 0; j < width; ++j)                                         \
                             if (keys[r * stride + j] != keys[r * stride + j]) return -1 - (r * width + j); \
                 }                                                                                   \
-                for (int64_t j = first; j < last; ++j) {                                            \
-                    const int32_t c = slot[j - first], code = cell_counts[c];                       \
-                    if (code >= 0) { cell_counts[c] = code + 1; continue; } /* a pure cell */       \
-                    const T x = row[j];                                                             \
-                    const int64_t *range = impure + 4 * (int64_t)(-1 - code);                       \
-                    int64_t a = BELOW(highs, range[0], range[1], x, 1);                             \
-                    int64_t b = BELOW(lows, range[2], range[3], x, 0);                              \
-                    if (record && a < b) {                                                          \
-                        if (query) { /* float64 from the stored values */                          \
-                            const double key = float64_key_of(kind, query,                          \
-                                IS_F32 ? (const float *)(const void *)(columns + j * dims) : 0,     \
-                                IS_F32 ? 0 : (const double *)(const void *)(columns + j * dims), dims); \
-                            a = count_below_f64(keys64_hi, a, b, key, 1);                           \
-                            b = count_below_f64(keys64_lo, a, b, key, 0);                           \
-                        }                                                                           \
-                        if (a < b) {                                                                \
-                            if (recorded < capacity) {                                              \
-                                pairs[3 * recorded] = i * width + j;                                \
-                                pairs[3 * recorded + 1] = a;                                        \
-                                pairs[3 * recorded + 2] = b;                                        \
-                            }                                                                       \
-                            ++recorded;                                                             \
-                        }                                                                           \
-                    }                                                                               \
-                    beyond[a] += 1;                                                                 \
-                    reached[b] += 1;                                                                \
-                }                                                                                   \
+                for (int64_t j = first; j < last; ++j)                                              \
+                    MATRIX_COUNT_KEY(T, BELOW, IS_F32, row[j], slot[j - first], i, j);              \
                 if (tops && high) {                                                                 \
                     for (int64_t j = first; j < last; ++j)                                          \
                         if (row[j] >= floor) {                                                      \
@@ -1194,15 +1229,230 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
                 }                                                                                   \
             }                                                                                       \
         }                                                                                           \
-        for (int64_t c = 0; c < cells + 2; ++c) { /* a pure cell's keys share their a and b */    \
-            if (cell_counts[c] > 0) {                                                               \
-                beyond[ab[4 * c]] += cell_counts[c];                                                \
-                reached[ab[4 * c + 2]] += cell_counts[c];                                           \
-            }                                                                                       \
-        }                                                                                           \
+        matrix_pure_counts(cell_counts, cells, ab, beyond, reached);                               \
         if (tops) *top_count = kept;                                                                \
         return recorded;                                                                            \
     }
 
 MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, 1, matrix_slots_f32)
 MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slots_f64)
+
+/* The fused matrix pass (AVX-512): the keys of a part's rows against every column computed a
+ * tile at a time, 12 rows by 32 columns in 24 registers, and counted while the tile is in L1, as
+ * openbench_matrix_count_f32 counts a block (the same cells, windows, float64 step, records and
+ * best pairs). No block of keys is written to memory and read again, and the sum's order is
+ * ours: each key's dot product is summed in chunks of `chunk` dimensions, each chunk by fused
+ * multiply-adds from 0, the chunks' sums added in order, so that a term goes through at most
+ * chunk + ceil(dims / chunk) - 1 roundings (exact.py's bound for this pass, ~sqrt(dims) times 2
+ * where a GEMM of unknown order allows dims).
+ *
+ * `lows` and `highs` are read up to two values past `count` (padding). `packed`: the columns in
+ * panels of 32, (ceil(width / 32), dims, 32) float32, zero past width; `columns` (width, dims) the same values row by row (the float64 step reads them). kind 0: the
+ * key is the dot product; 1: L2, key = (2 q.c + col_terms[j]) + row_terms[i], col_terms = -|c|^2
+ * and row_terms = -|q|^2 rounded to float32 (candidate_scores' order). `top_keys`: the fast keys
+ * of the best pairs recorded in `tops`. Returns the keys recorded, -1 where a key is NaN (the
+ * caller counts the block the plain way, which names it), -2 without AVX-512, -3 out of memory. */
+#ifdef HAVE_AVX512_SCAN
+#define FUSED_ROWS 12
+#define FUSED_COLS 32
+#define FUSED_GROUP 16 /* column panels per pass over the rows: 16 × 32 columns × dims floats stay in L2 */
+
+__attribute__((target("avx512f"))) static void fused_tile(const float *a, const float *b, int64_t dims,
+                                                           int64_t chunk, float *tile)
+{
+    __m512 sum[FUSED_ROWS][2], part[FUSED_ROWS][2];
+    for (int r = 0; r < FUSED_ROWS; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < dims; k0 += chunk) {
+        const int64_t k1 = k0 + chunk < dims ? k0 + chunk : dims;
+        for (int r = 0; r < FUSED_ROWS; ++r) part[r][0] = part[r][1] = _mm512_setzero_ps();
+        for (int64_t k = k0; k < k1; ++k) {
+            const __m512 b0 = _mm512_loadu_ps(b + k * FUSED_COLS), b1 = _mm512_loadu_ps(b + k * FUSED_COLS + 16);
+            for (int r = 0; r < FUSED_ROWS; ++r) {
+                const __m512 x = _mm512_set1_ps(a[k * FUSED_ROWS + r]);
+                part[r][0] = _mm512_fmadd_ps(x, b0, part[r][0]);
+                part[r][1] = _mm512_fmadd_ps(x, b1, part[r][1]);
+            }
+        }
+        for (int r = 0; r < FUSED_ROWS; ++r) {
+            sum[r][0] = _mm512_add_ps(sum[r][0], part[r][0]);
+            sum[r][1] = _mm512_add_ps(sum[r][1], part[r][1]);
+        }
+    }
+    for (int r = 0; r < FUSED_ROWS; ++r) {
+        _mm512_store_ps(tile + r * FUSED_COLS, sum[r][0]);
+        _mm512_store_ps(tile + r * FUSED_COLS + 16, sum[r][1]);
+    }
+}
+
+/* A tile's keys finished (L2: (2 t + col_terms[j]) + row_terms[i], candidate_scores' order) and
+ * their cells, as matrix_slots_avx512 computes them, for its first `rows_here` rows and `n`
+ * columns (row r's at slot + 32 r). Returns whether a key is NaN; *high: a bit for each row
+ * holding a key >= floor. */
+__attribute__((target("avx512f"))) static int fused_tile_slots(float *tile, int64_t rows_here, int64_t n, int kind,
+                                                               const float *col_terms, const float *row_terms,
+                                                               float base, float scale, float upper, float floor,
+                                                               int32_t *slot, uint32_t *high)
+{
+    const __m512 vbase = _mm512_set1_ps(base), vscale = _mm512_set1_ps(scale), vupper = _mm512_set1_ps(upper);
+    const __m512 vlow = _mm512_set1_ps(-1.0f), vfloor = _mm512_set1_ps(floor);
+    const __m512i one = _mm512_set1_epi32(1);
+    const __mmask16 halves[2] = {n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u),
+                                 n >= 32 ? (__mmask16)0xFFFF : n > 16 ? (__mmask16)((1u << (n - 16)) - 1u) : 0};
+    __m512 terms[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+    if (kind == 1) {
+        terms[0] = _mm512_maskz_loadu_ps(halves[0], col_terms);
+        terms[1] = _mm512_maskz_loadu_ps(halves[1], col_terms + 16);
+    }
+    __mmask16 nan = 0;
+    uint32_t above = 0;
+    for (int64_t r = 0; r < rows_here; ++r) {
+        for (int h = 0; h < 2; ++h) {
+            const __mmask16 lanes = halves[h];
+            float *at = tile + r * FUSED_COLS + 16 * h;
+            __m512 x = _mm512_maskz_loadu_ps(lanes, at);
+            if (kind == 1) {
+                x = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x, x), terms[h]), _mm512_set1_ps(row_terms[r]));
+                _mm512_mask_storeu_ps(at, lanes, x);
+            }
+            const __m512 t = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(x, vbase), vscale), vupper), vlow);
+            _mm512_mask_storeu_epi32(slot + r * FUSED_COLS + 16 * h, lanes, _mm512_add_epi32(_mm512_cvttps_epi32(t), one));
+            nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q);
+            if (_mm512_mask_cmp_ps_mask(lanes, x, vfloor, _CMP_GE_OQ)) above |= 1u << r;
+        }
+    }
+    *high = above;
+    return nan != 0;
+}
+#endif
+
+int openbench_matrix_fused_available(void)
+{
+#ifdef HAVE_AVX512_SCAN
+    return chosen_isa() == 1;
+#else
+    return 0;
+#endif
+}
+
+/* The fused pass's keys themselves, (rows, width) row by row into `out`, by the same tiles and
+ * the same finishing (the tests hold them to the order of sums the bound assumes). Returns 0, -2
+ * without AVX-512, -3 out of memory. */
+#ifdef HAVE_AVX512_SCAN
+__attribute__((target("avx512f")))
+#endif
+int64_t openbench_matrix_fused_keys_f32(const float *queries, int64_t rows, const float *packed, int64_t width,
+                                        int64_t dims, int64_t chunk, const float *row_terms, const float *col_terms,
+                                        int kind, float *out)
+{
+#ifdef HAVE_AVX512_SCAN
+    if (chosen_isa() != 1) return -2;
+    if (chunk < 1) chunk = 1;
+    float tile[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
+    int32_t slot[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
+    float a[FUSED_ROWS * 64];
+    for (int64_t p = 0; p * FUSED_ROWS < rows; ++p) {
+        const int64_t rows_here = rows - p * FUSED_ROWS < FUSED_ROWS ? rows - p * FUSED_ROWS : FUSED_ROWS;
+        float *panel = dims <= 64 ? a : (float *)malloc((size_t)(FUSED_ROWS * dims) * sizeof(float));
+        if (!panel) return -3;
+        for (int64_t k = 0; k < dims; ++k)
+            for (int64_t r = 0; r < FUSED_ROWS; ++r)
+                panel[k * FUSED_ROWS + r] = r < rows_here ? queries[(p * FUSED_ROWS + r) * dims + k] : 0.0f;
+        for (int64_t q = 0; q * FUSED_COLS < width; ++q) {
+            const int64_t j0 = q * FUSED_COLS, n = width - j0 < FUSED_COLS ? width - j0 : FUSED_COLS;
+            uint32_t high = 0;
+            fused_tile(panel, packed + q * FUSED_COLS * dims, dims, chunk, tile);
+            fused_tile_slots(tile, rows_here, n, kind, kind == 1 ? col_terms + j0 : 0,
+                             kind == 1 ? row_terms + p * FUSED_ROWS : 0, 0.0f, 1.0f, 1.0f, 0.0f, slot, &high);
+            for (int64_t r = 0; r < rows_here; ++r)
+                for (int64_t jj = 0; jj < n; ++jj) out[(p * FUSED_ROWS + r) * width + j0 + jj] = tile[r * FUSED_COLS + jj];
+        }
+        if (panel != a) free(panel);
+    }
+    return 0;
+#else
+    (void)queries; (void)rows; (void)packed; (void)width; (void)dims; (void)chunk; (void)row_terms; (void)col_terms;
+    (void)kind; (void)out;
+    return -2;
+#endif
+}
+
+#ifdef HAVE_AVX512_SCAN
+__attribute__((target("avx512f")))
+#endif
+int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const float *packed, const float *columns,
+                                   int64_t width, int64_t dims, int64_t chunk, const float *row_terms,
+                                   const float *col_terms, const float *lows, const float *highs, int64_t count,
+                                   const int32_t *codes, const int64_t *impure, const int64_t *ab, int64_t cells,
+                                   float base, float scale, int32_t *cell_counts, int64_t *beyond, int64_t *reached,
+                                   int record, int64_t *pairs, int64_t capacity, float floor, int64_t *tops,
+                                   float *top_keys, int64_t top_capacity, int64_t *top_count, int kind,
+                                   const double *queries64, const double *keys64_lo, const double *keys64_hi)
+{
+#ifdef HAVE_AVX512_SCAN
+    (void)count;
+    if (chosen_isa() != 1) return -2;
+    if (chunk < 1) chunk = 1;
+    const int64_t panels = (rows + FUSED_ROWS - 1) / FUSED_ROWS;
+    const int64_t column_panels = (width + FUSED_COLS - 1) / FUSED_COLS;
+    size_t bytes = (size_t)(panels * FUSED_ROWS * (dims > 0 ? dims : 1)) * sizeof(float);
+    bytes = (bytes + 63) / 64 * 64;
+    float *a = (float *)aligned_alloc(64, bytes);
+    if (!a) return -3;
+    for (int64_t p = 0; p < panels; ++p) /* each panel (dims, 12): the rows' k-th values side by side */
+        for (int64_t k = 0; k < dims; ++k)
+            for (int64_t r = 0; r < FUSED_ROWS; ++r) {
+                const int64_t i = p * FUSED_ROWS + r;
+                a[(p * dims + k) * FUSED_ROWS + r] = i < rows ? queries[i * dims + k] : 0.0f;
+            }
+    for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = codes[c];
+    int64_t recorded = 0, kept = 0;
+    const float upper = (float)cells;
+    float tile[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
+    int32_t slot[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
+    for (int64_t g = 0; g < column_panels; g += FUSED_GROUP) {
+        const int64_t g_end = g + FUSED_GROUP < column_panels ? g + FUSED_GROUP : column_panels;
+        for (int64_t p = 0; p < panels; ++p) {
+            for (int64_t q = g; q < g_end; ++q) {
+                fused_tile(a + p * FUSED_ROWS * dims, packed + q * FUSED_COLS * dims, dims, chunk, tile);
+                const int64_t j0 = q * FUSED_COLS, n = width - j0 < FUSED_COLS ? width - j0 : FUSED_COLS;
+                const int64_t rows_here = rows - p * FUSED_ROWS < FUSED_ROWS ? rows - p * FUSED_ROWS : FUSED_ROWS;
+                uint32_t high = 0;
+                if (fused_tile_slots(tile, rows_here, n, kind, kind == 1 ? col_terms + j0 : 0,
+                                     kind == 1 ? row_terms + p * FUSED_ROWS : 0, base, scale, upper, floor, slot,
+                                     &high)) {
+                    free(a);
+                    return -1;
+                }
+                for (int64_t r = 0; r < rows_here; ++r) {
+                    const int64_t i = p * FUSED_ROWS + r;
+                    const float *row = tile + r * FUSED_COLS;
+                    const int32_t *row_slots = slot + r * FUSED_COLS;
+                    const double *query = queries64 ? queries64 + i * dims : 0;
+                    for (int64_t jj = 0; jj < n; ++jj)
+                        MATRIX_COUNT_KEY(float, count_below_padded_f32, 1, row[jj], row_slots[jj], i, j0 + jj);
+                    if (tops && (high >> r) & 1u)
+                        for (int64_t jj = 0; jj < n; ++jj)
+                            if (row[jj] >= floor) {
+                                if (kept < top_capacity) {
+                                    tops[kept] = i * width + j0 + jj;
+                                    top_keys[kept] = row[jj];
+                                }
+                                ++kept;
+                            }
+                }
+            }
+        }
+    }
+    matrix_pure_counts(cell_counts, cells, ab, beyond, reached);
+    if (tops) *top_count = kept;
+    free(a);
+    return recorded;
+#else
+    (void)queries; (void)rows; (void)packed; (void)columns; (void)width; (void)dims; (void)chunk; (void)row_terms;
+    (void)col_terms; (void)lows; (void)highs; (void)count; (void)codes; (void)impure; (void)ab; (void)cells;
+    (void)base; (void)scale; (void)cell_counts; (void)beyond; (void)reached; (void)record; (void)pairs;
+    (void)capacity; (void)floor; (void)tops; (void)top_keys; (void)top_capacity; (void)top_count; (void)kind;
+    (void)queries64; (void)keys64_lo; (void)keys64_hi;
+    return -2;
+#endif
+}

@@ -187,7 +187,8 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
 
 
 def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
-                   candidate_norms: Tuple[float, float], rewrite: Optional[np.ndarray] = None) -> np.ndarray:
+                   candidate_norms: Tuple[float, float], rewrite: Optional[np.ndarray] = None,
+                   chain: Optional[int] = None) -> np.ndarray:
     """(B,) float64 bound δ on |fast key - exact key| of any candidate of B queries whose keys the
     fast pass computes in the precision of unit roundoff ``u`` (the formulas of
     :meth:`ExactRanks.prepare_queries`, before its margin for the bound's own evaluation).
@@ -196,11 +197,15 @@ def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_no
         ``fast_norms`` (‖q̂‖₂, ‖q̂‖₁) (B,) on the computed queries' norms; ``fast_magnitudes`` the
         magnitudes the query's own error is relative to (``query_norms``, or the rewritten
         formula's); ``candidate_norms`` (C₂, C₁) the largest candidate norms; ``rewrite`` (B,) the
-        rewritten formula's difference, where the fast pass scores one."""
+        rewritten formula's difference, where the fast pass scores one.
+    :param chain: the most roundings a term of the fast dot products goes through, where the pass
+        sums in a known order (the matrix's fused pass: ``chunk + ceil(width / chunk) - 1``); None:
+        ``width``, the bound for a sum in any order (a GEMM's)."""
     own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
+    chain = width if chain is None else chain
     (c2, c1), (fast_two, fast_one) = candidate_norms, fast_norms
     if kind == "dot":
-        delta = gamma(scorer.query_rounding + width, u) * query_norms[0] * c2
+        delta = gamma(scorer.query_rounding + chain, u) * query_norms[0] * c2
     elif kind in ("l1", "moduli"):
         extra = 2 if kind == "l1" else 4
         delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
@@ -208,7 +213,7 @@ def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_no
         reach = fast_two + c2
         error = own * fast_magnitudes[0]
         norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
-        delta = (gamma(width + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
+        delta = (gamma(chain + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
                  + 2 * u * reach ** 2 + error * (2 * reach + error))
     return delta + rewrite if rewrite is not None else delta
 

@@ -30,6 +30,15 @@ the matrix, does not scale to PrimeKG's 1.36e8 pairs; this module counts it in o
    values are compared as they are; the thresholds' values are read from the same blocks in a
    first pass, so that a threshold pair ties with itself whatever the scorer's arithmetic.
 
+5. **The fused pass** (:class:`_FusedPass`, ``openbench_matrix_fused_f32``; exact mode, float32 dot
+   or L2 keys, on a CPU with AVX-512): steps 1 and 2 in one: each thread computes its rows' keys
+   a 12 × 32 tile at a time in registers and counts the tile while it is in L1, so no block of
+   keys is written to memory and read again. The sums' order is its own (chunks of ⌊√d⌋ fused
+   multiply-adds, then the chunks' sums: :func:`fused_chain` roundings a term, 28 at d = 200
+   where a GEMM of unknown order allows 200), so its windows, and the keys re-scored in float64,
+   are some seven times fewer. The first floor of the best pairs comes from a probe's GEMM keys,
+   widened by both bounds. ``OPENBENCH_MATRIX_PASS=plain`` runs the GEMM and the plain pass.
+
 On a GPU (``device``), the exact mode's blocks are computed and counted there by
 :class:`_TorchPass` (the C pass's contract in torch: binary searches among the windows, the
 float64 step on the device, histograms by ``bincount``); what stays undecided is settled on the
@@ -45,6 +54,7 @@ from __future__ import annotations
 import ctypes
 import decimal
 import logging
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -63,7 +73,7 @@ BLOCK_KEYS = 1 << 24  # keys per block: 64 MB of float32, a GEMM at the machine'
 BLOCK_VARIABLE = "OPENBENCH_MATRIX_BLOCK_KEYS"  # another block size (tests deal small blocks over ranks)
 MAX_GRID_CELLS = 1 << 16  # the cells' counters stay in L2
 COUNTER_LIMIT = (1 << 31) - 1  # the keys one C pass counts (its cells' counters are int32)
-PASS_VARIABLE = "OPENBENCH_MATRIX_PASS"  # "torch": the device pass on the CPU too
+PASS_VARIABLE = "OPENBENCH_MATRIX_PASS"  # "torch": the device pass on the CPU too; "plain": GEMM + C pass, never fused
 DEVICE_STEP_KEYS = 1 << 16  # keys per float64 step of the device pass (their rows and columns gathered)
 TOP_SLACK = 4  # the best pairs kept at most this many times the asked number (ties at the cut)
 
@@ -178,6 +188,18 @@ def _configure(library) -> None:
                              real, real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer,
                              count, pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
         function.restype = ctypes.c_int64
+    if hasattr(library, "openbench_matrix_fused_f32"):
+        pointer, count = ctypes.c_void_p, ctypes.c_int64
+        library.openbench_matrix_fused_f32.argtypes = [
+            pointer, count, pointer, pointer, count, count, count, pointer, pointer, pointer, pointer, count, pointer,
+            pointer, pointer, count, ctypes.c_float, ctypes.c_float, pointer, pointer, pointer, ctypes.c_int, pointer,
+            count, ctypes.c_float, pointer, pointer, count, pointer, ctypes.c_int, pointer, pointer, pointer]
+        library.openbench_matrix_fused_f32.restype = ctypes.c_int64
+        library.openbench_matrix_fused_keys_f32.argtypes = [pointer, count, pointer, count, count, count, pointer,
+                                                             pointer, ctypes.c_int, pointer]
+        library.openbench_matrix_fused_keys_f32.restype = ctypes.c_int64
+        library.openbench_matrix_fused_available.argtypes = []
+        library.openbench_matrix_fused_available.restype = ctypes.c_int
 
 
 @dataclass
@@ -428,9 +450,137 @@ class _TorchPass:
         return -(queries - columns).abs().sum(dim=1)
 
 
+FUSED_COLS = 32  # the fused pass's tile width (``_counting.c``'s FUSED_COLS): the columns are packed in panels of it
+
+
+def fused_chunk(dims: int) -> int:
+    """The fused pass's chunk of dimensions (summed by fused multiply-adds from 0; the chunks'
+    sums then added in order): ⌊√d⌋, which about minimises :func:`fused_chain`."""
+    return max(1, math.isqrt(max(1, dims)))
+
+
+def fused_chain(dims: int) -> int:
+    """The most roundings a term of the fused pass's dot products goes through: within its chunk
+    (``chunk``, the first product's included), then the ⌈d / chunk⌉ - 1 additions of the chunks'
+    sums (Higham's blocked summation: |error| <= γ_chain Σ|q_k c_k|; 28 at d = 200, where a sum in
+    any order allows 200)."""
+    chunk = fused_chunk(dims)
+    return chunk + -(-max(1, dims) // chunk) - 1
+
+
+def fused_applies(blocks: "_EmbeddingBlocks", library) -> bool:
+    """Whether the fused pass counts these blocks: the C helper has it and the CPU runs it
+    (AVX-512, the scan chosen), float32 dot or L2 keys, on the CPU (``OPENBENCH_MATRIX_PASS=plain``:
+    the GEMM and the plain pass instead)."""
+    import os
+
+    if library is None or not hasattr(library, "openbench_matrix_fused_f32"):
+        return False
+    if os.environ.get(PASS_VARIABLE, "").lower() in ("plain", "torch"):
+        return False
+    return (blocks.kind in ("dot", "l2") and blocks.device.type == "cpu"
+            and blocks.fast_queries.dtype == torch.float32 and blocks.columns.dtype == torch.float32
+            and bool(library.openbench_matrix_fused_available()))
+
+
+class _FusedPass:
+    """The exact mode's fused pass (``openbench_matrix_fused_f32``): each part's keys computed a
+    tile at a time and counted while the tile is in cache, as :class:`_BlockPass` counts a block
+    (its grid, windows and float64 step), with no block of keys written and read again; the dot
+    products summed in chunks (:func:`fused_chain`), whose bound makes the windows, and the keys
+    re-scored in float64, some seven times fewer than a GEMM's at d = 200."""
+
+    def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks"):
+        from openbench.models.scorers import squared_norms
+
+        self.plain, self.blocks = plain, blocks
+        queries, columns, squared = blocks.fast_tables()
+        self.queries, self.columns = queries.contiguous(), columns.contiguous()
+        width, dims = self.columns.shape
+        self.width, self.dims, self.chunk = width, dims, fused_chunk(dims)
+        panels = -(-width // FUSED_COLS)
+        padded = np.zeros((panels * FUSED_COLS, dims), np.float32)
+        padded[:width] = self.columns.numpy()
+        self.packed = np.ascontiguousarray(padded.reshape(panels, FUSED_COLS, dims).transpose(0, 2, 1))
+        self.kind = 1 if blocks.kind == "l2" else 0
+        # the windows with two values past their end: the pass reads a short range's next two without a branch
+        padding = torch.full((2,), float("inf"), dtype=torch.float32)
+        self.lows = torch.cat([plain.windows.lows, padding]).contiguous()
+        self.highs = torch.cat([plain.windows.highs, padding]).contiguous()
+        self.col_terms = self.row_terms = None
+        if self.kind == 1:
+            assert squared is not None
+            self.col_terms = squared.neg().contiguous()
+            self.row_terms = squared_norms(self.queries).neg_().contiguous()
+
+    def keys(self, first: int, last: int) -> torch.Tensor:
+        """(B, S) float32 the fast keys of rows ``first .. last - 1`` as this pass computes them (the
+        same tiles, sums and finishing; the tests hold them to the order the bound assumes)."""
+        out = torch.empty((last - first, self.width), dtype=torch.float32)
+        row_terms = self.row_terms[first:last].data_ptr() if self.row_terms is not None else None
+        found = self.plain.library.openbench_matrix_fused_keys_f32(
+            self.queries[first:last].data_ptr(), last - first, self.packed.ctypes.data, self.width, self.dims,
+            self.chunk, row_terms, self.col_terms.data_ptr() if self.col_terms is not None else None, self.kind,
+            out.data_ptr())
+        if found < 0:
+            raise MemoryError(f"the fused matrix keys could not be computed (code {found})")
+        return out
+
+    def __call__(self, first: int, last: int, floor: Optional[float]):
+        """(beyond (T + 1,), reached (T + 1,), undecided (n, 3), top positions (k,), their fast
+        keys (k,)) of rows ``first .. last - 1``, positions within those rows."""
+        width = self.width
+        most = max(1, COUNTER_LIMIT // max(1, width))  # the pass's int32 counters
+        if last - first > most:
+            parts = [self(r0, min(last, r0 + most), floor) for r0 in range(first, last, most)]
+            offsets = [(r0 - first) * width for r0 in range(first, last, most)]
+            return (sum(part[0] for part in parts), sum(part[1] for part in parts),
+                    np.concatenate([part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]),
+                    np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]),
+                    np.concatenate([part[4] for part in parts]))
+        plain, grid = self.plain, self.plain.grid
+        floor = _floor_in(torch.float32, floor)
+        refine: tuple = (None, None, None)
+        if plain.queries64 is not None and plain.lows64 is not None and plain.highs64 is not None:
+            refine = (plain.queries64[first:last].data_ptr(), plain.lows64.ctypes.data, plain.highs64.ctypes.data)
+        rows = last - first
+        counts = np.empty(grid.cells + 2, np.int32)
+        capacity, top_capacity = 1 << 16, 1 << 16
+        queries = self.queries[first:last]
+        row_terms = self.row_terms[first:last].data_ptr() if self.row_terms is not None else None
+        col_terms = self.col_terms.data_ptr() if self.col_terms is not None else None
+        while True:
+            beyond, reached = np.zeros(plain.count + 1, np.int64), np.zeros(plain.count + 1, np.int64)
+            pairs, tops = np.empty(3 * capacity, np.int64), np.empty(top_capacity, np.int64)
+            top_keys, top_count = np.empty(top_capacity, np.float32), np.zeros(1, np.int64)
+            found = plain.library.openbench_matrix_fused_f32(
+                queries.data_ptr(), rows, self.packed.ctypes.data, self.columns.data_ptr(), width, self.dims,
+                self.chunk, row_terms, col_terms, self.lows.data_ptr(), self.highs.data_ptr(), plain.count,
+                grid.codes.ctypes.data, grid.impure.ctypes.data, grid.ranges.ctypes.data, grid.cells, grid.base,
+                grid.scale, counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, int(plain.record),
+                pairs.ctypes.data, capacity, -np.inf if floor is None else floor,
+                tops.ctypes.data if floor is not None else None, top_keys.ctypes.data, top_capacity,
+                top_count.ctypes.data, self.kind, *refine)
+            if found == -1:  # a NaN key: the plain pass over these rows' GEMM names it
+                keys = self.blocks.keys(first, last, torch.empty((rows, width), dtype=torch.float32))
+                plain(keys, floor, first)
+                raise ScoreError("the model gave a NaN score to a pair of the matrix; a repurposing matrix ranks "
+                                 "finite scores")
+            if found < 0:
+                raise MemoryError(f"the fused matrix pass could not run (code {found})")
+            kept = int(top_count[0]) if floor is not None else 0
+            if found <= capacity and kept <= top_capacity:
+                recorded = pairs[:3 * found].reshape(-1, 3)
+                order = np.argsort(tops[:kept], kind="stable")
+                return (beyond, reached, recorded[np.argsort(recorded[:, 0], kind="stable")], tops[:kept][order],
+                        top_keys[:kept][order].astype(np.float64))
+            capacity, top_capacity = max(capacity, int(found)), max(top_capacity, kept)
+
+
 def _pass_name(count_pass, device: torch.device) -> str:
     """Which pass counted the blocks, and where (the record's timing says it)."""
-    kind = "torch" if isinstance(count_pass, _TorchPass) else "C" if isinstance(count_pass, _BlockPass) else "numpy"
+    kind = ("torch" if isinstance(count_pass, _TorchPass) else "fused C" if isinstance(count_pass, _FusedPass)
+            else "C" if isinstance(count_pass, _BlockPass) else "numpy")
     return f"{kind} on {device}"
 
 
@@ -515,9 +665,10 @@ class _EmbeddingBlocks:
         other._device_tables = None
         return other
 
-    def fast_bound(self, grid_bits: Optional[int]) -> float:
+    def fast_bound(self, grid_bits: Optional[int], chain: Optional[int] = None) -> float:
         """The largest bound on a fast key's rounding over the matrix's rows (0 where the grid
-        criterion says the fast pass computes every key exactly)."""
+        criterion says the fast pass computes every key exactly); ``chain``: the fused pass's
+        roundings per term (:func:`fused_chain`), None for a GEMM's sum in any order."""
         from openbench.evaluation.counting.exact import fast_key_bound, norm_bounds, unit_roundoff, SUBNORMAL_SPACING
 
         scorer, kind = self.scorer, self.kind
@@ -540,7 +691,7 @@ class _EmbeddingBlocks:
             two, one = norm_bounds(torch.from_numpy(np.ascontiguousarray(rewritten)))
             magnitudes = (two.numpy(), one.numpy())
         delta = fast_key_bound(kind, scorer, u, width, self.query_norms, (fast_two, fast_one), magnitudes, (c2, c1),
-                               rewrite)
+                               rewrite, chain)
         tiny = SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]
         return float(delta.max(initial=0.0)) + 4 * (width + scorer.query_rounding + 8) * tiny
 
@@ -625,10 +776,11 @@ def _blocks(rows: int, width: int) -> List[Tuple[int, int]]:
 def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[int, int]], workers: int,
                 progress: Optional[Callable], on_result: Callable) -> None:
     """For every block: its keys ``make_keys(first, last)`` (B, S) computed on the calling thread
-    (the GEMM on every torch thread), then counted by ``count_part(keys[r0:r1], first + r0)`` on
-    ``workers`` threads, a share of its rows each (the C pass releases the GIL), and
-    ``on_result`` called with each part's result in row order before the next block: what it
-    learns (the floor of the best pairs) serves the next blocks."""
+    (the GEMM on every torch thread; None where the pass computes its own), then counted by
+    ``count_part(keys[r0:r1], first + r0, first + r1)`` on ``workers`` threads, a share of its
+    rows each (the C passes release the GIL), and ``on_result`` called with each part's result in
+    row order before the next block: what it learns (the floor of the best pairs) serves the next
+    blocks."""
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openbench-matrix") if workers > 1 else None
     try:
         for first, last in blocks:
@@ -636,10 +788,11 @@ def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[in
             rows = last - first
             step = -(-rows // workers) if pool is not None else rows
             parts = [(r0, min(rows, r0 + step)) for r0 in range(0, rows, step)]
-            if pool is None or len(parts) == 1:
-                results = [count_part(keys[r0:r1], first + r0) for r0, r1 in parts]
-            else:
-                results = list(pool.map(lambda part: count_part(keys[part[0]:part[1]], first + part[0]), parts))
+
+            def run(part: Tuple[int, int]):
+                return count_part(None if keys is None else keys[part[0]:part[1]], first + part[0], first + part[1])
+
+            results = [run(part) for part in parts] if pool is None or len(parts) == 1 else list(pool.map(run, parts))
             for result in results:
                 on_result(result)
             if progress:
@@ -716,13 +869,14 @@ class _Tops:
         self.keys = np.zeros(0, np.float64)
         self.floor: Optional[float] = -np.inf if wanted else None
 
-    def prime(self, keys: torch.Tensor, first: int, width: int) -> None:
+    def prime(self, keys: torch.Tensor, first: int, width: int, slack: Optional[float] = None) -> None:
         """Before the first block is counted: a floor from its own keys (B, width), so that the pass
         records a few candidates instead of the whole block. The (K + e)-th largest key, e the
         excluded pairs the block holds, is at most the K-th largest of the others; so is the
         (K + e)-th largest of any K + e of the block's keys, here the maxima of some 4 (K + e)
         equal segments of the block (one pass over it, and close to the block's own: the block's
-        best keys mostly lie in segments of their own)."""
+        best keys mostly lie in segments of their own). ``slack``: the floor's margin where these
+        keys were computed otherwise than the pass's (default: :attr:`slack`)."""
         if not self.wanted or self.floor is None or self.floor > -np.inf:
             return
         low, high = first * width, (first + keys.shape[0]) * width
@@ -733,13 +887,14 @@ class _Tops:
         maxima = flat[:flat.numel() - flat.numel() % segment].view(-1, segment).amax(dim=1)
         if maxima.numel() >= rank:
             kth = float(torch.topk(maxima, rank, sorted=False).values.min())
-            self.floor = kth - self.slack
+            self.floor = kth - (self.slack if slack is None else slack)
 
     def add(self, codes: np.ndarray, keys: np.ndarray) -> None:
         if not self.wanted or codes.size == 0:
             return
-        if self.excluded.size:
-            keep = ~np.isin(codes, self.excluded, assume_unique=False)
+        if self.excluded.size:  # membership in the sorted excluded codes, by binary search
+            at = np.minimum(np.searchsorted(self.excluded, codes), self.excluded.size - 1)
+            keep = self.excluded[at] != codes
             codes, keys = codes[keep], keys[keep]
         self.codes, self.keys = np.concatenate([self.codes, codes]), np.concatenate([self.keys, keys])
         if self.keys.size > 4 * self.wanted:
@@ -782,7 +937,7 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
         tops.prime(keys, first, width)
         return keys
 
-    def count_part(keys: torch.Tensor, first: int):
+    def count_part(keys: torch.Tensor, first: int, _last: int):
         block_beyond, block_reached, _, top_positions = count_pass(keys, tops.floor, first)
         flat = keys.reshape(-1).numpy() if keys.is_contiguous() else keys.contiguous().reshape(-1).numpy()
         return block_beyond, block_reached, first * width + top_positions, flat[top_positions]
@@ -931,6 +1086,11 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     exact = _ExactOrder(blocks)
     groups = exact.groups(special_rows, special_cols, special_keys, special_bounds)
     delta = blocks.fast_bound(grid_bits)
+    library = _library()
+    fused: Optional[_FusedSetup] = None
+    if not on_device and fused_applies(blocks, library):
+        fused = _FusedSetup(delta, _probe_keys(blocks, rows))
+        delta = blocks.fast_bound(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
     sorted_where = where[order]
@@ -941,11 +1101,12 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
                        blocks.fast_queries.dtype)
     record = not windows.point
-    library = _library()
     refine: Optional[dict] = None
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, min(rows, max(1, block_keys() // max(1, width))), on_device):
+            _crowded(blocks, windows, library, fused.probe if fused is not None else _probe_keys(blocks, rows),
+                     on_device):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
+        fused = None
         blocks = blocks.in_float64()
         delta = blocks.fast_bound(grid_bits)
         windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
@@ -958,16 +1119,28 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
+    if fused is not None and isinstance(count_pass, _BlockPass):
+        count_pass = _FusedPass(count_pass, blocks)
+        # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
+        # by a GEMM's
+        tops.prime(fused.probe, 0, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
 
-    buffer = torch.empty((min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype,
-                         device=blocks.device)
+    buffer = None if isinstance(count_pass, _FusedPass) else torch.empty(
+        (min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype,
+        device=blocks.device)
 
-    def make_keys(first: int, last: int) -> torch.Tensor:
+    def make_keys(first: int, last: int) -> Optional[torch.Tensor]:
+        if buffer is None:
+            return None  # the fused pass computes its own
         keys = blocks.keys(first, last, buffer[:last - first])
         tops.prime(keys, first, width)
         return keys
 
-    def count_part(keys: torch.Tensor, first: int):
+    def count_part(keys: Optional[torch.Tensor], first: int, last: int):
+        if keys is None:
+            beyond, reached, triples, top_positions, top_keys = count_pass(first, last, tops.floor)
+            return (beyond, reached, first * width + triples[:, 0], triples[:, 1:], first * width + top_positions,
+                    top_keys)
         flat = keys.reshape(-1)  # the rows of a part are contiguous in the block
         beyond, reached, triples, top_positions = count_pass(keys, tops.floor, first)
         return (beyond, reached, first * width + triples[:, 0], triples[:, 1:], first * width + top_positions,
@@ -1026,17 +1199,32 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
                          "pass": _pass_name(count_pass, blocks.device if on_device else torch.device("cpu"))})
 
 
-PROBE_KEYS = 1 << 21  # the first rows' keys that tell whether a matrix is crowded
+PROBE_KEYS = 1 << 19  # the first rows' keys that tell whether a matrix is crowded (and the fused pass's first floor)
 CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
 
 
-def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, rows: int, on_device: bool = False) -> bool:
-    """Whether more than :data:`CROWDED` of the first block's fast keys lie inside a window (each
-    would be re-scored from the table, some 80 times a key's share of a float64 GEMM)."""
+@dataclass
+class _FusedSetup:
+    """What the fused pass starts from: a GEMM's bound (``gemm_delta``, the probe's keys' own) and
+    the probe's keys (the first floor of the best pairs)."""
+
+    gemm_delta: float
+    probe: torch.Tensor
+
+
+def _probe_keys(blocks: _EmbeddingBlocks, rows: int) -> torch.Tensor:
+    """(B, S) the fast keys of the first rows, at most :data:`PROBE_KEYS` of them (a GEMM)."""
     width = max(1, blocks.columns.shape[0])
     rows = max(1, min(rows, blocks.fast_queries.shape[0], max(1, min(PROBE_KEYS, COUNTER_LIMIT) // width)))
-    keys = blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype,
+    return blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype,
                                             device=blocks.device))
+
+
+def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, keys: torch.Tensor, on_device: bool = False) -> bool:
+    """Whether more than :data:`CROWDED` of the fast ``keys`` (the probe's: the first rows') lie
+    inside a window (each would be re-scored from the table, some 80 times a key's share of a
+    float64 GEMM)."""
+    rows = keys.shape[0]
     if on_device:
         return _TorchPass(windows, True, blocks.device).inside(keys) > CROWDED * keys.numel()
     count = int(windows.lows.shape[0])

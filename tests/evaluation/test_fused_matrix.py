@@ -1,0 +1,211 @@
+"""The repurposing matrix's fused pass (``openbench_matrix_fused_f32``): its keys are summed in the
+order its rounding bound assumes, the bound covers every key, and what it counts is the
+definition's and the plain pass's, record for record."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+
+from openbench.evaluation.counting import matrix
+from openbench.evaluation.counting.exact import ExactRanks
+from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, fused_chain, fused_chunk
+from openbench.models.scorers import build_scorer
+from tests.bases import fused_matrix_pass_available
+
+
+needs_fused = pytest.mark.skipif(not fused_matrix_pass_available(), reason="the fused pass needs AVX-512 and the C helper")
+
+
+def _round32(value: Fraction) -> np.float32:
+    """``value`` rounded to the nearest float32, ties to even (IEEE round to nearest)."""
+    best = np.float32(float(value))
+    for other in (np.nextafter(best, np.float32(-np.inf)), np.nextafter(best, np.float32(np.inf))):
+        gap, best_gap = abs(Fraction(float(other)) - value), abs(Fraction(float(best)) - value)
+        if gap < best_gap or (gap == best_gap and int(other.view(np.int32)) % 2 == 0):
+            best = other
+    return best
+
+
+def _emulated_key(query, column, chunk, l2_terms=None) -> np.float32:
+    """The key as the fused pass's docstring defines it: each chunk of ``chunk`` dimensions summed
+    by fused multiply-adds from 0 (one rounding each, the exact product and sum rounded once), the
+    chunks' sums added in order in float32; L2: ((2 t + col_term) + row_term)."""
+    total = np.float32(0.0)
+    for k0 in range(0, len(query), chunk):
+        part = np.float32(0.0)
+        for k in range(k0, min(k0 + chunk, len(query))):
+            part = _round32(Fraction(float(query[k])) * Fraction(float(column[k])) + Fraction(float(part)))
+        total = np.float32(total + part)
+    if l2_terms is not None:
+        col_term, row_term = l2_terms
+        total = np.float32(np.float32(np.float32(total + total) + col_term) + row_term)
+    return total
+
+
+def _fused_of(scorer, spec):
+    blocks = matrix._EmbeddingBlocks(scorer, spec)
+    windows = matrix._Windows(torch.zeros(1), torch.zeros(1), True)
+    return blocks, matrix._FusedPass(matrix._BlockPass(windows, False, matrix._library()), blocks)
+
+
+def _exact_key(name, h, r, t):
+    h, r, t = ([Fraction(float(x)) for x in v] for v in (h, r, t))
+    if name == "DistMult":
+        return sum(a * b * c for a, b, c in zip(h, r, t))
+    return -sum((a + b - c) ** 2 for a, b, c in zip(h, r, t))
+
+
+def _tables(drugs, diseases, dim, seed, spread=0.0):
+    """Seeded float32 tables; ``spread`` > 0: magnitudes over 10^±spread (sums with cancellation)."""
+    rng = np.random.default_rng(seed)
+    entities = rng.normal(size=(drugs + diseases, dim)) * 10.0 ** rng.uniform(-spread, spread, (drugs + diseases, dim))
+    relations = rng.normal(size=(1, dim)) * 10.0 ** rng.uniform(-spread, spread, (1, dim))
+    return entities.astype(np.float32), relations.astype(np.float32)
+
+
+@needs_fused
+@pytest.mark.parametrize("name, dim, pairs", [("DistMult", 37, None), ("TransE-L2", 37, None),
+                                              ("DistMult", 200, 60), ("TransE-L2", 5, None)])
+def test_the_fused_keys_are_summed_in_the_order_the_bound_assumes(name, dim, pairs):
+    """Bit for bit, every key of a matrix with partial tiles (13 rows, 35 columns: tiles are 12 ×
+    32) equals the order written out in exact arithmetic: chunks of ⌊√d⌋ fused multiply-adds from
+    0, the chunks' sums added in order (and L2's finishing in candidate_scores' order)."""
+    drugs, diseases = 13, 35
+    entities, relations = _tables(drugs, diseases, dim, seed=dim)
+    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
+    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
+    blocks, fused = _fused_of(scorer, spec)
+    keys = fused.keys(0, drugs).numpy()
+    chunk = fused_chunk(dim)
+    assert fused.chunk == chunk
+    queries, columns = blocks.fast_queries.numpy(), blocks.columns.numpy()
+    chosen = [(i, j) for i in range(drugs) for j in range(diseases)]
+    if pairs is not None:
+        picks = np.random.default_rng(0).choice(len(chosen), pairs, replace=False)
+        chosen = [chosen[p] for p in picks] + [(drugs - 1, diseases - 1), (12, 32)]  # the partial tiles' corner
+    for i, j in chosen:
+        terms = None
+        if name == "TransE-L2":
+            terms = (fused.col_terms.numpy()[j], fused.row_terms.numpy()[i])
+        want = _emulated_key(queries[i], columns[j], chunk, terms)
+        assert keys[i, j].view(np.int32) == want.view(np.int32), (i, j, keys[i, j], want)
+
+
+def test_the_fused_chain_is_the_most_roundings_a_term_goes_through():
+    """fused_chain(d) against the order counted term by term: a term's product is rounded by its
+    own fused multiply-add, then once by each later one of its chunk, then once by each addition
+    of chunk sums it takes part in (the first chunk's sum is added to 0 exactly)."""
+    for dims in list(range(1, 80)) + [128, 199, 200, 201, 256, 1000]:
+        chunk = fused_chunk(dims)
+        starts = list(range(0, dims, chunk))
+        worst = 0
+        for m, k0 in enumerate(starts):
+            length = min(chunk, dims - k0)
+            additions = len(starts) - 1 if m == 0 else len(starts) - m
+            for position in range(length):
+                worst = max(worst, (length - position) + additions)
+        assert fused_chain(dims) == worst, dims
+    assert fused_chain(200) == 28 and fused_chunk(200) == 14
+
+
+@needs_fused
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L2"])
+def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
+    """|fused key - exact key| <= the bound the fused windows use, for every pair of a matrix
+    whose values span six orders of magnitude (sums with cancellation), d = 64; the bound is
+    several times narrower than the GEMM's (the point of the fused pass's order)."""
+    drugs, diseases, dim = 13, 40, 64
+    entities, relations = _tables(drugs, diseases, dim, seed=11, spread=3.0)
+    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
+    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
+    blocks, fused = _fused_of(scorer, spec)
+    grid_bits = ExactRanks(scorer).grid_bits
+    bound = blocks.fast_bound(grid_bits, fused_chain(dim))
+    gemm = blocks.fast_bound(grid_bits)
+    assert 0 < bound < gemm / 2
+    keys = fused.keys(0, drugs).numpy()
+    worst = Fraction(0)
+    for i in range(drugs):
+        for j in range(diseases):
+            exact = _exact_key(name, entities[i], relations[0], entities[drugs + j])
+            worst = max(worst, abs(Fraction(float(keys[i, j])) - exact))
+    assert 0 < worst <= Fraction(bound)
+
+
+def _wide(name, seed=5):
+    rng = np.random.default_rng(seed)
+    drugs, diseases, dim = 29, 300, 6
+    entities = rng.normal(size=(drugs + diseases, dim)).astype(np.float32)
+    relations = rng.normal(size=(1, dim)).astype(np.float32)
+    entities[drugs + 200] = entities[drugs + 3]  # ties across tiles
+    entities[drugs + 150] = np.nextafter(entities[drugs + 3], np.float32(np.inf))  # a near-tie
+    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
+    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
+    keys = {(i, j): _exact_key(name, entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
+            for j in range(diseases)}
+    return scorer, spec, keys, np.array([0, 4, 8, 2, 2, 5, 1, 28, 13]), np.array([3, 200, 150, 299, 128, 127, 3, 3, 31])
+
+
+@needs_fused
+@pytest.mark.parametrize("name", ["DistMult", "TransE-L2"])
+def test_the_fused_pass_counts_what_the_definition_counts_in_parts(name, monkeypatch):
+    """On 29 rows × 300 columns (partial tiles both ways), ties across tiles and a near-tie one
+    float32 step away, in passes of at most three rows' keys (COUNTER_LIMIT) over blocks of five
+    rows: every count and the best pairs are the definition's, and the fused pass ran."""
+    import bisect
+
+    monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
+    monkeypatch.setenv(matrix.BLOCK_VARIABLE, str(5 * 300))
+    scorer, spec, keys, rows, cols = _wide(name)
+    library = matrix._library()
+    sizes = []
+    real = library.openbench_matrix_fused_f32
+
+    def spy(*arguments):
+        sizes.append(arguments[1] * arguments[4])  # rows * width of the call
+        return real(*arguments)
+
+    monkeypatch.setattr(library, "openbench_matrix_fused_f32", spy)
+    monkeypatch.setattr(matrix, "COUNTER_LIMIT", 3 * 300)
+    counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
+    assert counted.stats["pass"] == "fused C on cpu"
+    assert sizes and max(sizes) <= 3 * 300 and sum(sizes) >= 29 * 300
+    ordered = sorted(keys.values())
+    assert counted.stats["float64_in_pass"] and counted.stats["rescored"] > 0  # the near-tie went past the float64 step
+    for p in range(rows.size):
+        k = keys[(rows[p], cols[p])]
+        assert counted.greater[p] == len(ordered) - bisect.bisect_right(ordered, k)
+        assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
+    fifth = ordered[-5]
+    assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= fifth}
+
+
+@needs_fused
+def test_a_nan_key_in_the_fused_pass_is_one_error_naming_its_place(monkeypatch):
+    from openbench.errors import ScoreError
+
+    monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
+    scorer, spec, _, rows, cols = _wide("DistMult")
+    count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))  # the tables' summaries, taken finite
+    scorer.entities[spec.shape[0] + 130, 0] = float("nan")  # the pass itself meets the NaN
+    with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
+        count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))
+
+
+@needs_fused
+def test_the_fused_pass_needs_avx512_chosen(monkeypatch):
+    """With another scan chosen (OPENBENCH_SCAN, or a CPU without AVX-512) the plain pass counts."""
+    from openbench.evaluation.counting.kernels import chunk_scan
+
+    scorer, spec, _, rows, cols = _wide("DistMult")
+    monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
+    before = chunk_scan()
+    try:
+        chunk_scan("avx2")
+        assert count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool)).stats["pass"] == "C on cpu"
+    finally:
+        chunk_scan(before)
+    assert count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool)).stats["pass"] == "fused C on cpu"
