@@ -1153,7 +1153,7 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
 #define MATRIX_COUNT_KEY(T, BELOW, IS_F32, KEY, SLOT, I, J)                                        \
     do {                                                                                            \
         const int32_t c_ = (SLOT), code_ = cell_counts[c_];                                         \
-        if (code_ >= 0) { cell_counts[c_] = code_ + 1; break; } /* a pure cell */                   \
+        if (__builtin_expect(code_ >= 0, 1)) { cell_counts[c_] = code_ + 1; break; } /* a pure cell */ \
         const T x_ = (KEY);                                                                         \
         const int64_t *range_ = impure + 4 * (int64_t)(-1 - code_);                                 \
         int64_t a_ = BELOW(highs, range_[0], range_[1], x_, 1);                                     \
@@ -1250,17 +1250,50 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
  * panels of 32, (ceil(width / 32), dims, 32) float32, zero past width; `columns` (width, dims) the same values row by row (the float64 step reads them). kind 0: the
  * key is the dot product; 1: L2, key = (2 q.c + col_terms[j]) + row_terms[i], col_terms = -|c|^2
  * and row_terms = -|q|^2 rounded to float32 (candidate_scores' order). `top_keys`: the fast keys
- * of the best pairs recorded in `tops`. Returns the keys recorded, -1 where a key is NaN (the
+ * of the best pairs recorded in `tops`. `cell_counts` holds cells + 3 counters (the last, a spare
+ * for the places of partial tiles). Returns the keys recorded, -1 where a key is NaN (the
  * caller counts the block the plain way, which names it), -2 without AVX-512, -3 out of memory. */
 #ifdef HAVE_AVX512_SCAN
 #define FUSED_ROWS 12
 #define FUSED_COLS 32
 #define FUSED_GROUP 16 /* column panels per pass over the rows: 16 × 32 columns × dims floats stay in L2 */
 
-__attribute__((target("avx512f"))) static void fused_tile(const float *a, const float *b, int64_t dims,
-                                                           int64_t chunk, float *tile)
+#define FUSED_KEYS (FUSED_ROWS * FUSED_COLS)
+
+/* The previous tile's keys counted while this one's products run: the multiply-adds keep the
+ * vector unit busy and leave the load and store ports idle, so each k step also takes the next
+ * `per_step` of the previous tile's cells (`prior`, FUSED_KEYS of them; a key of an impure cell
+ * is only listed in `impure_at`, for the caller). A pure cell's counter is incremented without a
+ * branch (an impure one's code is stored back unchanged). */
+#define FUSED_COUNT_PRIOR(LIMIT)                                                                    \
+    do {                                                                                            \
+        const int limit_ = (LIMIT);                                                                 \
+        for (; cursor < limit_; ++cursor) {                                                         \
+            const int32_t c_ = prior[cursor], code_ = cell_counts[c_], pure_ = code_ >= 0;          \
+            cell_counts[c_] = code_ + pure_;                                                        \
+            impure_at[impure] = cursor;                                                             \
+            impure += 1 - pure_;                                                                    \
+        }                                                                                           \
+    } while (0)
+
+/* The last tile's cells counted alone (FUSED_COUNT_PRIOR); returns the keys listed as impure. */
+static int fused_count_tile(const int32_t *prior, int32_t *cell_counts, int32_t *impure_at)
+{
+    int cursor = 0, impure = 0;
+    FUSED_COUNT_PRIOR(FUSED_KEYS);
+    return impure;
+}
+
+/* One tile's keys (see openbench_matrix_fused_f32) into `tile`; with `prior`, the previous
+ * tile's cells counted on the way (FUSED_COUNT_PRIOR). Returns the number of prior keys listed
+ * as impure. */
+__attribute__((target("avx512f"))) static int fused_tile(const float *a, const float *b, int64_t dims,
+                                                         int64_t chunk, float *tile, const int32_t *prior,
+                                                         int32_t *cell_counts, int32_t *impure_at)
 {
     __m512 sum[FUSED_ROWS][2], part[FUSED_ROWS][2];
+    int cursor = prior ? 0 : FUSED_KEYS, impure = 0;
+    const int per_step = dims > 0 ? (int)((FUSED_KEYS + dims - 1) / dims) : FUSED_KEYS;
     for (int r = 0; r < FUSED_ROWS; ++r) sum[r][0] = sum[r][1] = _mm512_setzero_ps();
     for (int64_t k0 = 0; k0 < dims; k0 += chunk) {
         const int64_t k1 = k0 + chunk < dims ? k0 + chunk : dims;
@@ -1272,27 +1305,33 @@ __attribute__((target("avx512f"))) static void fused_tile(const float *a, const 
                 part[r][0] = _mm512_fmadd_ps(x, b0, part[r][0]);
                 part[r][1] = _mm512_fmadd_ps(x, b1, part[r][1]);
             }
+            FUSED_COUNT_PRIOR(cursor + per_step < FUSED_KEYS ? cursor + per_step : FUSED_KEYS);
         }
         for (int r = 0; r < FUSED_ROWS; ++r) {
             sum[r][0] = _mm512_add_ps(sum[r][0], part[r][0]);
             sum[r][1] = _mm512_add_ps(sum[r][1], part[r][1]);
         }
     }
+    FUSED_COUNT_PRIOR(FUSED_KEYS);
     for (int r = 0; r < FUSED_ROWS; ++r) {
         _mm512_store_ps(tile + r * FUSED_COLS, sum[r][0]);
         _mm512_store_ps(tile + r * FUSED_COLS + 16, sum[r][1]);
     }
+    return impure;
 }
 
 /* A tile's keys finished (L2: (2 t + col_terms[j]) + row_terms[i], candidate_scores' order) and
  * their cells, as matrix_slots_avx512 computes them, for its first `rows_here` rows and `n`
- * columns (row r's at slot + 32 r). Returns whether a key is NaN; *high: a bit for each row
- * holding a key >= floor. */
+ * columns (row r's at slot + 32 r); every other place of the tile gets the spare cell `spare`
+ * (counted, never read). Returns whether a key is NaN; high[r]: a bit for each key of row r >=
+ * floor. */
 __attribute__((target("avx512f"))) static int fused_tile_slots(float *tile, int64_t rows_here, int64_t n, int kind,
                                                                const float *col_terms, const float *row_terms,
                                                                float base, float scale, float upper, float floor,
-                                                               int32_t *slot, uint32_t *high)
+                                                               int32_t spare, int32_t *slot, uint32_t *high)
 {
+    const __m512i spares = _mm512_set1_epi32(spare);
+    /* high[r]: a bit for each key of row r at or above the floor */
     const __m512 vbase = _mm512_set1_ps(base), vscale = _mm512_set1_ps(scale), vupper = _mm512_set1_ps(upper);
     const __m512 vlow = _mm512_set1_ps(-1.0f), vfloor = _mm512_set1_ps(floor);
     const __m512i one = _mm512_set1_epi32(1);
@@ -1304,8 +1343,13 @@ __attribute__((target("avx512f"))) static int fused_tile_slots(float *tile, int6
         terms[1] = _mm512_maskz_loadu_ps(halves[1], col_terms + 16);
     }
     __mmask16 nan = 0;
-    uint32_t above = 0;
+    for (int64_t r = rows_here; r < FUSED_ROWS; ++r) {
+        _mm512_storeu_si512(slot + r * FUSED_COLS, spares);
+        _mm512_storeu_si512(slot + r * FUSED_COLS + 16, spares);
+        high[r] = 0;
+    }
     for (int64_t r = 0; r < rows_here; ++r) {
+        high[r] = 0;
         for (int h = 0; h < 2; ++h) {
             const __mmask16 lanes = halves[h];
             float *at = tile + r * FUSED_COLS + 16 * h;
@@ -1315,12 +1359,12 @@ __attribute__((target("avx512f"))) static int fused_tile_slots(float *tile, int6
                 _mm512_mask_storeu_ps(at, lanes, x);
             }
             const __m512 t = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(x, vbase), vscale), vupper), vlow);
-            _mm512_mask_storeu_epi32(slot + r * FUSED_COLS + 16 * h, lanes, _mm512_add_epi32(_mm512_cvttps_epi32(t), one));
+            const __m512i cell = _mm512_add_epi32(_mm512_cvttps_epi32(t), one);
+            _mm512_storeu_si512(slot + r * FUSED_COLS + 16 * h, _mm512_mask_mov_epi32(spares, lanes, cell));
             nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q);
-            if (_mm512_mask_cmp_ps_mask(lanes, x, vfloor, _CMP_GE_OQ)) above |= 1u << r;
+            high[r] |= (uint32_t)_mm512_mask_cmp_ps_mask(lanes, x, vfloor, _CMP_GE_OQ) << (16 * h);
         }
     }
-    *high = above;
     return nan != 0;
 }
 #endif
@@ -1359,10 +1403,10 @@ int64_t openbench_matrix_fused_keys_f32(const float *queries, int64_t rows, cons
                 panel[k * FUSED_ROWS + r] = r < rows_here ? queries[(p * FUSED_ROWS + r) * dims + k] : 0.0f;
         for (int64_t q = 0; q * FUSED_COLS < width; ++q) {
             const int64_t j0 = q * FUSED_COLS, n = width - j0 < FUSED_COLS ? width - j0 : FUSED_COLS;
-            uint32_t high = 0;
-            fused_tile(panel, packed + q * FUSED_COLS * dims, dims, chunk, tile);
+            uint32_t high[FUSED_ROWS];
+            fused_tile(panel, packed + q * FUSED_COLS * dims, dims, chunk, tile, 0, 0, 0);
             fused_tile_slots(tile, rows_here, n, kind, kind == 1 ? col_terms + j0 : 0,
-                             kind == 1 ? row_terms + p * FUSED_ROWS : 0, 0.0f, 1.0f, 1.0f, 0.0f, slot, &high);
+                             kind == 1 ? row_terms + p * FUSED_ROWS : 0, 0.0f, 1.0f, 1.0f, 0.0f, 0, slot, high);
             for (int64_t r = 0; r < rows_here; ++r)
                 for (int64_t jj = 0; jj < n; ++jj) out[(p * FUSED_ROWS + r) * width + j0 + jj] = tile[r * FUSED_COLS + jj];
         }
@@ -1405,44 +1449,60 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
                 a[(p * dims + k) * FUSED_ROWS + r] = i < rows ? queries[i * dims + k] : 0.0f;
             }
     for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = codes[c];
-    int64_t recorded = 0, kept = 0;
+    const int32_t spare = (int32_t)(cells + 2); /* the places of a partial tile outside the matrix count here */
+    cell_counts[spare] = 0;
+    int64_t recorded = 0, kept = 0, prior_i0 = 0, prior_j0 = 0;
     const float upper = (float)cells;
-    float tile[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
-    int32_t slot[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
+    float tiles[2][FUSED_KEYS] __attribute__((aligned(64)));
+    int32_t slots[2][FUSED_KEYS] __attribute__((aligned(64)));
+    int32_t impure_at[FUSED_KEYS];
+    int prior = -1; /* the buffer of the tile whose cells the next tile's products count, -1: none */
+/* the prior tile's keys of impure cells, placed one by one (MATRIX_COUNT_KEY reads their codes) */
+#define FUSED_SETTLE(LISTED)                                                                        \
+    for (int t_ = 0; t_ < (LISTED); ++t_) {                                                         \
+        const int at_ = impure_at[t_];                                                              \
+        const int64_t i = prior_i0 + (at_ >> 5), j = prior_j0 + (at_ & 31);                         \
+        const double *query = queries64 ? queries64 + i * dims : 0;                                 \
+        MATRIX_COUNT_KEY(float, count_below_padded_f32, 1, tiles[prior][at_], slots[prior][at_], i, j); \
+    }
     for (int64_t g = 0; g < column_panels; g += FUSED_GROUP) {
         const int64_t g_end = g + FUSED_GROUP < column_panels ? g + FUSED_GROUP : column_panels;
         for (int64_t p = 0; p < panels; ++p) {
             for (int64_t q = g; q < g_end; ++q) {
-                fused_tile(a + p * FUSED_ROWS * dims, packed + q * FUSED_COLS * dims, dims, chunk, tile);
+                const int current = prior == 0 ? 1 : 0;
+                float *tile = tiles[current];
+                const int listed = fused_tile(a + p * FUSED_ROWS * dims, packed + q * FUSED_COLS * dims, dims, chunk,
+                                              tile, prior >= 0 ? slots[prior] : 0, cell_counts, impure_at);
+                if (prior >= 0) FUSED_SETTLE(listed)
                 const int64_t j0 = q * FUSED_COLS, n = width - j0 < FUSED_COLS ? width - j0 : FUSED_COLS;
                 const int64_t rows_here = rows - p * FUSED_ROWS < FUSED_ROWS ? rows - p * FUSED_ROWS : FUSED_ROWS;
-                uint32_t high = 0;
+                uint32_t high[FUSED_ROWS];
                 if (fused_tile_slots(tile, rows_here, n, kind, kind == 1 ? col_terms + j0 : 0,
-                                     kind == 1 ? row_terms + p * FUSED_ROWS : 0, base, scale, upper, floor, slot,
-                                     &high)) {
+                                     kind == 1 ? row_terms + p * FUSED_ROWS : 0, base, scale, upper, floor, spare,
+                                     slots[current], high)) {
                     free(a);
                     return -1;
                 }
-                for (int64_t r = 0; r < rows_here; ++r) {
-                    const int64_t i = p * FUSED_ROWS + r;
-                    const float *row = tile + r * FUSED_COLS;
-                    const int32_t *row_slots = slot + r * FUSED_COLS;
-                    const double *query = queries64 ? queries64 + i * dims : 0;
-                    for (int64_t jj = 0; jj < n; ++jj)
-                        MATRIX_COUNT_KEY(float, count_below_padded_f32, 1, row[jj], row_slots[jj], i, j0 + jj);
-                    if (tops && (high >> r) & 1u)
-                        for (int64_t jj = 0; jj < n; ++jj)
-                            if (row[jj] >= floor) {
-                                if (kept < top_capacity) {
-                                    tops[kept] = i * width + j0 + jj;
-                                    top_keys[kept] = row[jj];
-                                }
-                                ++kept;
-                            }
-                }
+                for (int64_t r = 0; tops && r < rows_here; ++r)
+                    for (uint32_t bits = high[r]; bits; bits &= bits - 1) { /* the keys >= floor */
+                        const int jj = __builtin_ctz(bits);
+                        if (kept < top_capacity) {
+                            tops[kept] = (p * FUSED_ROWS + r) * width + j0 + jj;
+                            top_keys[kept] = tile[r * FUSED_COLS + jj];
+                        }
+                        ++kept;
+                    }
+                prior = current;
+                prior_i0 = p * FUSED_ROWS;
+                prior_j0 = j0;
             }
         }
     }
+    if (prior >= 0) {
+        const int listed = fused_count_tile(slots[prior], cell_counts, impure_at);
+        FUSED_SETTLE(listed)
+    }
+#undef FUSED_SETTLE
     matrix_pure_counts(cell_counts, cells, ab, beyond, reached);
     if (tops) *top_count = kept;
     free(a);

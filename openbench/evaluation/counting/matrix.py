@@ -63,6 +63,7 @@ import numpy as np
 import torch
 
 from openbench.errors import ScoreError
+from openbench.evaluation.counting.exact import ExactRanks
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 
 __all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "Shard", "count_matrix", "count_rows", "exact_mode_applies"]
@@ -450,6 +451,7 @@ class _TorchPass:
         return -(queries - columns).abs().sum(dim=1)
 
 
+FUSED_BLOCKS = 4  # the fused pass's blocks hold this many times BLOCK_KEYS keys (fewer rounds of the threads)
 FUSED_COLS = 32  # the fused pass's tile width (``_counting.c``'s FUSED_COLS): the columns are packed in panels of it
 
 
@@ -544,8 +546,9 @@ class _FusedPass:
         if plain.queries64 is not None and plain.lows64 is not None and plain.highs64 is not None:
             refine = (plain.queries64[first:last].data_ptr(), plain.lows64.ctypes.data, plain.highs64.ctypes.data)
         rows = last - first
-        counts = np.empty(grid.cells + 2, np.int32)
-        capacity, top_capacity = 1 << 16, 1 << 16
+        counts = np.empty(grid.cells + 3, np.int32)  # the cells' counters and a spare (``_counting.c``)
+        # a pass repeated costs a pass: room for the best pairs over the first floor (untouched pages cost nothing)
+        capacity, top_capacity = 1 << 16, max(1 << 16, (last - first) * width // 64)
         queries = self.queries[first:last]
         row_terms = self.row_terms[first:last].data_ptr() if self.row_terms is not None else None
         col_terms = self.col_terms.data_ptr() if self.col_terms is not None else None
@@ -633,6 +636,13 @@ class _EmbeddingBlocks:
 
         queries, columns, squared = self.fast_tables()
         return candidate_scores(self.kind, queries[first:last], columns, squared, out, keys=True)
+
+    def keys_at(self, rows: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """(B, S) the fast keys of the rows ``rows`` (B,) int64 (matrix indexes)."""
+        from openbench.models.scorers import candidate_scores
+
+        queries, columns, squared = self.fast_tables()
+        return candidate_scores(self.kind, queries[rows.to(queries.device)], columns, squared, out, keys=True)
 
     def fast_tables(self) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         """(queries, columns, squared norms) of the fast pass on :attr:`device` (copied there once)."""
@@ -768,9 +778,22 @@ def block_keys() -> int:
     return int(given) if given.isdigit() and int(given) > 0 else BLOCK_KEYS
 
 
-def _blocks(rows: int, width: int) -> List[Tuple[int, int]]:
-    step = max(1, block_keys() // max(1, width))
+def _blocks(rows: int, width: int, keys: Optional[int] = None) -> List[Tuple[int, int]]:
+    """Row ranges of at most ``keys`` (default :func:`block_keys`) keys each, as equal as whole rows
+    allow (no short last block for a worker to finish alone)."""
+    step = max(1, (keys or block_keys()) // max(1, width))
+    count = -(-rows // step)
+    step = -(-rows // max(1, count))
     return [(first, min(rows, first + step)) for first in range(0, rows, step)]
+
+
+def _fused_block_keys() -> int:
+    """Keys per block of the fused pass: :data:`FUSED_BLOCKS` times :func:`block_keys` (it holds no
+    block of keys; a block is a round of the threads and a rise of the best pairs' floor), or the
+    environment's :data:`BLOCK_VARIABLE` as given."""
+    import os
+
+    return block_keys() if os.environ.get(BLOCK_VARIABLE, "").strip() else FUSED_BLOCKS * block_keys()
 
 
 def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[int, int]], workers: int,
@@ -869,18 +892,18 @@ class _Tops:
         self.keys = np.zeros(0, np.float64)
         self.floor: Optional[float] = -np.inf if wanted else None
 
-    def prime(self, keys: torch.Tensor, first: int, width: int, slack: Optional[float] = None) -> None:
-        """Before the first block is counted: a floor from its own keys (B, width), so that the pass
+    def prime(self, keys: torch.Tensor, rows: np.ndarray, width: int, slack: Optional[float] = None) -> None:
+        """Before the first block is counted: a floor from some rows' keys (B, width), the rows
+        ``rows`` (B,) of the matrix (the first block's, or the fused pass's probe), so that the pass
         records a few candidates instead of the whole block. The (K + e)-th largest key, e the
-        excluded pairs the block holds, is at most the K-th largest of the others; so is the
-        (K + e)-th largest of any K + e of the block's keys, here the maxima of some 4 (K + e)
-        equal segments of the block (one pass over it, and close to the block's own: the block's
-        best keys mostly lie in segments of their own). ``slack``: the floor's margin where these
-        keys were computed otherwise than the pass's (default: :attr:`slack`)."""
+        excluded pairs these rows hold, is at most the K-th largest of the others; so is the
+        (K + e)-th largest of any K + e of their keys, here the maxima of some 4 (K + e) equal
+        segments of them (one pass, and close to their own: the best keys mostly lie in segments of
+        their own). ``slack``: the floor's margin where these keys were computed otherwise than the
+        pass's (default: :attr:`slack`)."""
         if not self.wanted or self.floor is None or self.floor > -np.inf:
             return
-        low, high = first * width, (first + keys.shape[0]) * width
-        inside = int(np.count_nonzero((self.excluded >= low) & (self.excluded < high)))
+        inside = int(np.count_nonzero(np.isin(self.excluded // width, rows)))
         rank = self.wanted + inside
         flat = keys.reshape(-1)
         segment = max(1, flat.numel() // (4 * rank))
@@ -934,7 +957,7 @@ def _count_values(blocks: _ValueBlocks, spec: MatrixSpec, special_rows, special_
 
     def make_keys(first: int, last: int) -> torch.Tensor:
         keys = blocks.keys(first, last).double().contiguous()
-        tops.prime(keys, first, width)
+        tops.prime(keys, np.arange(first, last), width)
         return keys
 
     def count_part(keys: torch.Tensor, first: int, _last: int):
@@ -1042,27 +1065,28 @@ class _ExactOrder:
         lows, highs = sorted_keys - sorted_bounds, sorted_keys + sorted_bounds
         reach = np.maximum.accumulate(highs)
         starts = np.r_[True, lows[1:] > reach[:-1]]
-        ranks = np.zeros(count, np.int64)  # the group of each sorted pair, filled cluster by cluster
-        group = 0
         boundaries = np.flatnonzero(np.r_[starts, True])
-        for begin, end in zip(boundaries[:-1], boundaries[1:]):
-            if end - begin == 1:
-                ranks[begin] = group
-                group += 1
-                continue
+        sizes = np.diff(boundaries)
+        # each cluster's groups within it (a lone pair: one); only clusters of several pairs are ordered one by one
+        local = np.zeros(count, np.int64)
+        spans = np.ones(sizes.shape[0], np.int64)
+        for cluster in np.flatnonzero(sizes > 1).tolist():
+            begin, end = int(boundaries[cluster]), int(boundaries[cluster + 1])
             members = order[begin:end]
             if not sorted_bounds[begin:end].any():
                 exact = [decimal.Decimal(float(k)) for k in sorted_keys[begin:end]]
             else:
                 exact = [self.key(int(rows[i]), int(cols[i])) for i in members]
             ordering = sorted(range(end - begin), key=lambda i: exact[i])
-            previous = None
+            group, previous = 0, None
             for position in ordering:
                 if previous is not None and exact[position] != previous:
                     group += 1
-                ranks[begin + position] = group
+                local[begin + position] = group
                 previous = exact[position]
-            group += 1
+            spans[cluster] = group + 1
+        first_group = np.cumsum(spans) - spans  # the clusters' groups follow one another
+        ranks = np.repeat(first_group, sizes) + local  # the group of each sorted pair
         out = np.empty(count, np.int64)
         out[order] = ranks
         return out
@@ -1070,8 +1094,6 @@ class _ExactOrder:
 
 def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, thresholds, top_k, top_excluded,
                  progress, shard: Optional[Shard] = None, device: Optional[torch.device] = None) -> MatrixCounts:
-    from openbench.evaluation.counting.exact import ExactRanks
-
     rows, width = spec.shape
     on_device = _pass_on_device(device)
     blocks = _EmbeddingBlocks(scorer, spec)
@@ -1089,7 +1111,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     library = _library()
     fused: Optional[_FusedSetup] = None
     if not on_device and fused_applies(blocks, library):
-        fused = _FusedSetup(delta, _probe_keys(blocks, rows))
+        fused = _FusedSetup(delta, *_probe_keys(blocks, rows))
         delta = blocks.fast_bound(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
@@ -1103,7 +1125,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     record = not windows.point
     refine: Optional[dict] = None
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, fused.probe if fused is not None else _probe_keys(blocks, rows),
+            _crowded(blocks, windows, library, fused.probe if fused is not None else _probe_keys(blocks, rows)[1],
                      on_device):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
         fused = None
@@ -1123,7 +1145,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         count_pass = _FusedPass(count_pass, blocks)
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
-        tops.prime(fused.probe, 0, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
+        tops.prime(fused.probe, fused.probe_rows, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
 
     buffer = None if isinstance(count_pass, _FusedPass) else torch.empty(
         (min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype,
@@ -1133,7 +1155,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         if buffer is None:
             return None  # the fused pass computes its own
         keys = blocks.keys(first, last, buffer[:last - first])
-        tops.prime(keys, first, width)
+        tops.prime(keys, np.arange(first, last), width)
         return keys
 
     def count_part(keys: Optional[torch.Tensor], first: int, last: int):
@@ -1146,7 +1168,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         return (beyond, reached, first * width + triples[:, 0], triples[:, 1:], first * width + top_positions,
                 flat[torch.from_numpy(top_positions).to(flat.device)].double().cpu().numpy())
 
-    block_list = _blocks(rows, width)
+    block_list = _blocks(rows, width, _fused_block_keys() if isinstance(count_pass, _FusedPass) else None)
     count = sorted_where.shape[0]
     beyond, reached = np.zeros(count + 1, np.int64), np.zeros(count + 1, np.int64)
     undecided: List[Tuple[np.ndarray, np.ndarray]] = []
@@ -1205,19 +1227,39 @@ CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond whic
 
 @dataclass
 class _FusedSetup:
-    """What the fused pass starts from: a GEMM's bound (``gemm_delta``, the probe's keys' own) and
-    the probe's keys (the first floor of the best pairs)."""
+    """What the fused pass starts from: a GEMM's bound (``gemm_delta``, the probe's keys' own), the
+    probe's rows and its keys (the first floor of the best pairs)."""
 
     gemm_delta: float
+    probe_rows: np.ndarray
     probe: torch.Tensor
 
 
-def _probe_keys(blocks: _EmbeddingBlocks, rows: int) -> torch.Tensor:
-    """(B, S) the fast keys of the first rows, at most :data:`PROBE_KEYS` of them (a GEMM)."""
+PROBE_COLUMNS = 64  # columns every row is scored against to find the rows that hold the best pairs
+
+
+def _probe_keys(blocks: _EmbeddingBlocks, rows: int) -> Tuple[np.ndarray, torch.Tensor]:
+    """(rows (B,), keys (B, S)): the fast keys of B rows, at most :data:`PROBE_KEYS` keys (a GEMM):
+    half spread evenly over the matrix (the windows' crowd is the whole matrix's), half the rows
+    whose best key against :data:`PROBE_COLUMNS` spread columns is highest (the best pairs gather
+    in few rows where a row's own term dominates its keys, as L2's -‖q‖²: their keys make a first
+    floor near the matrix's own). Any rows give a valid floor; these give a high one."""
     width = max(1, blocks.columns.shape[0])
-    rows = max(1, min(rows, blocks.fast_queries.shape[0], max(1, min(PROBE_KEYS, COUNTER_LIMIT) // width)))
-    return blocks.keys(0, rows, torch.empty((rows, blocks.columns.shape[0]), dtype=blocks.fast_queries.dtype,
-                                            device=blocks.device))
+    count = max(1, min(rows, blocks.fast_queries.shape[0], max(1, min(PROBE_KEYS, COUNTER_LIMIT) // width)))
+    spread = np.unique(np.linspace(0, rows - 1, max(1, count // 2)).round().astype(np.int64))
+    chosen = spread
+    if count > spread.shape[0]:
+        from openbench.models.scorers import candidate_scores
+
+        queries, columns, squared = blocks.fast_tables()
+        sampled = torch.from_numpy(np.unique(np.linspace(0, width - 1, min(width, PROBE_COLUMNS)).round()
+                                             .astype(np.int64))).to(columns.device)
+        best = candidate_scores(blocks.kind, queries[:rows], columns[sampled], None if squared is None
+                                else squared[sampled], keys=True).amax(dim=1).double().cpu().numpy()
+        best[spread] = -np.inf
+        chosen = np.union1d(spread, np.argsort(-best, kind="stable")[:count - spread.shape[0]])
+    out = torch.empty((chosen.shape[0], width), dtype=blocks.fast_queries.dtype, device=blocks.device)
+    return chosen, blocks.keys_at(torch.from_numpy(chosen), out)
 
 
 def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, keys: torch.Tensor, on_device: bool = False) -> bool:
@@ -1315,7 +1357,7 @@ def count_rows(scorer, spec: MatrixSpec, rows: np.ndarray, cols: np.ndarray, ran
     exact_mode = ranks == "exact" and exact_mode_applies(scorer) and not lower_is_better
     width = spec.shape[1]
     if exact_mode:
-        from openbench.evaluation.counting.exact import U64, ExactRanks, round_outwards
+        from openbench.evaluation.counting.exact import U64, round_outwards
 
         embedding = _EmbeddingBlocks(scorer, spec)
         grid_bits = ExactRanks(scorer).grid_bits
