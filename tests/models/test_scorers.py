@@ -128,3 +128,21 @@ def test_array_loading_errors(tmp_path):
         build_scorer("ComplEx", np.zeros((E, 4)), np.zeros((R, 4)), E, R, complex_layout="pairs")
     with pytest.raises(InputError, match=r"expected a 2-d array \(entities, dimension\)"):
         build_scorer("DistMult", np.zeros((E, 2, 2)), np.zeros((R, 4)), E, R)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_squared_norms_sum_in_float64_round_once_and_leave_their_input_alone(dtype):
+    """squared_norms: each row's Σ v² summed in float64 and rounded once to the rows' dtype (the
+    bound exact ranks' L2 windows rely on), over chunks smaller than the table; the table itself
+    unchanged (its float64 chunks are squared in place: they must be copies)."""
+    from openbench.models import scorers
+
+    rng = np.random.default_rng(3)
+    table = torch.from_numpy(rng.normal(size=(1000, 150)) * 10.0 ** rng.uniform(-3, 3, (1000, 150))).to(dtype)
+    kept = table.clone()
+    squared = scorers.squared_norms(table)
+    assert torch.equal(table, kept)
+    reference = (table.double() ** 2).sum(dim=1)
+    assert squared.dtype == dtype
+    assert torch.allclose(squared.double(), reference, rtol=2 ** -50 if dtype == torch.float64 else 2 ** -23, atol=0)
+    assert 1000 * 150 > scorers.SQUARED_NORM_CHUNK  # several chunks

@@ -154,3 +154,18 @@ def test_the_help_marks_only_the_edges_as_needed():
     assert "plain head, relation, tail" in words and "(optional" in words
     missing = CliRunner().invoke(main, ["split", "rand", "--output", "x"])
     assert missing.exit_code == 2 and "--edges FILE" in missing.output
+
+
+def test_a_node_listed_with_two_types_in_a_plain_node_file_is_refused_naming_both_lines(tmp_path):
+    """A plain ``id, type`` file that types one node twice: one error naming the node, both types
+    and lines, the file; nothing written (the same check as OpenBioLink's node files)."""
+    triples = _write(tmp_path / "triples.tsv", _triples())
+    kinds = [*((d, "drug") for d in DRUGS), *((d, "disease") for d in DISEASES), *((g, "gene") for g in GENES),
+             (DRUGS[2], "disease")]
+    nodes = _write(tmp_path / "nodes.tsv", kinds)
+    done = CliRunner().invoke(main, ["split", "rand", "--edges", str(triples), "--nodes", str(nodes), "--output",
+                                     str(tmp_path / "out")])
+    assert done.exit_code == 1, done.output
+    assert (f"node '{DRUGS[2]}' is listed with two types, 'drug' (line 3) and 'disease'" in done.output
+            and f"line {len(kinds)}" in done.output), done.output
+    assert not (tmp_path / "out").exists()

@@ -1145,12 +1145,20 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
 }
 
 /* One key x of the matrix pass (row i, column j, slot c): a pure cell's counter counts it;
- * otherwise it is placed among the windows of its impure cell's ranges, a key inside one is
- * recomputed in float64 (`query` non-null) and placed among the float64 windows, and what stays
- * undecided is recorded by position with its range. Reads the pass's own variables by name
- * (cell_counts, impure, lows, highs, record, query, kind, columns, dims, keys64_lo, keys64_hi,
- * pairs, capacity, recorded, width, beyond, reached): the plain and the fused pass share it. */
-#define MATRIX_COUNT_KEY(T, BELOW, IS_F32, KEY, SLOT, I, J)                                        \
+ * otherwise it is placed among the windows of its impure cell's ranges; with `pair_terms`, those
+ * windows are narrowed to the pair's own (half-width from the row's bound polynomial at the
+ * column's norm, exact.py's fast_key_bound_terms, plus `pair_extra`, around the thresholds'
+ * float64 `centers`; a comparison in float64 off by at most u|x - c|, which the 2^-30 margin
+ * covers); a key still inside one is recomputed in float64 (`query` non-null) and placed among
+ * the float64 windows, and what stays undecided is recorded by position with its range. Reads the
+ * pass's own variables by name (cell_counts, impure, lows, highs, pair_terms, pair_norms,
+ * centers, pair_extra, record, query, kind, columns, dims, keys64_lo, keys64_hi, pairs, capacity,
+ * recorded, width, beyond, reached): the plain and the fused pass share it. KEY64: the key's
+ * float64 value from the stored values (each pass reads the column where it has it in cache). */
+#define PLAIN_FLOAT64_KEY(IS_F32, J)                                                                \
+    float64_key_of(kind, query, IS_F32 ? (const float *)(const void *)(columns + (J) * dims) : 0,  \
+                   IS_F32 ? 0 : (const double *)(const void *)(columns + (J) * dims), dims)
+#define MATRIX_COUNT_KEY(T, BELOW, KEY64, KEY, SLOT, I, J)                                         \
     do {                                                                                            \
         const int32_t c_ = (SLOT), code_ = cell_counts[c_];                                         \
         if (__builtin_expect(code_ >= 0, 1)) { cell_counts[c_] = code_ + 1; break; } /* a pure cell */ \
@@ -1158,11 +1166,16 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
         const int64_t *range_ = impure + 4 * (int64_t)(-1 - code_);                                 \
         int64_t a_ = BELOW(highs, range_[0], range_[1], x_, 1);                                     \
         int64_t b_ = BELOW(lows, range_[2], range_[3], x_, 0);                                      \
+        if (pair_terms && a_ < b_) { /* the pair's own window: its own bound from its norms */     \
+            const double norm_ = pair_norms[J], *terms_ = pair_terms + 3 * (I);                     \
+            const double w_ = (((terms_[0] * norm_ + terms_[1]) * norm_ + terms_[2]) + pair_extra)  \
+                              * (1.0 + 0x1p-30);                                                    \
+            while (a_ < b_ && (double)x_ - centers[a_] > w_) ++a_;                                  \
+            while (b_ > a_ && centers[b_ - 1] - (double)x_ > w_) --b_;                              \
+        }                                                                                           \
         if (record && a_ < b_) {                                                                    \
             if (query) { /* float64 from the stored values */                                      \
-                const double key_ = float64_key_of(kind, query,                                     \
-                    IS_F32 ? (const float *)(const void *)(columns + (J) * dims) : 0,               \
-                    IS_F32 ? 0 : (const double *)(const void *)(columns + (J) * dims), dims);       \
+                const double key_ = KEY64;                                                          \
                 a_ = count_below_f64(keys64_hi, a_, b_, key_, 1);                                   \
                 b_ = count_below_f64(keys64_lo, a_, b_, key_, 0);                                   \
             }                                                                                       \
@@ -1203,6 +1216,7 @@ static void matrix_pure_counts(const int32_t *cell_counts, int64_t cells, const 
                  int64_t dims, const T *columns, const double *keys64_lo, const double *keys64_hi)  \
     {                                                                                               \
         int64_t recorded = 0, kept = 0;                                                             \
+        const double *pair_terms = 0, *pair_norms = 0, *centers = 0, pair_extra = 0.0; /* no own windows */ \
         int32_t slot[MATRIX_SPAN];                                                                  \
         const T upper = (T)cells;                                                                   \
         for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = codes[c];                          \
@@ -1219,7 +1233,7 @@ static void matrix_pure_counts(const int32_t *cell_counts, int64_t cells, const 
                             if (keys[r * stride + j] != keys[r * stride + j]) return -1 - (r * width + j); \
                 }                                                                                   \
                 for (int64_t j = first; j < last; ++j)                                              \
-                    MATRIX_COUNT_KEY(T, BELOW, IS_F32, row[j], slot[j - first], i, j);              \
+                    MATRIX_COUNT_KEY(T, BELOW, PLAIN_FLOAT64_KEY(IS_F32, j), row[j], slot[j - first], i, j); \
                 if (tops && high) {                                                                 \
                     for (int64_t j = first; j < last; ++j)                                          \
                         if (row[j] >= floor) {                                                      \
@@ -1247,18 +1261,22 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
  * where a GEMM of unknown order allows dims).
  *
  * `lows` and `highs` are read up to two values past `count` (padding). `packed`: the columns in
- * panels of 32, (ceil(width / 32), dims, 32) float32, zero past width; `columns` (width, dims) the same values row by row (the float64 step reads them). kind 0: the
- * key is the dot product; 1: L2, key = (2 q.c + col_terms[j]) + row_terms[i], col_terms = -|c|^2
- * and row_terms = -|q|^2 rounded to float32 (candidate_scores' order). `top_keys`: the fast keys
- * of the best pairs recorded in `tops`. `cell_counts` holds cells + 3 counters (the last, a spare
- * for the places of partial tiles). Returns the keys recorded, -1 where a key is NaN (the
- * caller counts the block the plain way, which names it), -2 without AVX-512, -3 out of memory. */
+ * panels of 32, (ceil(width / 32), dims, 32) float32, zero past width; `columns` (width, dims) the
+ * same values row by row (the float64 step reads them). kind 0: the key is the dot product; 1:
+ * L2, key = (2 q.c + col_terms[j]) + row_terms[i], col_terms = -|c|^2 and row_terms = -|q|^2
+ * rounded to float32 (candidate_scores' order). `top_keys`: the fast keys of the best pairs
+ * recorded in `tops`. `pair_terms` (rows, 3), `pair_norms` (width,), `centers` (count,) and
+ * `pair_extra`: the pairs' own windows (MATRIX_COUNT_KEY; NULL: none). `cell_counts` holds cells +
+ * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1
+ * where a key is NaN (the caller counts the block the plain way, which names it), -2 without
+ * AVX-512, -3 out of memory. */
 #ifdef HAVE_AVX512_SCAN
 #define FUSED_ROWS 12
 #define FUSED_COLS 32
 #define FUSED_GROUP 16 /* column panels per pass over the rows: 16 × 32 columns × dims floats stay in L2 */
 
 #define FUSED_KEYS (FUSED_ROWS * FUSED_COLS)
+
 
 /* The previous tile's keys counted while this one's products run: the multiply-adds keep the
  * vector unit busy and leave the load and store ports idle, so each k step also takes the next
@@ -1361,7 +1379,7 @@ __attribute__((target("avx512f"))) static int fused_tile_slots(float *tile, int6
             const __m512 t = _mm512_max_ps(_mm512_min_ps(_mm512_mul_ps(_mm512_sub_ps(x, vbase), vscale), vupper), vlow);
             const __m512i cell = _mm512_add_epi32(_mm512_cvttps_epi32(t), one);
             _mm512_storeu_si512(slot + r * FUSED_COLS + 16 * h, _mm512_mask_mov_epi32(spares, lanes, cell));
-            nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q);
+            nan |= _mm512_mask_cmp_ps_mask(lanes, x, x, _CMP_UNORD_Q); /* the caller names the NaN */
             high[r] |= (uint32_t)_mm512_mask_cmp_ps_mask(lanes, x, vfloor, _CMP_GE_OQ) << (16 * h);
         }
     }
@@ -1430,7 +1448,9 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
                                    float base, float scale, int32_t *cell_counts, int64_t *beyond, int64_t *reached,
                                    int record, int64_t *pairs, int64_t capacity, float floor, int64_t *tops,
                                    float *top_keys, int64_t top_capacity, int64_t *top_count, int kind,
-                                   const double *queries64, const double *keys64_lo, const double *keys64_hi)
+                                   const double *queries64, const double *keys64_lo, const double *keys64_hi,
+                                   const double *pair_terms, const double *pair_norms, const double *centers,
+                                   double pair_extra)
 {
 #ifdef HAVE_AVX512_SCAN
     (void)count;
@@ -1463,7 +1483,8 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
         const int at_ = impure_at[t_];                                                              \
         const int64_t i = prior_i0 + (at_ >> 5), j = prior_j0 + (at_ & 31);                         \
         const double *query = queries64 ? queries64 + i * dims : 0;                                 \
-        MATRIX_COUNT_KEY(float, count_below_padded_f32, 1, tiles[prior][at_], slots[prior][at_], i, j); \
+        MATRIX_COUNT_KEY(float, count_below_padded_f32, PLAIN_FLOAT64_KEY(1, j), tiles[prior][at_],  \
+                         slots[prior][at_], i, j);                                                      \
     }
     for (int64_t g = 0; g < column_panels; g += FUSED_GROUP) {
         const int64_t g_end = g + FUSED_GROUP < column_panels ? g + FUSED_GROUP : column_panels;
@@ -1512,7 +1533,8 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
     (void)col_terms; (void)lows; (void)highs; (void)count; (void)codes; (void)impure; (void)ab; (void)cells;
     (void)base; (void)scale; (void)cell_counts; (void)beyond; (void)reached; (void)record; (void)pairs;
     (void)capacity; (void)floor; (void)tops; (void)top_keys; (void)top_capacity; (void)top_count; (void)kind;
-    (void)queries64; (void)keys64_lo; (void)keys64_hi;
+    (void)queries64; (void)keys64_lo; (void)keys64_hi; (void)pair_terms; (void)pair_norms; (void)centers;
+    (void)pair_extra;
     return -2;
 #endif
 }

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from openbench.evaluation.candidates import SideCandidates
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
-           "fast_key_bound", "float64_key_bound", "exact_key", "round_outwards",
+           "fast_key_bound", "fast_key_bound_terms", "float64_key_bound", "exact_key", "round_outwards",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
 
 logger = logging.getLogger(__name__)
@@ -202,20 +202,42 @@ def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_no
         sums in a known order (the matrix's fused pass: ``chunk + ceil(width / chunk) - 1``); None:
         ``width``, the bound for a sum in any order (a GEMM's)."""
     own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
-    chain = width if chain is None else chain
     (c2, c1), (fast_two, fast_one) = candidate_norms, fast_norms
-    if kind == "dot":
-        delta = gamma(scorer.query_rounding + chain, u) * query_norms[0] * c2
-    elif kind in ("l1", "moduli"):
+    if kind in ("l1", "moduli"):
         extra = 2 if kind == "l1" else 4
         delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
     else:
-        reach = fast_two + c2
-        error = own * fast_magnitudes[0]
-        norm_error = u + 2 * gamma(width, U64)  # the squared norms' one rounding (scorers.squared_norms)
-        delta = (gamma(chain + 2, u) * (c2 ** 2 + 2 * fast_two * c2) + norm_error * (fast_two ** 2 + c2 ** 2)
-                 + 2 * u * reach ** 2 + error * (2 * reach + error))
+        quadratic, linear, constant = fast_key_bound_terms(kind, scorer, u, width, query_norms, fast_norms,
+                                                           fast_magnitudes, chain)
+        delta = (quadratic * c2 + linear) * c2 + constant
     return delta + rewrite if rewrite is not None else delta
+
+
+def fast_key_bound_terms(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
+                         chain: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, C) (B,) each: :func:`fast_key_bound` of dot and L2 keys as a polynomial in the
+    candidate's norm bound C₂, δ = (A·C₂ + B)·C₂ + C, every coefficient >= 0; so a pass can bound
+    each pair's own rounding from its own candidate's norm (the fused matrix pass narrows its
+    windows pair by pair). The arguments are :func:`fast_key_bound`'s.
+
+    dot: δ = γ(n_q + chain)·‖|q|‖₂·C₂. L2, the key 2 q̂·c - ‖c‖² - ‖q̂‖² with f = ‖q̂‖₂ and e the
+    query's own error: δ = γ(chain + 2)(C₂² + 2fC₂) + η(f² + C₂²) + 2u(f + C₂)² + e(2(f + C₂) + e),
+    η = u + 2γ_d(float64) the squared norms' rounding (scorers.squared_norms)."""
+    own = gamma(scorer.query_rounding, u)
+    chain = width if chain is None else chain
+    fast_two = np.asarray(fast_norms[0], dtype=np.float64)
+    zero = np.zeros_like(fast_two)
+    if kind == "dot":
+        return zero, gamma(scorer.query_rounding + chain, u) * np.asarray(query_norms[0], np.float64), zero
+    if kind != "l2":
+        raise ValueError(f"no polynomial bound for {kind!r} keys")
+    g = gamma(chain + 2, u)
+    error = own * np.asarray(fast_magnitudes[0], np.float64)
+    norm_error = u + 2 * gamma(width, U64)
+    quadratic = zero + (g + norm_error + 2 * u)
+    linear = 2 * g * fast_two + 4 * u * fast_two + 2 * error
+    constant = (norm_error + 2 * u) * fast_two ** 2 + 2 * error * fast_two + error ** 2
+    return quadratic, linear, constant
 
 
 def float64_key_bound(kind: str, scorer, grid_bits: Optional[int], key: np.ndarray, width: int, query_norms,

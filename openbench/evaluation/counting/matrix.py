@@ -194,7 +194,8 @@ def _configure(library) -> None:
         library.openbench_matrix_fused_f32.argtypes = [
             pointer, count, pointer, pointer, count, count, count, pointer, pointer, pointer, pointer, count, pointer,
             pointer, pointer, count, ctypes.c_float, ctypes.c_float, pointer, pointer, pointer, ctypes.c_int, pointer,
-            count, ctypes.c_float, pointer, pointer, count, pointer, ctypes.c_int, pointer, pointer, pointer]
+            count, ctypes.c_float, pointer, pointer, count, pointer, ctypes.c_int, pointer, pointer, pointer,
+            pointer, pointer, pointer, ctypes.c_double]
         library.openbench_matrix_fused_f32.restype = ctypes.c_int64
         library.openbench_matrix_fused_keys_f32.argtypes = [pointer, count, pointer, count, count, count, pointer,
                                                              pointer, ctypes.c_int, pointer]
@@ -485,6 +486,19 @@ def fused_applies(blocks: "_EmbeddingBlocks", library) -> bool:
             and bool(library.openbench_matrix_fused_available()))
 
 
+def _packed_columns(columns: np.ndarray) -> np.ndarray:
+    """(⌈S / 32⌉, d, 32) float32 the columns (S, d) in the fused pass's panels, zero past S: written
+    once into one array (fresh pages are the cost here, not the copy)."""
+    width, dims = columns.shape
+    whole, rest = divmod(width, FUSED_COLS)
+    packed = np.empty((whole + (rest > 0), dims, FUSED_COLS), np.float32)
+    packed[:whole] = columns[:whole * FUSED_COLS].reshape(whole, FUSED_COLS, dims).transpose(0, 2, 1)
+    if rest:
+        packed[whole] = 0.0
+        packed[whole, :, :rest] = columns[whole * FUSED_COLS:].T
+    return packed
+
+
 class _FusedPass:
     """The exact mode's fused pass (``openbench_matrix_fused_f32``): each part's keys computed a
     tile at a time and counted while the tile is in cache, as :class:`_BlockPass` counts a block
@@ -492,18 +506,17 @@ class _FusedPass:
     products summed in chunks (:func:`fused_chain`), whose bound makes the windows, and the keys
     re-scored in float64, some seven times fewer than a GEMM's at d = 200."""
 
-    def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks"):
+    def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks", pair_windows: Optional[tuple] = None):
+        """``pair_windows``: (terms (D, 3), column norms (S,), centers (T,), extra) the pairs' own
+        windows (``MATRIX_COUNT_KEY``), or None."""
         from openbench.models.scorers import squared_norms
 
-        self.plain, self.blocks = plain, blocks
+        self.plain, self.blocks, self.pair_windows = plain, blocks, pair_windows
         queries, columns, squared = blocks.fast_tables()
         self.queries, self.columns = queries.contiguous(), columns.contiguous()
         width, dims = self.columns.shape
         self.width, self.dims, self.chunk = width, dims, fused_chunk(dims)
-        panels = -(-width // FUSED_COLS)
-        padded = np.zeros((panels * FUSED_COLS, dims), np.float32)
-        padded[:width] = self.columns.numpy()
-        self.packed = np.ascontiguousarray(padded.reshape(panels, FUSED_COLS, dims).transpose(0, 2, 1))
+        self.packed = _packed_columns(self.columns.numpy())
         self.kind = 1 if blocks.kind == "l2" else 0
         # the windows with two values past their end: the pass reads a short range's next two without a branch
         padding = torch.full((2,), float("inf"), dtype=torch.float32)
@@ -546,6 +559,10 @@ class _FusedPass:
         if plain.queries64 is not None and plain.lows64 is not None and plain.highs64 is not None:
             refine = (plain.queries64[first:last].data_ptr(), plain.lows64.ctypes.data, plain.highs64.ctypes.data)
         rows = last - first
+        pair: tuple = (None, None, None, 0.0)
+        if self.pair_windows is not None and plain.record:
+            terms, norms, centers, extra = self.pair_windows
+            pair = (terms[first:last].ctypes.data, norms.ctypes.data, centers.ctypes.data, extra)
         counts = np.empty(grid.cells + 3, np.int32)  # the cells' counters and a spare (``_counting.c``)
         # a pass repeated costs a pass: room for the best pairs over the first floor (untouched pages cost nothing)
         capacity, top_capacity = 1 << 16, max(1 << 16, (last - first) * width // 64)
@@ -563,7 +580,7 @@ class _FusedPass:
                 grid.scale, counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, int(plain.record),
                 pairs.ctypes.data, capacity, -np.inf if floor is None else floor,
                 tops.ctypes.data if floor is not None else None, top_keys.ctypes.data, top_capacity,
-                top_count.ctypes.data, self.kind, *refine)
+                top_count.ctypes.data, self.kind, *refine, *pair)
             if found == -1:  # a NaN key: the plain pass over these rows' GEMM names it
                 keys = self.blocks.keys(first, last, torch.empty((rows, width), dtype=torch.float32))
                 plain(keys, floor, first)
@@ -673,37 +690,83 @@ class _EmbeddingBlocks:
         other.squared = squared_norms(other.columns) if self.kind == "l2" else None
         other.rewritten = False
         other._device_tables = None
+        other._bound_cache = other._column_norms = None  # other tables: other norms and bounds
         return other
 
     def fast_bound(self, grid_bits: Optional[int], chain: Optional[int] = None) -> float:
         """The largest bound on a fast key's rounding over the matrix's rows (0 where the grid
         criterion says the fast pass computes every key exactly); ``chain``: the fused pass's
         roundings per term (:func:`fused_chain`), None for a GEMM's sum in any order."""
-        from openbench.evaluation.counting.exact import fast_key_bound, norm_bounds, unit_roundoff, SUBNORMAL_SPACING
+        from openbench.evaluation.counting.exact import fast_key_bound
 
-        scorer, kind = self.scorer, self.kind
-        dtype = self.fast_queries.dtype
+        inputs = self._bound_inputs(grid_bits)
+        if inputs is None:
+            return 0.0
+        u, width, fast, magnitudes, (c2, c1), rewrite, tiny = inputs
+        delta = fast_key_bound(self.kind, self.scorer, u, width, self.query_norms, fast, magnitudes, (c2, c1),
+                               rewrite, chain)
+        return float(delta.max(initial=0.0)) + tiny
+
+    def pair_bound_terms(self, grid_bits: Optional[int], chain: int) -> Optional[np.ndarray]:
+        """(D, 3) float64 each row's bound on its fast keys' rounding as a polynomial in the
+        column's norm bound (:func:`~openbench.evaluation.counting.exact.fast_key_bound_terms`,
+        the subnormal term in the constant): a pair's own bound, at most :meth:`fast_bound`'s. None
+        where the keys are exact, or the fast pass scores a rewritten query formula (its error is
+        bounded for the largest column only)."""
+        from openbench.evaluation.counting.exact import fast_key_bound_terms
+
+        inputs = self._bound_inputs(grid_bits)
+        if inputs is None or self.rewritten or self.kind not in ("dot", "l2"):
+            return None
+        u, width, fast, magnitudes, _, _, tiny = inputs
+        quadratic, linear, constant = fast_key_bound_terms(self.kind, self.scorer, u, width, self.query_norms, fast,
+                                                           magnitudes, chain)
+        return np.ascontiguousarray(np.stack([quadratic, linear, constant + tiny], axis=1))
+
+    def column_norms(self) -> np.ndarray:
+        """(S,) float64 upper bounds on the columns' 2-norms (computed once)."""
+        from openbench.evaluation.counting.exact import norm_bounds
+
+        if self._column_norms is None:
+            self._column_norms = tuple(n.numpy() for n in norm_bounds(self.columns))
+        return self._column_norms[0]
+
+    _column_norms: Optional[tuple] = None
+    _bound_cache: Optional[tuple] = None
+
+    def _bound_inputs(self, grid_bits: Optional[int]):
+        """What the fast keys' bounds are computed from (None where every fast key is exact): u,
+        the width, the fast queries' norms, the magnitudes their own error is relative to, the
+        largest column norms (C₂, C₁), the rewritten formula's error (or None), the subnormal
+        term. Computed once per grid."""
+        from openbench.evaluation.counting.exact import norm_bounds, unit_roundoff, SUBNORMAL_SPACING
+
+        if self._bound_cache is not None and self._bound_cache[0] == grid_bits:
+            return self._bound_cache[1]
+        scorer, dtype = self.scorer, self.fast_queries.dtype
         u = unit_roundoff(dtype)
         width = self.fast_queries.shape[1]
-        c2, c1 = (float(n.max()) if n.numel() else 0.0 for n in norm_bounds(self.columns))
-        if self._fast_exact(grid_bits, c2, c1, dtype):
-            return 0.0
-        fast_two, fast_one = (n.numpy() for n in norm_bounds(self.fast_queries))
-        rewrite, magnitudes = None, self.query_norms
-        if self.rewritten:
-            from openbench.evaluation.counting.exact import real_rows
+        self.column_norms()
+        assert self._column_norms is not None
+        c2, c1 = (float(n.max()) if n.size else 0.0 for n in self._column_norms)
+        inputs = None
+        if not self._fast_exact(grid_bits, c2, c1, dtype):
+            fast_two, fast_one = (n.numpy() for n in norm_bounds(self.fast_queries))
+            rewrite, magnitudes = None, self.query_norms
+            if self.rewritten:
+                from openbench.evaluation.counting.exact import real_rows
 
-            anchor = real_rows(scorer.entities[self.anchor_ids])
-            relation = real_rows(scorer.relations[self.relation_ids])
-            rewrite = scorer.rewrite_error(torch.from_numpy(relation), self.spec.side, torch.from_numpy(anchor),
-                                           (c2, c1)).numpy()
-            rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), self.spec.side, np.add)
-            two, one = norm_bounds(torch.from_numpy(np.ascontiguousarray(rewritten)))
-            magnitudes = (two.numpy(), one.numpy())
-        delta = fast_key_bound(kind, scorer, u, width, self.query_norms, (fast_two, fast_one), magnitudes, (c2, c1),
-                               rewrite, chain)
-        tiny = SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]
-        return float(delta.max(initial=0.0)) + 4 * (width + scorer.query_rounding + 8) * tiny
+                anchor = real_rows(scorer.entities[self.anchor_ids])
+                relation = real_rows(scorer.relations[self.relation_ids])
+                rewrite = scorer.rewrite_error(torch.from_numpy(relation), self.spec.side, torch.from_numpy(anchor),
+                                               (c2, c1)).numpy()
+                rewritten = scorer.fast_query_formula(np.abs(anchor), np.abs(relation), self.spec.side, np.add)
+                two, one = norm_bounds(torch.from_numpy(np.ascontiguousarray(rewritten)))
+                magnitudes = (two.numpy(), one.numpy())
+            tiny = 4 * (width + scorer.query_rounding + 8) * SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]
+            inputs = (u, width, (fast_two, fast_one), magnitudes, (c2, c1), rewrite, tiny)
+        self._bound_cache = (grid_bits, inputs)
+        return inputs
 
     def _fast_exact(self, grid_bits: Optional[int], c2: float, c1: float, dtype) -> bool:
         """Every fast key computed without rounding (the ranking engine's grid criterion)."""
@@ -1142,7 +1205,8 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
     if fused is not None and isinstance(count_pass, _BlockPass):
-        count_pass = _FusedPass(count_pass, blocks)
+        count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, grid_bits, monotone, max_bound + float(
+            np.max(monotone - threshold_keys, initial=0.0))))
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
         tops.prime(fused.probe, fused.probe_rows, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
@@ -1223,6 +1287,20 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
 
 PROBE_KEYS = 1 << 19  # the first rows' keys that tell whether a matrix is crowded (and the fused pass's first floor)
 CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
+
+
+def _pair_windows(blocks: _EmbeddingBlocks, grid_bits, centers: np.ndarray, threshold_width: float) -> Optional[tuple]:
+    """The fused pass's own window of each pair (None where the rows have no bound polynomial):
+    each row's polynomial in the column's norm (the pair's own fast-key bound), the columns' norm
+    bounds, the thresholds' sorted float64 keys (``centers``), and what every window adds: the
+    thresholds' own bound and order slack (``threshold_width``) and the centers' evaluation."""
+    from openbench.evaluation.counting.exact import U64
+
+    terms = blocks.pair_bound_terms(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
+    if terms is None:
+        return None
+    extra = threshold_width + 4 * U64 * float(np.max(np.abs(centers), initial=0.0))
+    return terms, np.ascontiguousarray(blocks.column_norms()), np.ascontiguousarray(centers, np.float64), extra
 
 
 @dataclass
