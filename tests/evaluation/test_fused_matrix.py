@@ -252,3 +252,13 @@ def test_the_best_pairs_survive_the_probe_s_other_rounding(monkeypatch, seed):
         counted = count_matrix(scorer, spec, np.array([0]), np.array([0]), np.array([True]), top_k=k)
         assert counted.stats["pass"] == "fused C on cpu"
         assert [tuple(pair) for pair in counted.top.tolist()] == ranked[:k], k
+
+
+def test_the_matrix_s_columns_are_the_stored_rows_whatever_their_ids():
+    """A run of ascending ids is read as a view, any other ids gathered: the same rows either way."""
+    table = torch.arange(60.0).reshape(20, 3)
+    for ids in ([4, 5, 6, 7], [4, 6, 7, 8], [7, 6, 5, 4], [4, 4, 5, 6], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                                             12, 13, 14, 15, 16, 17, 18, 19]):
+        index = torch.tensor(ids)
+        assert torch.equal(matrix._stored_rows(table, index), table[index]), ids
+    assert matrix._stored_rows(table, torch.tensor([4, 5, 6])).data_ptr() == table[4].data_ptr()  # no copy

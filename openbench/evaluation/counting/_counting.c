@@ -1154,11 +1154,13 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
  * pass's own variables by name (cell_counts, impure, lows, highs, pair_terms, pair_norms,
  * centers, pair_extra, record, query, kind, columns, dims, keys64_lo, keys64_hi, pairs, capacity,
  * recorded, width, beyond, reached): the plain and the fused pass share it. KEY64: the key's
- * float64 value from the stored values (each pass reads the column where it has it in cache). */
+ * float64 value from the stored values; DEFER(I, J, a, b): whether the pass takes the key's
+ * float64 step later (the fused pass: with its rows fetched meanwhile), MATRIX_NOW for now. */
+#define MATRIX_NOW(I, J, A, B) 0
 #define PLAIN_FLOAT64_KEY(IS_F32, J)                                                                \
     float64_key_of(kind, query, IS_F32 ? (const float *)(const void *)(columns + (J) * dims) : 0,  \
                    IS_F32 ? 0 : (const double *)(const void *)(columns + (J) * dims), dims)
-#define MATRIX_COUNT_KEY(T, BELOW, KEY64, KEY, SLOT, I, J)                                         \
+#define MATRIX_COUNT_KEY(T, BELOW, KEY64, DEFER, KEY, SLOT, I, J)                                  \
     do {                                                                                            \
         const int32_t c_ = (SLOT), code_ = cell_counts[c_];                                         \
         if (__builtin_expect(code_ >= 0, 1)) { cell_counts[c_] = code_ + 1; break; } /* a pure cell */ \
@@ -1174,6 +1176,7 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
             while (b_ > a_ && centers[b_ - 1] - (double)x_ > w_) --b_;                              \
         }                                                                                           \
         if (record && a_ < b_) {                                                                    \
+            if (query && DEFER(I, J, a_, b_)) break; /* the float64 step later, its rows fetched */  \
             if (query) { /* float64 from the stored values */                                      \
                 const double key_ = KEY64;                                                          \
                 a_ = count_below_f64(keys64_hi, a_, b_, key_, 1);                                   \
@@ -1233,7 +1236,8 @@ static void matrix_pure_counts(const int32_t *cell_counts, int64_t cells, const 
                             if (keys[r * stride + j] != keys[r * stride + j]) return -1 - (r * width + j); \
                 }                                                                                   \
                 for (int64_t j = first; j < last; ++j)                                              \
-                    MATRIX_COUNT_KEY(T, BELOW, PLAIN_FLOAT64_KEY(IS_F32, j), row[j], slot[j - first], i, j); \
+                    MATRIX_COUNT_KEY(T, BELOW, PLAIN_FLOAT64_KEY(IS_F32, j), MATRIX_NOW, row[j],         \
+                                     slot[j - first], i, j);                                                \
                 if (tops && high) {                                                                 \
                     for (int64_t j = first; j < last; ++j)                                          \
                         if (row[j] >= floor) {                                                      \
@@ -1267,9 +1271,8 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
  * rounded to float32 (candidate_scores' order). `top_keys`: the fast keys of the best pairs
  * recorded in `tops`. `pair_terms` (rows, 3), `pair_norms` (width,), `centers` (count,) and
  * `pair_extra`: the pairs' own windows (MATRIX_COUNT_KEY; NULL: none). `cell_counts` holds cells +
- * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1
- * where a key is NaN (the caller counts the block the plain way, which names it), -2 without
- * AVX-512, -3 out of memory. */
+ * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1 where a key is NaN (the caller counts the block the plain
+ * way, which names it), -2 without AVX-512, -3 out of memory. */
 #ifdef HAVE_AVX512_SCAN
 #define FUSED_ROWS 12
 #define FUSED_COLS 32
@@ -1293,6 +1296,17 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
             impure += 1 - pure_;                                                                    \
         }                                                                                           \
     } while (0)
+
+#define FUSED_DEFERRED 16 /* keys whose float64 step waits for their rows: some ten tiles' worth */
+
+/* Fetch a deferred key's float64 query row and float32 column toward the cache. */
+static inline void fused_fetch(const double *query, const float *column, int64_t dims)
+{
+    for (int64_t offset = 0; offset < dims * (int64_t)sizeof(double); offset += 64)
+        __builtin_prefetch((const char *)query + offset, 0, 2);
+    for (int64_t offset = 0; offset < dims * (int64_t)sizeof(float); offset += 64)
+        __builtin_prefetch((const char *)column + offset, 0, 2);
+}
 
 /* The last tile's cells counted alone (FUSED_COUNT_PRIOR); returns the keys listed as impure. */
 static int fused_count_tile(const int32_t *prior, int32_t *cell_counts, int32_t *impure_at)
@@ -1477,14 +1491,47 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
     int32_t slots[2][FUSED_KEYS] __attribute__((aligned(64)));
     int32_t impure_at[FUSED_KEYS];
     int prior = -1; /* the buffer of the tile whose cells the next tile's products count, -1: none */
+    /* keys inside a pair's window wait here for their float64 step, their query row and column
+     * fetched meanwhile (each step otherwise waits on some 40 lines from L3) */
+    int64_t deferred_pair[FUSED_DEFERRED][2], deferred_range[FUSED_DEFERRED][2];
+    int deferred = 0;
+#define FUSED_DEFER(I, J, A, B)                                                                     \
+    ({                                                                                              \
+        if (deferred == FUSED_DEFERRED) FUSED_FLUSH();                                              \
+        deferred_pair[deferred][0] = (I); deferred_pair[deferred][1] = (J);                         \
+        deferred_range[deferred][0] = (A); deferred_range[deferred][1] = (B);                       \
+        fused_fetch(queries64 + (I) * dims, columns + (J) * dims, dims);                            \
+        ++deferred;                                                                                 \
+        1;                                                                                          \
+    })
+#define FUSED_FLUSH()                                                                               \
+    do {                                                                                            \
+        for (int d_ = 0; d_ < deferred; ++d_) {                                                     \
+            const int64_t i_ = deferred_pair[d_][0], j_ = deferred_pair[d_][1];                     \
+            const double key_ = float64_key_of(kind, queries64 + i_ * dims, columns + j_ * dims, 0, dims); \
+            int64_t a_ = count_below_f64(keys64_hi, deferred_range[d_][0], deferred_range[d_][1], key_, 1); \
+            int64_t b_ = count_below_f64(keys64_lo, a_, deferred_range[d_][1], key_, 0);            \
+            if (a_ < b_) {                                                                          \
+                if (recorded < capacity) {                                                          \
+                    pairs[3 * recorded] = i_ * width + j_;                                          \
+                    pairs[3 * recorded + 1] = a_;                                                   \
+                    pairs[3 * recorded + 2] = b_;                                                   \
+                }                                                                                   \
+                ++recorded;                                                                         \
+            }                                                                                       \
+            beyond[a_] += 1;                                                                        \
+            reached[b_] += 1;                                                                       \
+        }                                                                                           \
+        deferred = 0;                                                                               \
+    } while (0)
 /* the prior tile's keys of impure cells, placed one by one (MATRIX_COUNT_KEY reads their codes) */
 #define FUSED_SETTLE(LISTED)                                                                        \
     for (int t_ = 0; t_ < (LISTED); ++t_) {                                                         \
         const int at_ = impure_at[t_];                                                              \
         const int64_t i = prior_i0 + (at_ >> 5), j = prior_j0 + (at_ & 31);                         \
         const double *query = queries64 ? queries64 + i * dims : 0;                                 \
-        MATRIX_COUNT_KEY(float, count_below_padded_f32, PLAIN_FLOAT64_KEY(1, j), tiles[prior][at_],  \
-                         slots[prior][at_], i, j);                                                      \
+        MATRIX_COUNT_KEY(float, count_below_padded_f32, PLAIN_FLOAT64_KEY(1, j), FUSED_DEFER,        \
+                         tiles[prior][at_], slots[prior][at_], i, j);                                   \
     }
     for (int64_t g = 0; g < column_panels; g += FUSED_GROUP) {
         const int64_t g_end = g + FUSED_GROUP < column_panels ? g + FUSED_GROUP : column_panels;
@@ -1523,7 +1570,10 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
         const int listed = fused_count_tile(slots[prior], cell_counts, impure_at);
         FUSED_SETTLE(listed)
     }
+    FUSED_FLUSH();
 #undef FUSED_SETTLE
+#undef FUSED_DEFER
+#undef FUSED_FLUSH
     matrix_pure_counts(cell_counts, cells, ab, beyond, reached);
     if (tops) *top_count = kept;
     free(a);

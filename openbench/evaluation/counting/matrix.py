@@ -167,6 +167,15 @@ class Shard:
         return gathered
 
 
+def _stored_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """``table[ids]`` (N, ...) for (N,) int64 ids: a view where the ids are one ascending run (the
+    matrix's columns often are: no 14 MB copy at PrimeKG's size), else a gathered copy."""
+    count = int(ids.shape[0])
+    if count and int(ids[-1]) - int(ids[0]) == count - 1 and bool((ids[1:] - ids[:-1] == 1).all()):
+        return table[int(ids[0]):int(ids[0]) + count]
+    return table[ids]
+
+
 def exact_mode_applies(scorer) -> bool:
     """Whether ``scorer``'s keys can be decided exactly here: an embedding scorer of dot, L2 or L1
     keys whose candidate vectors are stored values (no rounding formula), on the CPU."""
@@ -211,6 +220,7 @@ class _Windows:
     lows: torch.Tensor
     highs: torch.Tensor
     point: bool  # lows == highs: a key inside is a tie, decided in the pass
+    grids: Dict[bool, "_Grid"] = field(default_factory=dict)  # :func:`_grid`'s, built once per record flag
 
 
 @dataclass
@@ -230,6 +240,13 @@ class _Grid:
 
 
 def _grid(windows: _Windows, record: bool) -> _Grid:
+    """:func:`_built_grid` of ``windows``, built once (the probe and the pass share it)."""
+    if record not in windows.grids:
+        windows.grids[record] = _built_grid(windows, record)
+    return windows.grids[record]
+
+
+def _built_grid(windows: _Windows, record: bool) -> _Grid:
     """The grid of ``windows``: ``cells - 2`` equal cells over [lows[0], highs[-1]] and two more above
     (a key whose cell rounds to ``cells`` or beyond is above every window; to -1 or below, below
     every one); a cell is pure when its range is one value for highs and for lows (and, where keys
@@ -623,7 +640,7 @@ class _EmbeddingBlocks:
 
         self.scorer, self.spec, self.kind = scorer, spec, scorer.kind
         side = spec.side
-        self.columns = scorer.candidate_rows(scorer.entities[spec.cols], side).contiguous()
+        self.columns = scorer.candidate_rows(_stored_rows(scorer.entities, spec.cols), side).contiguous()
         self.squared = squared_norms(self.columns) if self.kind == "l2" else None
         triples = spec.queries(0, spec.shape[0])
         self.fast_queries = scorer.query_vectors(triples, side).contiguous()  # (D, d') the blocks' queries
@@ -815,7 +832,7 @@ class _ValueBlocks:
         if self.fast:
             from openbench.models.scorers import squared_norms
 
-            self.columns = scorer.candidate_rows(scorer.entities[spec.cols], spec.side).contiguous()
+            self.columns = scorer.candidate_rows(_stored_rows(scorer.entities, spec.cols), spec.side).contiguous()
             self.squared = squared_norms(self.columns) if scorer.kind == "l2" else None
 
     def keys(self, first: int, last: int, out: Optional[torch.Tensor] = None) -> torch.Tensor:
