@@ -70,7 +70,7 @@ def _tables(drugs, diseases, dim, seed, spread=0.0):
 @pytest.mark.parametrize("name, dim, pairs", [("DistMult", 37, None), ("TransE-L2", 37, None),
                                               ("DistMult", 200, 60), ("TransE-L2", 5, None)])
 def test_the_fused_keys_are_summed_in_the_order_the_bound_assumes(name, dim, pairs):
-    """Bit for bit, every key of a matrix with partial tiles (13 rows, 35 columns: tiles are 12 ×
+    """Bit for bit, every key of a matrix with partial tiles (13 rows, 35 columns: tiles are 6 ×
     32) equals the order written out in exact arithmetic: chunks of ⌊√d⌋ fused multiply-adds from
     0, the chunks' sums added in order (and L2's finishing in candidate_scores' order)."""
     drugs, diseases = 13, 35

@@ -1256,7 +1256,7 @@ MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, 1, matrix_slots
 MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slots_f64)
 
 /* The fused matrix pass (AVX-512): the keys of a part's rows against every column computed a
- * tile at a time, 12 rows by 32 columns in 24 registers, and counted while the tile is in L1, as
+ * tile at a time, 6 rows by 32 columns in 12 registers, and counted while the tile is in L1, as
  * openbench_matrix_count_f32 counts a block (the same cells, windows, float64 step, records and
  * best pairs). No block of keys is written to memory and read again, and the sum's order is
  * ours: each key's dot product is summed in chunks of `chunk` dimensions, each chunk by fused
@@ -1274,7 +1274,7 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
  * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1 where a key is NaN (the caller counts the block the plain
  * way, which names it), -2 without AVX-512, -3 out of memory. */
 #ifdef HAVE_AVX512_SCAN
-#define FUSED_ROWS 12
+#define FUSED_ROWS 6
 #define FUSED_COLS 32
 #define FUSED_GROUP 16 /* column panels per pass over the rows: 16 × 32 columns × dims floats stay in L2 */
 

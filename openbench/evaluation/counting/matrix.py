@@ -32,7 +32,7 @@ the matrix, does not scale to PrimeKG's 1.36e8 pairs; this module counts it in o
 
 5. **The fused pass** (:class:`_FusedPass`, ``openbench_matrix_fused_f32``; exact mode, float32 dot
    or L2 keys, on a CPU with AVX-512): steps 1 and 2 in one: each thread computes its rows' keys
-   a 12 × 32 tile at a time in registers and counts the tile while it is in L1, so no block of
+   a 6 × 32 tile at a time in registers and counts the tile while it is in L1, so no block of
    keys is written to memory and read again. The sums' order is its own (chunks of ⌊√d⌋ fused
    multiply-adds, then the chunks' sums: :func:`fused_chain` roundings a term, 28 at d = 200
    where a GEMM of unknown order allows 200), so its windows, and the keys re-scored in float64,
