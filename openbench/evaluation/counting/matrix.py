@@ -523,9 +523,11 @@ class _FusedPass:
     products summed in chunks (:func:`fused_chain`), whose bound makes the windows, and the keys
     re-scored in float64, some seven times fewer than a GEMM's at d = 200."""
 
-    def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks", pair_windows: Optional[tuple] = None):
+    def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks", pair_windows: Optional[tuple] = None,
+                 packed: Optional[np.ndarray] = None):
         """``pair_windows``: (terms (D, 3), column norms (S,), centers (T,), extra) the pairs' own
-        windows (``MATRIX_COUNT_KEY``), or None."""
+        windows (``MATRIX_COUNT_KEY``), or None; ``packed``: :func:`_packed_columns` of the
+        blocks' columns where the caller has it."""
         from openbench.models.scorers import squared_norms
 
         self.plain, self.blocks, self.pair_windows = plain, blocks, pair_windows
@@ -533,7 +535,7 @@ class _FusedPass:
         self.queries, self.columns = queries.contiguous(), columns.contiguous()
         width, dims = self.columns.shape
         self.width, self.dims, self.chunk = width, dims, fused_chunk(dims)
-        self.packed = _packed_columns(self.columns.numpy())
+        self.packed = _packed_columns(self.columns.numpy()) if packed is None else packed
         self.kind = 1 if blocks.kind == "l2" else 0
         # the windows with two values past their end: the pass reads a short range's next two without a branch
         padding = torch.full((2,), float("inf"), dtype=torch.float32)
@@ -1183,16 +1185,37 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     if not finite:
         raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast ranks "
                          "(--fast) or rescale the embeddings")
+    library = _library()
+    early = None
+    if not on_device and fused_applies(blocks, library):
+        # the probe's GEMM and the columns' packing need only the tables: on a thread of their own while
+        # the thresholds' keys, order and windows are worked out here
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openbench-matrix-setup") as setup:
+            early = (setup.submit(_probe_keys, blocks, rows), setup.submit(_packed_columns, blocks.columns.numpy()))
+            return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k,
+                                     top_excluded, progress, shard, device)
+    return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k, top_excluded,
+                             progress, shard, device)
+
+
+def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", early, special_rows, special_cols,
+                      thresholds, top_k, top_excluded, progress, shard: Optional[Shard],
+                      device: Optional[torch.device]) -> MatrixCounts:
+    """:func:`_count_exact` once the blocks are built; ``early``: the fused pass's probe and packed
+    columns on their way (futures), or None where the fused pass does not apply."""
+    rows, width = spec.shape
+    on_device = _pass_on_device(device)
+    library = _library()
     grid_bits = ExactRanks(scorer).grid_bits
     special_keys, special_bounds = blocks.pair_keys(special_rows, special_cols, grid_bits)
     exact = _ExactOrder(blocks)
     groups = exact.groups(special_rows, special_cols, special_keys, special_bounds)
     delta = blocks.fast_bound(grid_bits)
-    library = _library()
     fused: Optional[_FusedSetup] = None
-    if not on_device and fused_applies(blocks, library):
-        fused = _FusedSetup(delta, *_probe_keys(blocks, rows))
-        delta = blocks.fast_bound(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
+    if early is not None:
+        fused_delta = blocks.fast_bound(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
+        fused = _FusedSetup(delta, *early[0].result())
+        delta = fused_delta
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
     sorted_where = where[order]
@@ -1221,9 +1244,9 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
-    if fused is not None and isinstance(count_pass, _BlockPass):
+    if fused is not None and early is not None and isinstance(count_pass, _BlockPass):
         count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, grid_bits, monotone, max_bound + float(
-            np.max(monotone - threshold_keys, initial=0.0))))
+            np.max(monotone - threshold_keys, initial=0.0))), early[1].result())
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
         tops.prime(fused.probe, fused.probe_rows, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
