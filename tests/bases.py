@@ -354,3 +354,65 @@ def fused_matrix_pass_available() -> bool:
     library = matrix._library()
     return library is not None and hasattr(library, "openbench_matrix_fused_f32") and \
         bool(library.openbench_matrix_fused_available())
+
+
+def exact_embedding_key(name, h, r, t):
+    """The exact key (a Fraction) of DistMult, TransE-L1 or TransE-L2 (-‖h + r - t‖²) on stored rows."""
+    h, r, t = ([Fraction(float(x)) for x in v] for v in (h, r, t))
+    if name == "DistMult":
+        return sum(a * b * c for a, b, c in zip(h, r, t))
+    if name == "TransE-L1":
+        return -sum(abs(a + b - c) for a, b, c in zip(h, r, t))
+    return -sum((a + b - c) ** 2 for a, b, c in zip(h, r, t))
+
+
+def near_tie_matrix(name, drugs, diseases=300, dim=6, seed=5):
+    """(scorer, spec, exact keys {(row, col): Fraction}) of a seeded drugs × diseases matrix under
+    relation 0, with column 200 a copy of column 3 (exact ties across spans and tiles) and column 150
+    one float32 step from it (a near-tie only the float64 step decides)."""
+    from openbench.evaluation.counting.matrix import MatrixSpec
+
+    rng = np.random.default_rng(seed)
+    entities = rng.normal(size=(drugs + diseases, dim)).astype(np.float32)
+    relations = rng.normal(size=(1, dim)).astype(np.float32)
+    entities[drugs + 200] = entities[drugs + 3]
+    entities[drugs + 150] = np.nextafter(entities[drugs + 3], np.float32(np.inf))
+    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
+    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
+    keys = {(i, j): exact_embedding_key(name, entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
+            for j in range(diseases)}
+    return scorer, spec, keys
+
+
+def counted_in_parts(monkeypatch, function: str, keys_of_call, limit: int, *count_args, **count_options):
+    """(count_matrix's result, the keys each call of the C helper ``function`` counted): the pass
+    held to ``limit`` keys a call (COUNTER_LIMIT), each call's keys read by ``keys_of_call(args)``."""
+    from openbench.evaluation.counting import matrix
+
+    library = matrix._library()
+    sizes = []
+    real = getattr(library, function)
+
+    def spy(*arguments):
+        sizes.append(keys_of_call(arguments))
+        return real(*arguments)
+
+    monkeypatch.setattr(library, function, spy)
+    monkeypatch.setattr(matrix, "COUNTER_LIMIT", limit)
+    return matrix.count_matrix(*count_args, **count_options), sizes
+
+
+def assert_matrix_counts_are_the_definition(counted, keys, rows, cols, top=5):
+    """Every special pair's greater and equal counts, and the best ``top`` pairs through the end of
+    the last one's tie group, are the exact keys' ``keys`` {(row, col): Fraction}; the near-ties
+    went through the float64 step."""
+    import bisect
+
+    ordered = sorted(keys.values())
+    assert counted.stats["float64_in_pass"] and counted.stats["rescored"] > 0
+    for p in range(rows.size):
+        k = keys[(rows[p], cols[p])]
+        assert counted.greater[p] == len(ordered) - bisect.bisect_right(ordered, k)
+        assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
+    cut = ordered[-top]
+    assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= cut}

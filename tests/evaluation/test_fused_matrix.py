@@ -13,7 +13,8 @@ from openbench.evaluation.counting import matrix
 from openbench.evaluation.counting.exact import ExactRanks
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, fused_chain, fused_chunk
 from openbench.models.scorers import build_scorer
-from tests.bases import fused_matrix_pass_available
+from tests.bases import (assert_matrix_counts_are_the_definition, counted_in_parts, exact_embedding_key,
+                         fused_matrix_pass_available, near_tie_matrix)
 
 
 needs_fused = pytest.mark.skipif(not fused_matrix_pass_available(), reason="the fused pass needs AVX-512 and the C helper")
@@ -49,13 +50,6 @@ def _fused_of(scorer, spec):
     blocks = matrix._EmbeddingBlocks(scorer, spec)
     windows = matrix._Windows(torch.zeros(1), torch.zeros(1), True)
     return blocks, matrix._FusedPass(matrix._BlockPass(windows, False, matrix._library()), blocks)
-
-
-def _exact_key(name, h, r, t):
-    h, r, t = ([Fraction(float(x)) for x in v] for v in (h, r, t))
-    if name == "DistMult":
-        return sum(a * b * c for a, b, c in zip(h, r, t))
-    return -sum((a + b - c) ** 2 for a, b, c in zip(h, r, t))
 
 
 def _tables(drugs, diseases, dim, seed, spread=0.0):
@@ -132,7 +126,7 @@ def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
     slack = []
     for i in range(drugs):
         for j in range(diseases):
-            exact = _exact_key(name, entities[i], relations[0], entities[drugs + j])
+            exact = exact_embedding_key(name, entities[i], relations[0], entities[drugs + j])
             error = abs(Fraction(float(keys[i, j])) - exact)
             own = (terms[i, 0] * norms[j] + terms[i, 1]) * norms[j] + terms[i, 2]
             assert error <= Fraction(own) and own <= bound, (i, j)
@@ -140,17 +134,10 @@ def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
     assert max(slack) > 0  # the keys were rounded
 
 
-def _wide(name, seed=5):
-    rng = np.random.default_rng(seed)
-    drugs, diseases, dim = 29, 300, 6
-    entities = rng.normal(size=(drugs + diseases, dim)).astype(np.float32)
-    relations = rng.normal(size=(1, dim)).astype(np.float32)
-    entities[drugs + 200] = entities[drugs + 3]  # ties across tiles
-    entities[drugs + 150] = np.nextafter(entities[drugs + 3], np.float32(np.inf))  # a near-tie
-    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
-    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
-    keys = {(i, j): _exact_key(name, entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
-            for j in range(diseases)}
+def _wide(name):
+    """near_tie_matrix's 29 × 300 matrix (partial tiles both ways) and special pairs on every side of
+    the tiles."""
+    scorer, spec, keys = near_tie_matrix(name, 29)
     return scorer, spec, keys, np.array([0, 4, 8, 2, 2, 5, 1, 28, 13]), np.array([3, 200, 150, 299, 128, 127, 3, 3, 31])
 
 
@@ -160,32 +147,14 @@ def test_the_fused_pass_counts_what_the_definition_counts_in_parts(name, monkeyp
     """On 29 rows × 300 columns (partial tiles both ways), ties across tiles and a near-tie one
     float32 step away, in passes of at most three rows' keys (COUNTER_LIMIT) over blocks of five
     rows: every count and the best pairs are the definition's, and the fused pass ran."""
-    import bisect
-
     monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
     monkeypatch.setenv(matrix.BLOCK_VARIABLE, str(5 * 300))
     scorer, spec, keys, rows, cols = _wide(name)
-    library = matrix._library()
-    sizes = []
-    real = library.openbench_matrix_fused_f32
-
-    def spy(*arguments):
-        sizes.append(arguments[1] * arguments[4])  # rows * width of the call
-        return real(*arguments)
-
-    monkeypatch.setattr(library, "openbench_matrix_fused_f32", spy)
-    monkeypatch.setattr(matrix, "COUNTER_LIMIT", 3 * 300)
-    counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
+    counted, sizes = counted_in_parts(monkeypatch, "openbench_matrix_fused_f32", lambda a: a[1] * a[4], 3 * 300,
+                                      scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert counted.stats["pass"] == "fused C on cpu"
-    assert sizes and max(sizes) <= 3 * 300 and sum(sizes) >= 29 * 300
-    ordered = sorted(keys.values())
-    assert counted.stats["float64_in_pass"] and counted.stats["rescored"] > 0  # the near-tie went past the float64 step
-    for p in range(rows.size):
-        k = keys[(rows[p], cols[p])]
-        assert counted.greater[p] == len(ordered) - bisect.bisect_right(ordered, k)
-        assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
-    fifth = ordered[-5]
-    assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= fifth}
+    assert sizes and max(sizes) <= 3 * 300 and sum(sizes) >= 29 * 300  # rows * width a call
+    assert_matrix_counts_are_the_definition(counted, keys, rows, cols)
 
 
 @needs_fused
@@ -242,7 +211,7 @@ def test_the_best_pairs_survive_the_probe_s_other_rounding(monkeypatch, seed):
     entities, relations = _tables(drugs, diseases, dim, seed=100 + seed)
     scorer = build_scorer("DistMult", entities, relations, drugs + diseases, 1)
     spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
-    exact = {(i, j): _exact_key("DistMult", entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
+    exact = {(i, j): exact_embedding_key("DistMult", entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
              for j in range(diseases)}
     ranked = sorted(exact, key=exact.get, reverse=True)
     blocks, fused = _fused_of(scorer, spec)

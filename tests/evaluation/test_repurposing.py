@@ -6,7 +6,6 @@ exact arithmetic) or never; the references below are written from the definition
 loops over every pair of the matrix in exact rational arithmetic, and cross-checked against
 scikit-learn (AUROC, AUPRC), scipy (Spearman, the hypergeometric test) and ranx (Hit@k, MRR on
 tie-free scores)."""
-import bisect
 import json
 import math
 import os
@@ -23,7 +22,8 @@ from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError, ScoreError, UsageError
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, count_rows
 from openbench.models.scorers import build_scorer
-from tests.bases import fused_matrix_pass_available, planted_graph
+from tests.bases import (assert_matrix_counts_are_the_definition, counted_in_parts, exact_embedding_key,
+                         fused_matrix_pass_available, near_tie_matrix, planted_graph)
 from tests.helpers import write_samples
 
 RANK_TYPES = ("optimistic", "realistic", "pessimistic", "expected")
@@ -47,15 +47,6 @@ def _model(dataset, name, integer, seed=0, dim=4):
 
 
 # -- the reference, from the definitions ----------------------------------------------------------
-
-def _exact_key(name, h, r, t):
-    h, r, t = ([Fraction(float(x)) for x in v] for v in (h, r, t))
-    if name == "DistMult":
-        return sum(a * b * c for a, b, c in zip(h, r, t))
-    if name == "TransE-L1":
-        return -sum(abs(a + b - c) for a, b, c in zip(h, r, t))
-    return -sum((a + b - c) ** 2 for a, b, c in zip(h, r, t))  # TransE-L2's key
-
 
 class Reference:
     """Every repurposing number by plain loops over the matrix, in exact arithmetic."""
@@ -86,7 +77,7 @@ class Reference:
         for d in self.drugs:
             for s in self.diseases:
                 h, t = (d, s) if self.drug_first else (s, d)
-                self.key[(d, s)] = _exact_key(name, entities[h], relations[indication], entities[t])
+                self.key[(d, s)] = exact_embedding_key(name, entities[h], relations[indication], entities[t])
         self.size = len(self.drugs) * len(self.diseases)
 
     def counts(self, ranked, excluded):
@@ -263,7 +254,7 @@ def test_the_matrix_counts_equal_plain_loops_on_planted_ties():
             relations = (rng.integers(-2, 3, (2, dim)) if integer else rng.normal(size=(2, dim))).astype(np.float32)
             scorer = build_scorer(name, entities, relations, n, 2)
             spec = MatrixSpec(torch.arange(0, 17), torch.arange(20, 43), 1, integer)
-            keys = {(i, j): _exact_key(name, *(
+            keys = {(i, j): exact_embedding_key(name, *(
                 (entities[i], relations[1], entities[20 + j]) if integer else (entities[20 + j], relations[1],
                                                                                entities[i]))) for i in range(17)
                     for j in range(23)}
@@ -297,23 +288,13 @@ def test_a_matrix_wider_than_a_span_counted_in_parts_equals_the_definition(name,
     monkeypatch.setenv(matrix.PASS_VARIABLE, "plain")
     scorer, spec, keys, rows, cols = _wide_matrix(name)
     diseases, drugs = spec.shape[1], spec.shape[0]
-    thresholds = np.ones(rows.size, bool)
-    library = matrix._library()
-    if library is None:
+    if matrix._library() is None:
         pytest.skip("no compiled helper here")
-    sizes = []
-    real = library.openbench_matrix_count_f32
-
-    def spy(*arguments):
-        sizes.append(arguments[2] * arguments[3])  # rows * width of the pass
-        return real(*arguments)
-
-    monkeypatch.setattr(library, "openbench_matrix_count_f32", spy)
-    monkeypatch.setattr(matrix, "COUNTER_LIMIT", 3 * diseases)
-    counted = count_matrix(scorer, spec, rows, cols, thresholds, top_k=5)
+    counted, sizes = counted_in_parts(monkeypatch, "openbench_matrix_count_f32", lambda a: a[2] * a[3], 3 * diseases,
+                                      scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert counted.stats["pass"] == "C on cpu"
-    assert sizes and max(sizes) <= 3 * diseases and sum(sizes) >= drugs * diseases
-    _assert_counts_are_the_definition(counted, keys, rows, cols)
+    assert sizes and max(sizes) <= 3 * diseases and sum(sizes) >= drugs * diseases  # rows * width a pass
+    assert_matrix_counts_are_the_definition(counted, keys, rows, cols)
 
 
 @pytest.mark.parametrize("name", ["DistMult", "TransE-L1", "TransE-L2"])
@@ -331,7 +312,7 @@ def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
     monkeypatch.setattr(matrix._TorchPass, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert len(calls) >= 3 and counted.stats["pass"] == "torch on cpu"  # the blocks went through the device pass
-    _assert_counts_are_the_definition(counted, keys, rows, cols)
+    assert_matrix_counts_are_the_definition(counted, keys, rows, cols)
     scorer.entities[spec.shape[0] + 130, 0] = float("nan")
     with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
         count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))
@@ -371,28 +352,8 @@ def _wide_matrix(name):
     """(scorer, spec, exact keys {(row, col): Fraction}, special rows, cols) of a 9 × 300 matrix
     wider than the C pass's span (128 columns), with a column repeated across spans (ties) and one
     a float32 step away (a near-tie the float64 step decides)."""
-    rng = np.random.default_rng(5)
-    drugs, diseases, dim = 9, 300, 6
-    entities = rng.normal(size=(drugs + diseases, dim)).astype(np.float32)
-    relations = rng.normal(size=(1, dim)).astype(np.float32)
-    entities[drugs + 200] = entities[drugs + 3]  # ties across spans
-    entities[drugs + 150] = np.nextafter(entities[drugs + 3], np.float32(np.inf))  # a near-tie
-    scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
-    spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
-    keys = {(i, j): _exact_key(name, entities[i], relations[0], entities[drugs + j]) for i in range(drugs)
-            for j in range(diseases)}
+    scorer, spec, keys = near_tie_matrix(name, 9)
     return scorer, spec, keys, np.array([0, 4, 8, 2, 2, 5, 1]), np.array([3, 200, 150, 299, 128, 127, 3])
-
-
-def _assert_counts_are_the_definition(counted, keys, rows, cols):
-    ordered = sorted(keys.values())
-    assert counted.stats["float64_in_pass"] and counted.stats["rescored"] > 0  # the near-ties took the float64 step
-    for p in range(rows.size):
-        k = keys[(rows[p], cols[p])]
-        assert counted.greater[p] == len(ordered) - bisect.bisect_right(ordered, k)
-        assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
-    fifth = ordered[-5]  # the best five pairs, through the end of the fifth one's tie group
-    assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= fifth}
 
 
 def test_the_best_pairs_are_the_matrix_s_best_with_every_tie_at_the_cut(planted):
