@@ -75,7 +75,7 @@ def test_the_fused_keys_are_summed_in_the_order_the_bound_assumes(name, dim, pai
     keys = fused.keys(0, drugs).numpy()
     chunk = fused_chunk(dim)
     assert fused.chunk == chunk
-    queries, columns = blocks.fast_queries.numpy(), blocks.columns.numpy()
+    queries, columns = fused.queries.numpy(), blocks.columns.numpy()  # L2's queries centred (_fused_inputs)
     chosen = [(i, j) for i in range(drugs) for j in range(diseases)]
     if pairs is not None:
         picks = np.random.default_rng(0).choice(len(chosen), pairs, replace=False)
@@ -118,10 +118,10 @@ def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
     spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
     blocks, fused = _fused_of(scorer, spec)
     grid_bits = ExactRanks(scorer).grid_bits
-    bound = blocks.fast_bound(grid_bits, fused_chain(dim))
-    gemm = blocks.fast_bound(grid_bits)
-    assert 0 < bound < gemm / 2
-    terms, norms = blocks.pair_bound_terms(grid_bits, fused_chain(dim)), blocks.column_norms()
+    inputs = matrix._fused_inputs(blocks, grid_bits)
+    bound, gemm = inputs.delta, blocks.fast_bound(grid_bits)
+    assert 0 < bound < gemm / 2 and inputs.centred == (name == "TransE-L2")
+    terms, norms = inputs.terms, blocks.column_norms()
     keys = fused.keys(0, drugs).numpy()
     slack = []
     for i in range(drugs):

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from openbench.evaluation.candidates import SideCandidates
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
-           "fast_key_bound", "fast_key_bound_terms", "float64_key_bound", "exact_key", "round_outwards",
+           "fast_key_bound", "fast_key_bound_terms", "centred_l2_bound_terms", "float64_key_bound", "exact_key", "round_outwards",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
 
 logger = logging.getLogger(__name__)
@@ -237,6 +237,38 @@ def fast_key_bound_terms(kind: str, scorer, u: float, width: int, query_norms, f
     quadratic = zero + (g + norm_error + 2 * u)
     linear = 2 * g * fast_two + 4 * u * fast_two + 2 * error
     constant = (norm_error + 2 * u) * fast_two ** 2 + 2 * error * fast_two + error ** 2
+    return quadratic, linear, constant
+
+
+def centred_l2_bound_terms(u: float, width: int, chain: int, shifted, centre: float, exact_two, exact_error
+                           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(A, B, C) (B,) each, δ = (A·C₂ + B)·C₂ + C: the bound on |fast key - exact key| of L2 keys
+    (-‖Q - c‖², Q the exact query) counted centred on a vector m shared by every row (the fused
+    matrix pass): key = fl(fl(2·D + T) + R) with D the chain-ordered dot product of ŝ = fl(Q̃ - m)
+    and c (Q̃ the float64 query, m float32), T = fl(2 m·c - ‖c‖²) and R = -fl(‖Q̃‖²), both summed
+    in float64 and rounded once. The query's own fast rounding never enters; the dot product's
+    error scales with ‖ŝ‖, not ‖Q‖ (a relation vector every row carries drops out).
+
+    :param shifted: (B,) bounds on ‖ŝ‖₂; ``centre`` a bound on ‖m‖₂; ``exact_two`` (B,) bounds on
+        ‖Q̃‖₂; ``exact_error`` (B,) bounds on ‖Q̃ - Q‖₂ (the float64 query's own rounding).
+
+    The terms, with s, M, F, e those norms, η = γ_{d+2} in float64:
+    2(γ_chain + γ₂)·s·C₂ + 2e·C₂ (the dot product: its sum, ŝ's double rounding, Q̃'s error);
+    (u + 2η)(2M·C₂ + C₂²) (T's); (u + 2η)F² + e(2F + e) (R's); and the two additions' roundings,
+    u|2D + T| and u|fl(2D + T) + R|, with |2D + T| <= 2s·C₂(1 + γ_chain) + (1 + 2u)(2M·C₂ + C₂²)
+    and |R| <= (1 + 2u)F²."""
+    s = np.asarray(shifted, np.float64)
+    f = np.asarray(exact_two, np.float64)
+    e = np.asarray(exact_error, np.float64)
+    eta = gamma(width + 2, U64)
+    g = gamma(chain, u)
+    rounded = u + 2 * eta
+    sum_linear = 2 * s * (1 + g) + (1 + 2 * u) * 2 * centre  # |2D + T| <= sum_linear·C₂ + (1 + 2u)·C₂²
+    sum_quadratic = 1 + 2 * u
+    first, second = u, u * (1 + u)  # the first addition's rounding, the second's (|V| <= (1 + u)|2D + T|)
+    quadratic = np.zeros_like(s) + rounded + (first + second) * sum_quadratic
+    linear = 2 * (g + gamma(2, u)) * s + 2 * e + rounded * 2 * centre + (first + second) * sum_linear
+    constant = rounded * f ** 2 + e * (2 * f + e) + u * (1 + 2 * u) * f ** 2
     return quadratic, linear, constant
 
 

@@ -516,6 +516,71 @@ def _packed_columns(columns: np.ndarray) -> np.ndarray:
     return packed
 
 
+CENTRING_CHUNK = 1 << 16  # float64 values at a time while the fused pass's L2 inputs are centred
+
+
+@dataclass
+class _FusedInputs:
+    """What the fused pass multiplies and adds, and the bound its keys carry: ``queries`` (D, d')
+    float32, the columns' and rows' terms of L2 keys ((S,) and (D,) float32, or None), ``terms``
+    (D, 3) each row's bound as a polynomial in the column's norm (None: no pair's own window) and
+    ``delta``, the largest over the matrix."""
+
+    queries: torch.Tensor
+    col_terms: Optional[torch.Tensor]
+    row_terms: Optional[torch.Tensor]
+    terms: Optional[np.ndarray]
+    delta: float
+    centred: bool = False
+
+
+def _fused_inputs(blocks: "_EmbeddingBlocks", grid_bits) -> _FusedInputs:
+    """The fused pass's inputs. Dot keys, and keys the fast pass computes exactly: the fast queries
+    and their bound (:meth:`_EmbeddingBlocks.fast_bound` with :func:`fused_chain`). L2 keys:
+    centred on m, the float32 mean of the float64 queries, which every row shares: the pass
+    multiplies ŝ = fl(Q̃ - m) by the columns and adds T = fl(2 m·c - ‖c‖²) and R = -fl(‖Q̃‖²)
+    (:func:`~openbench.evaluation.counting.exact.centred_l2_bound_terms`). TransE's queries h + r
+    all carry r, so its bound scales with ‖h‖ instead of ‖h + r‖."""
+    from openbench.evaluation.counting.exact import (U64, SUBNORMAL_SPACING, centred_l2_bound_terms, gamma,
+                                                     norm_bounds, unit_roundoff)
+    from openbench.models.scorers import squared_norms
+
+    chain = fused_chain(blocks.fast_queries.shape[1])
+    queries, columns, squared = blocks.fast_tables()
+    inputs = blocks._bound_inputs(grid_bits)
+    if blocks.kind != "l2" or inputs is None:
+        col_terms = row_terms = None
+        if blocks.kind == "l2":
+            assert squared is not None
+            col_terms, row_terms = squared.neg().contiguous(), squared_norms(queries).neg_().contiguous()
+        return _FusedInputs(queries.contiguous(), col_terms, row_terms, blocks.pair_bound_terms(grid_bits, chain),
+                            blocks.fast_bound(grid_bits, chain))
+    exact = blocks.exact_queries.to(torch.float64)
+    centre = exact.mean(dim=0).to(torch.float32)
+    centre64 = centre.double()
+    shifted = torch.empty(exact.shape, dtype=torch.float32)
+    row_terms = torch.empty(exact.shape[0], dtype=torch.float32)
+    col_terms = torch.empty(columns.shape[0], dtype=torch.float32)
+    step = max(1, CENTRING_CHUNK // max(1, exact.shape[1]))  # float64 temporaries the allocator reuses
+    for start in range(0, exact.shape[0], step):
+        rows = exact[start:start + step]
+        shifted[start:start + step] = rows - centre64  # ŝ: one float64, one float32 rounding
+        row_terms[start:start + step] = (rows * rows).sum(dim=1).neg_()  # -‖Q̃‖²: summed in float64, rounded once
+    for start in range(0, columns.shape[0], step):
+        block = columns[start:start + step].double()
+        col_terms[start:start + step] = 2.0 * (block @ centre64) - (block * block).sum(dim=1)  # T, rounded once
+    u, width = unit_roundoff(torch.float32), shifted.shape[1]
+    error = gamma(blocks.scorer.query_rounding, U64) * blocks.query_norms[0]
+    quadratic, linear, constant = centred_l2_bound_terms(
+        u, width, chain, norm_bounds(shifted)[0].numpy(), float(norm_bounds(centre[None])[0][0]),
+        norm_bounds(exact)[0].numpy(), error)
+    tiny = 4 * (width + blocks.scorer.query_rounding + 8) * SUBNORMAL_SPACING[torch.float32]
+    terms = np.ascontiguousarray(np.stack([quadratic, linear, constant + tiny], axis=1))
+    c2 = float(blocks.column_norms().max(initial=0.0))
+    delta = float((((terms[:, 0] * c2 + terms[:, 1]) * c2 + terms[:, 2])).max(initial=0.0))
+    return _FusedInputs(shifted, col_terms.contiguous(), row_terms.contiguous(), terms, delta, True)
+
+
 class _FusedPass:
     """The exact mode's fused pass (``openbench_matrix_fused_f32``): each part's keys computed a
     tile at a time and counted while the tile is in cache, as :class:`_BlockPass` counts a block
@@ -524,15 +589,17 @@ class _FusedPass:
     re-scored in float64, some seven times fewer than a GEMM's at d = 200."""
 
     def __init__(self, plain: _BlockPass, blocks: "_EmbeddingBlocks", pair_windows: Optional[tuple] = None,
-                 packed: Optional[np.ndarray] = None):
+                 packed: Optional[np.ndarray] = None, inputs: Optional[_FusedInputs] = None):
         """``pair_windows``: (terms (D, 3), column norms (S,), centers (T,), extra) the pairs' own
         windows (``MATRIX_COUNT_KEY``), or None; ``packed``: :func:`_packed_columns` of the
-        blocks' columns where the caller has it."""
-        from openbench.models.scorers import squared_norms
-
+        blocks' columns where the caller has it; ``inputs``: :func:`_fused_inputs` (default:
+        computed here)."""
         self.plain, self.blocks, self.pair_windows = plain, blocks, pair_windows
-        queries, columns, squared = blocks.fast_tables()
-        self.queries, self.columns = queries.contiguous(), columns.contiguous()
+        if inputs is None:
+            inputs = _fused_inputs(blocks, ExactRanks(blocks.scorer).grid_bits)
+        self.inputs = inputs
+        _, columns, _ = blocks.fast_tables()
+        self.queries, self.columns = inputs.queries, columns.contiguous()
         width, dims = self.columns.shape
         self.width, self.dims, self.chunk = width, dims, fused_chunk(dims)
         self.packed = _packed_columns(self.columns.numpy()) if packed is None else packed
@@ -541,11 +608,7 @@ class _FusedPass:
         padding = torch.full((2,), float("inf"), dtype=torch.float32)
         self.lows = torch.cat([plain.windows.lows, padding]).contiguous()
         self.highs = torch.cat([plain.windows.highs, padding]).contiguous()
-        self.col_terms = self.row_terms = None
-        if self.kind == 1:
-            assert squared is not None
-            self.col_terms = squared.neg().contiguous()
-            self.row_terms = squared_norms(self.queries).neg_().contiguous()
+        self.col_terms, self.row_terms = inputs.col_terms, inputs.row_terms
 
     def keys(self, first: int, last: int) -> torch.Tensor:
         """(B, S) float32 the fast keys of rows ``first .. last - 1`` as this pass computes them (the
@@ -1188,10 +1251,13 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     library = _library()
     early = None
     if not on_device and fused_applies(blocks, library):
-        # the probe's GEMM and the columns' packing need only the tables: on a thread of their own while
-        # the thresholds' keys, order and windows are worked out here
+        # the pass's inputs, the probe's GEMM and the columns' packing need only the tables: on a thread of
+        # their own while the thresholds' keys, order and windows are worked out here
+        grid_bits = ExactRanks(scorer).grid_bits
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openbench-matrix-setup") as setup:
-            early = (setup.submit(_probe_keys, blocks, rows), setup.submit(_packed_columns, blocks.columns.numpy()))
+            inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # in the order they are waited for
+            early = (setup.submit(_probe_keys, blocks, rows), setup.submit(_packed_columns, blocks.columns.numpy()),
+                     inputs)
             return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k,
                                      top_excluded, progress, shard, device)
     return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k, top_excluded,
@@ -1201,8 +1267,8 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
 def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", early, special_rows, special_cols,
                       thresholds, top_k, top_excluded, progress, shard: Optional[Shard],
                       device: Optional[torch.device]) -> MatrixCounts:
-    """:func:`_count_exact` once the blocks are built; ``early``: the fused pass's probe and packed
-    columns on their way (futures), or None where the fused pass does not apply."""
+    """:func:`_count_exact` once the blocks are built; ``early``: the fused pass's probe, packed
+    columns and inputs on their way (futures), or None where the fused pass does not apply."""
     rows, width = spec.shape
     on_device = _pass_on_device(device)
     library = _library()
@@ -1212,10 +1278,11 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", earl
     groups = exact.groups(special_rows, special_cols, special_keys, special_bounds)
     delta = blocks.fast_bound(grid_bits)
     fused: Optional[_FusedSetup] = None
+    inputs: Optional[_FusedInputs] = None
     if early is not None:
-        fused_delta = blocks.fast_bound(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
+        inputs = early[2].result()
         fused = _FusedSetup(delta, *early[0].result())
-        delta = fused_delta
+        delta = inputs.delta
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
     sorted_where = where[order]
@@ -1244,9 +1311,9 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", earl
     count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
-    if fused is not None and early is not None and isinstance(count_pass, _BlockPass):
-        count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, grid_bits, monotone, max_bound + float(
-            np.max(monotone - threshold_keys, initial=0.0))), early[1].result())
+    if fused is not None and early is not None and inputs is not None and isinstance(count_pass, _BlockPass):
+        count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, inputs.terms, monotone, max_bound + float(
+            np.max(monotone - threshold_keys, initial=0.0))), early[1].result(), inputs)
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
         tops.prime(fused.probe, fused.probe_rows, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
@@ -1329,14 +1396,14 @@ PROBE_KEYS = 1 << 19  # the first rows' keys that tell whether a matrix is crowd
 CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
 
 
-def _pair_windows(blocks: _EmbeddingBlocks, grid_bits, centers: np.ndarray, threshold_width: float) -> Optional[tuple]:
+def _pair_windows(blocks: _EmbeddingBlocks, terms: Optional[np.ndarray], centers: np.ndarray,
+                  threshold_width: float) -> Optional[tuple]:
     """The fused pass's own window of each pair (None where the rows have no bound polynomial):
     each row's polynomial in the column's norm (the pair's own fast-key bound), the columns' norm
     bounds, the thresholds' sorted float64 keys (``centers``), and what every window adds: the
     thresholds' own bound and order slack (``threshold_width``) and the centers' evaluation."""
     from openbench.evaluation.counting.exact import U64
 
-    terms = blocks.pair_bound_terms(grid_bits, fused_chain(blocks.fast_queries.shape[1]))
     if terms is None:
         return None
     extra = threshold_width + 4 * U64 * float(np.max(np.abs(centers), initial=0.0))
