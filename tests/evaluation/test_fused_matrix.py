@@ -52,11 +52,13 @@ def _fused_of(scorer, spec):
     return blocks, matrix._FusedPass(matrix._BlockPass(windows, False, matrix._library()), blocks)
 
 
-def _tables(drugs, diseases, dim, seed, spread=0.0):
-    """Seeded float32 tables; ``spread`` > 0: magnitudes over 10^±spread (sums with cancellation)."""
+def _tables(drugs, diseases, dim, seed, spread=0.0, relation_scale=1.0):
+    """Seeded float32 tables; ``spread`` > 0: magnitudes over 10^±spread (sums with cancellation);
+    ``relation_scale``: the relation that many times the entities' scale (TransE's queries h + r
+    then share a large r, the case the fused pass's centring is for)."""
     rng = np.random.default_rng(seed)
     entities = rng.normal(size=(drugs + diseases, dim)) * 10.0 ** rng.uniform(-spread, spread, (drugs + diseases, dim))
-    relations = rng.normal(size=(1, dim)) * 10.0 ** rng.uniform(-spread, spread, (1, dim))
+    relations = rng.normal(size=(1, dim)) * 10.0 ** rng.uniform(-spread, spread, (1, dim)) * relation_scale
     return entities.astype(np.float32), relations.astype(np.float32)
 
 
@@ -106,14 +108,16 @@ def test_the_fused_chain_is_the_most_roundings_a_term_goes_through():
 
 
 @needs_fused
-@pytest.mark.parametrize("name", ["DistMult", "TransE-L2"])
-def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
+@pytest.mark.parametrize("name, spread, relation_scale", [("DistMult", 3.0, 1.0), ("TransE-L2", 3.0, 1.0),
+                                                          ("DistMult", 0.0, 1.0), ("TransE-L2", 0.0, 16.0)])
+def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name, spread, relation_scale):
     """|fused key - exact key| <= each pair's own bound (its row's polynomial at its column's
     norm, which the fused pass narrows its windows to) <= the matrix's bound the fused windows use,
     for every pair of a matrix whose values span six orders of magnitude (sums with cancellation),
-    d = 64; that bound is several times narrower than the GEMM's (the point of the fused order)."""
+    or whose TransE queries share a relation 16 times the entities' scale (the centred form's
+    case), d = 64; that bound is several times narrower than the GEMM's."""
     drugs, diseases, dim = 13, 40, 64
-    entities, relations = _tables(drugs, diseases, dim, seed=11, spread=3.0)
+    entities, relations = _tables(drugs, diseases, dim, seed=11, spread=spread, relation_scale=relation_scale)
     scorer = build_scorer(name, entities, relations, drugs + diseases, 1)
     spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
     blocks, fused = _fused_of(scorer, spec)
@@ -131,7 +135,7 @@ def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name):
             own = (terms[i, 0] * norms[j] + terms[i, 1]) * norms[j] + terms[i, 2]
             assert error <= Fraction(own) and own <= bound, (i, j)
             slack.append(float(error) / own)
-    assert max(slack) > 0  # the keys were rounded
+    assert max(slack) > 0.02  # the keys were rounded, and the bound is not vacuous
 
 
 def _wide(name):
@@ -231,3 +235,30 @@ def test_the_matrix_s_columns_are_the_stored_rows_whatever_their_ids():
         index = torch.tensor(ids)
         assert torch.equal(matrix._stored_rows(table, index), table[index]), ids
     assert matrix._stored_rows(table, torch.tensor([4, 5, 6])).data_ptr() == table[4].data_ptr()  # no copy
+
+
+def test_the_bound_polynomials_are_their_stated_sums():
+    """Each row's bound polynomial, evaluated at a column norm, equals the sum of the error terms
+    its docstring states, written out here term by term (for the centred L2 form: the chunked dot
+    product, ŝ's double rounding, the float64 query's error, T's and R's roundings, the two
+    additions'); and fast_key_bound's dot polynomial is γ(n_q + chain)·‖|q|‖·C₂."""
+    from openbench.evaluation.counting.exact import U64, centred_l2_bound_terms, fast_key_bound_terms, gamma
+
+    u, width, chain = 2.0 ** -24, 200, 28
+    g, g2, eta = gamma(chain, u), gamma(2, u), gamma(width + 2, U64)
+    s, centre, f, e = np.array([3.5, 0.2]), 14.1, np.array([14.6, 9.0]), np.array([1e-15, 3e-16])
+    quadratic, linear, constant = centred_l2_bound_terms(u, width, chain, s, centre, f, e)
+    for c in (0.0, 1.0, 4.2, 30.0):
+        dot_sum = 2 * s * c * (1 + g) + (1 + 2 * u) * (2 * centre * c + c * c)  # |2D + T|
+        stated = (2 * (g + g2) * s * c + 2 * e * c  # the dot product, ŝ, Q̃
+                  + (u + 2 * eta) * (2 * centre * c + c * c)  # T
+                  + (u + 2 * eta) * f ** 2 + e * (2 * f + e)  # R
+                  + u * dot_sum + u * (1 + u) * dot_sum + u * (1 + 2 * u) * f ** 2)  # the two additions
+        assert np.allclose((quadratic * c + linear) * c + constant, stated, rtol=1e-12, atol=0), c
+
+    class Scorer:
+        query_rounding = 1
+
+    quadratic, linear, constant = fast_key_bound_terms("dot", Scorer(), u, width, (np.array([2.0]), None),
+                                                       (np.array([2.0]), None), (np.array([2.0]), None), chain)
+    assert quadratic[0] == 0 and constant[0] == 0 and linear[0] == gamma(1 + chain, u) * 2.0

@@ -202,7 +202,7 @@ def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_no
         sums in a known order (the matrix's fused pass: ``chunk + ceil(width / chunk) - 1``); None:
         ``width``, the bound for a sum in any order (a GEMM's)."""
     own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
-    (c2, c1), (fast_two, fast_one) = candidate_norms, fast_norms
+    (c2, c1), fast_one = candidate_norms, fast_norms[1]
     if kind in ("l1", "moduli"):
         extra = 2 if kind == "l1" else 4
         delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
