@@ -55,7 +55,7 @@ import ctypes
 import decimal
 import logging
 import math
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -359,11 +359,17 @@ class _BlockPass:
     def _in_parts(self, keys: torch.Tensor, floor: Optional[float], first: int, most: int):
         """The pass over ``most`` rows at a time, its results merged (positions within ``keys``)."""
         width = keys.shape[1]
-        parts = [self(keys[r0:r0 + most], floor, first + r0) for r0 in range(0, keys.shape[0], most)]
-        offsets = [r0 * width for r0 in range(0, keys.shape[0], most)]
-        recorded = [part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]
-        return (sum(part[0] for part in parts), sum(part[1] for part in parts), np.concatenate(recorded),
-                np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]))
+        return _merged_parts([self(keys[r0:r0 + most], floor, first + r0) for r0 in range(0, keys.shape[0], most)],
+                             [r0 * width for r0 in range(0, keys.shape[0], most)])
+
+
+def _merged_parts(parts: list, offsets: List[int]) -> tuple:
+    """One pass's result from its parts' (beyond, reached, recorded (n, 3), top positions[, their
+    keys]), each part's positions moved by its offset: histograms summed, the rest concatenated."""
+    merged = (sum(part[0] for part in parts), sum(part[1] for part in parts),
+              np.concatenate([part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]),
+              np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]))
+    return merged + tuple(np.concatenate([part[k] for part in parts]) for k in range(4, len(parts[0])))
 
 
 def _floor_in(dtype: torch.dtype, floor: Optional[float]) -> Optional[float]:
@@ -559,13 +565,11 @@ def _fused_inputs(blocks: "_EmbeddingBlocks", grid_bits) -> _FusedInputs:
     centre = exact.mean(dim=0).to(torch.float32)
     centre64 = centre.double()
     shifted = torch.empty(exact.shape, dtype=torch.float32)
-    row_terms = torch.empty(exact.shape[0], dtype=torch.float32)
     col_terms = torch.empty(columns.shape[0], dtype=torch.float32)
     step = max(1, CENTRING_CHUNK // max(1, exact.shape[1]))  # float64 temporaries the allocator reuses
     for start in range(0, exact.shape[0], step):
-        rows = exact[start:start + step]
-        shifted[start:start + step] = rows - centre64  # ŝ: one float64, one float32 rounding
-        row_terms[start:start + step] = (rows * rows).sum(dim=1).neg_()  # -‖Q̃‖²: summed in float64, rounded once
+        shifted[start:start + step] = exact[start:start + step] - centre64  # ŝ: one float64, one float32 rounding
+    row_terms = squared_norms(exact).neg_().to(torch.float32)  # -‖Q̃‖²: summed in float64, rounded once
     for start in range(0, columns.shape[0], step):
         block = columns[start:start + step].double()
         col_terms[start:start + step] = 2.0 * (block @ centre64) - (block * block).sum(dim=1)  # T, rounded once
@@ -629,12 +633,8 @@ class _FusedPass:
         width = self.width
         most = max(1, COUNTER_LIMIT // max(1, width))  # the pass's int32 counters
         if last - first > most:
-            parts = [self(r0, min(last, r0 + most), floor) for r0 in range(first, last, most)]
-            offsets = [(r0 - first) * width for r0 in range(first, last, most)]
-            return (sum(part[0] for part in parts), sum(part[1] for part in parts),
-                    np.concatenate([part[2] + np.array([offset, 0, 0]) for part, offset in zip(parts, offsets)]),
-                    np.concatenate([part[3] + offset for part, offset in zip(parts, offsets)]),
-                    np.concatenate([part[4] for part in parts]))
+            return _merged_parts([self(r0, min(last, r0 + most), floor) for r0 in range(first, last, most)],
+                                 [(r0 - first) * width for r0 in range(first, last, most)])
         plain, grid = self.plain, self.plain.grid
         floor = _floor_in(torch.float32, floor)
         refine: tuple = (None, None, None)
@@ -1249,39 +1249,48 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
         raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast ranks "
                          "(--fast) or rescale the embeddings")
     library = _library()
-    early = None
+    grid_bits = ExactRanks(scorer).grid_bits
+    early: Optional[_EarlyWork] = None
     if not on_device and fused_applies(blocks, library):
         # the pass's inputs, the probe's GEMM and the columns' packing need only the tables: on a thread of
         # their own while the thresholds' keys, order and windows are worked out here
-        grid_bits = ExactRanks(scorer).grid_bits
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openbench-matrix-setup") as setup:
-            inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # in the order they are waited for
-            early = (setup.submit(_probe_keys, blocks, rows), setup.submit(_packed_columns, blocks.columns.numpy()),
-                     inputs)
-            return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k,
-                                     top_excluded, progress, shard, device)
-    return _count_exact_from(scorer, spec, blocks, early, special_rows, special_cols, thresholds, top_k, top_excluded,
-                             progress, shard, device)
+            inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # submitted in the order they are waited for
+            early = _EarlyWork(inputs, setup.submit(_probe_keys, blocks, rows),
+                               setup.submit(_packed_columns, blocks.columns.numpy()))
+            return _count_exact_from(scorer, spec, blocks, grid_bits, early, special_rows, special_cols, thresholds,
+                                     top_k, top_excluded, progress, shard, device)
+    return _count_exact_from(scorer, spec, blocks, grid_bits, early, special_rows, special_cols, thresholds, top_k,
+                             top_excluded, progress, shard, device)
 
 
-def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", early, special_rows, special_cols,
-                      thresholds, top_k, top_excluded, progress, shard: Optional[Shard],
+@dataclass
+class _EarlyWork:
+    """The fused pass's setup on a thread of its own (futures): :func:`_fused_inputs`, the probe
+    (:func:`_probe_keys`) and the packed columns (:func:`_packed_columns`)."""
+
+    inputs: Future
+    probe: Future
+    packed: Future
+
+
+def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", grid_bits, early: Optional[_EarlyWork],
+                      special_rows, special_cols, thresholds, top_k, top_excluded, progress, shard: Optional[Shard],
                       device: Optional[torch.device]) -> MatrixCounts:
-    """:func:`_count_exact` once the blocks are built; ``early``: the fused pass's probe, packed
-    columns and inputs on their way (futures), or None where the fused pass does not apply."""
+    """:func:`_count_exact` once the blocks are built; ``early``: the fused pass's setup on its way,
+    or None where the fused pass does not apply."""
     rows, width = spec.shape
     on_device = _pass_on_device(device)
     library = _library()
-    grid_bits = ExactRanks(scorer).grid_bits
     special_keys, special_bounds = blocks.pair_keys(special_rows, special_cols, grid_bits)
     exact = _ExactOrder(blocks)
     groups = exact.groups(special_rows, special_cols, special_keys, special_bounds)
-    delta = blocks.fast_bound(grid_bits)
-    fused: Optional[_FusedSetup] = None
+    gemm_delta = delta = blocks.fast_bound(grid_bits)
     inputs: Optional[_FusedInputs] = None
+    probe_rows, probe = None, None
     if early is not None:
-        inputs = early[2].result()
-        fused = _FusedSetup(delta, *early[0].result())
+        inputs = early.inputs.result()
+        probe_rows, probe = early.probe.result()
         delta = inputs.delta
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
@@ -1290,19 +1299,18 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", earl
     max_bound = float(special_bounds[thresholds].max(initial=0.0))
     # the windows must be non-decreasing: the float64 keys are, up to their bounds, which the width covers
     monotone = np.maximum.accumulate(threshold_keys) if threshold_keys.size else threshold_keys
-    windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
-                       blocks.fast_queries.dtype)
+    threshold_width = max_bound + float(np.max(monotone - threshold_keys, initial=0.0))
+    windows = _windows(monotone, delta + threshold_width, blocks.fast_queries.dtype)
     record = not windows.point
     refine: Optional[dict] = None
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, fused.probe if fused is not None else _probe_keys(blocks, rows)[1],
+            _crowded(blocks, windows, library, probe if probe is not None else _probe_keys(blocks, rows)[1],
                      on_device):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
-        fused = None
+        early = inputs = None
         blocks = blocks.in_float64()
         delta = blocks.fast_bound(grid_bits)
-        windows = _windows(monotone, delta + max_bound + (float(np.max(monotone - threshold_keys, initial=0.0))),
-                           torch.float64)
+        windows = _windows(monotone, delta + threshold_width, torch.float64)
         record = not windows.point
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32:
         lows64, highs64 = _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
@@ -1311,12 +1319,13 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", earl
     count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
-    if fused is not None and early is not None and inputs is not None and isinstance(count_pass, _BlockPass):
-        count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, inputs.terms, monotone, max_bound + float(
-            np.max(monotone - threshold_keys, initial=0.0))), early[1].result(), inputs)
+    if early is not None and inputs is not None and probe is not None and probe_rows is not None and \
+            isinstance(count_pass, _BlockPass):
+        count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, inputs.terms, monotone, threshold_width),
+                                early.packed.result(), inputs)
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
-        tops.prime(fused.probe, fused.probe_rows, width, slack + 2 * fused.gemm_delta * (1 + 2.0 ** -30))
+        tops.prime(probe, probe_rows, width, slack + 2 * gemm_delta * (1 + 2.0 ** -30))
 
     buffer = None if isinstance(count_pass, _FusedPass) else torch.empty(
         (min(rows, max(1, block_keys() // max(1, width))), width), dtype=blocks.fast_queries.dtype,
@@ -1408,16 +1417,6 @@ def _pair_windows(blocks: _EmbeddingBlocks, terms: Optional[np.ndarray], centers
         return None
     extra = threshold_width + 4 * U64 * float(np.max(np.abs(centers), initial=0.0))
     return terms, np.ascontiguousarray(blocks.column_norms()), np.ascontiguousarray(centers, np.float64), extra
-
-
-@dataclass
-class _FusedSetup:
-    """What the fused pass starts from: a GEMM's bound (``gemm_delta``, the probe's keys' own), the
-    probe's rows and its keys (the first floor of the best pairs)."""
-
-    gemm_delta: float
-    probe_rows: np.ndarray
-    probe: torch.Tensor
 
 
 PROBE_COLUMNS = 64  # columns every row is scored against to find the rows that hold the best pairs
