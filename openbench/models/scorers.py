@@ -460,7 +460,27 @@ def candidate_scores(kind: str, queries: torch.Tensor, candidates: torch.Tensor,
 def squared_norms(vectors: torch.Tensor) -> torch.Tensor:
     """(N,) ‖v‖² of the rows of ``vectors`` (N, d), summed in float64 and rounded once to their
     dtype: off by at most u‖v‖² (plus float64's γ_d), where a sum in the vectors' own precision
-    could be off by γ_d‖v‖². Exact ranks' L2 window (exact.py) relies on this bound."""
+    could be off by γ_d‖v‖². Exact ranks' L2 window (exact.py) relies on this bound. On the CPU in
+    numpy on the calling thread (exact ranks' setup threads call this beside each other, where
+    torch's intra-op threads would wait on a busy core at every chunk); elsewhere in torch."""
+    if vectors.device.type == "cpu" and vectors.dtype in (torch.float32, torch.float64):
+        return _squared_norms_numpy(vectors)
+    return _squared_norms_torch(vectors)
+
+
+def _squared_norms_numpy(vectors: torch.Tensor) -> torch.Tensor:
+    """:func:`squared_norms` of CPU float32 or float64 rows, a chunk's float64 copy at a time."""
+    rows = vectors.detach().numpy()
+    out = np.empty(rows.shape[0], rows.dtype)
+    step = max(1, SQUARED_NORM_CHUNK // max(1, rows.shape[1]))
+    for start in range(0, rows.shape[0], step):
+        chunk = rows[start:start + step].astype(np.float64)  # a copy: the sums below never write to the table
+        out[start:start + step] = np.einsum("ij,ij->i", chunk, chunk)
+    return torch.from_numpy(out)
+
+
+def _squared_norms_torch(vectors: torch.Tensor) -> torch.Tensor:
+    """:func:`squared_norms` on any device, a chunk's float64 copy at a time, squared in place."""
     out = torch.empty(vectors.shape[0], dtype=vectors.dtype, device=vectors.device)
     step = max(1, SQUARED_NORM_CHUNK // max(1, vectors.shape[1]))
     for start in range(0, vectors.shape[0], step):

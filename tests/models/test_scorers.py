@@ -1,4 +1,6 @@
 """Each built-in score function against a hand-written formula, per side; layouts; shape errors."""
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import torch
@@ -131,18 +133,24 @@ def test_array_loading_errors(tmp_path):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_squared_norms_sum_in_float64_round_once_and_leave_their_input_alone(dtype):
-    """squared_norms: each row's Σ v² summed in float64 and rounded once to the rows' dtype (the
-    bound exact ranks' L2 windows rely on), over chunks smaller than the table; the table itself
-    unchanged (its float64 chunks are squared in place: they must be copies)."""
+@pytest.mark.parametrize("way", ["squared_norms", "_squared_norms_numpy", "_squared_norms_torch"])
+def test_squared_norms_sum_in_float64_round_once_and_leave_their_input_alone(dtype, way):
+    """squared_norms (numpy on the CPU, torch elsewhere: both ways here): each row's Σ v² summed in
+    float64 and rounded once to the rows' dtype (the bound exact ranks' L2 windows rely on), over
+    chunks smaller than the table; the table itself unchanged (torch squares its float64 chunks in
+    place: they must be copies)."""
     from openbench.models import scorers
 
     rng = np.random.default_rng(3)
     table = torch.from_numpy(rng.normal(size=(1000, 150)) * 10.0 ** rng.uniform(-3, 3, (1000, 150))).to(dtype)
     kept = table.clone()
-    squared = scorers.squared_norms(table)
+    squared = getattr(scorers, way)(table)
     assert torch.equal(table, kept)
-    reference = (table.double() ** 2).sum(dim=1)
+    exact = [sum(Fraction(value) ** 2 for value in row) for row in table.double().tolist()]
     assert squared.dtype == dtype
-    assert torch.allclose(squared.double(), reference, rtol=2 ** -50 if dtype == torch.float64 else 2 ** -23, atol=0)
+    # the documented bound: u of the dtype (the one rounding) plus float64's γ_d (the sum), relative to ‖v‖²
+    u, width = (2.0 ** -53 if dtype == torch.float64 else 2.0 ** -24), table.shape[1]
+    allowed = u + width * 2.0 ** -53 / (1 - width * 2.0 ** -53)
+    errors = [abs(Fraction(value) - truth) / truth for value, truth in zip(squared.double().tolist(), exact)]
+    assert max(errors) <= allowed
     assert 1000 * 150 > scorers.SQUARED_NORM_CHUNK  # several chunks

@@ -562,17 +562,8 @@ def _fused_inputs(blocks: "_EmbeddingBlocks", grid_bits) -> _FusedInputs:
         return _FusedInputs(queries.contiguous(), col_terms, row_terms, blocks.pair_bound_terms(grid_bits, chain),
                             blocks.fast_bound(grid_bits, chain))
     exact = blocks.exact_queries.to(torch.float64)
-    centre = exact.mean(dim=0).to(torch.float32)
-    centre64 = centre.double()
-    shifted = torch.empty(exact.shape, dtype=torch.float32)
-    col_terms = torch.empty(columns.shape[0], dtype=torch.float32)
-    step = max(1, CENTRING_CHUNK // max(1, exact.shape[1]))  # float64 temporaries the allocator reuses
-    for start in range(0, exact.shape[0], step):
-        shifted[start:start + step] = exact[start:start + step] - centre64  # ŝ: one float64, one float32 rounding
+    shifted, col_terms, centre = _centred_l2_terms(exact.numpy(), columns.numpy())
     row_terms = squared_norms(exact).neg_().to(torch.float32)  # -‖Q̃‖²: summed in float64, rounded once
-    for start in range(0, columns.shape[0], step):
-        block = columns[start:start + step].double()
-        col_terms[start:start + step] = 2.0 * (block @ centre64) - (block * block).sum(dim=1)  # T, rounded once
     u, width = unit_roundoff(torch.float32), shifted.shape[1]
     error = gamma(blocks.scorer.query_rounding, U64) * blocks.query_norms[0]
     quadratic, linear, constant = centred_l2_bound_terms(
@@ -583,6 +574,31 @@ def _fused_inputs(blocks: "_EmbeddingBlocks", grid_bits) -> _FusedInputs:
     c2 = float(blocks.column_norms().max(initial=0.0))
     delta = float((((terms[:, 0] * c2 + terms[:, 1]) * c2 + terms[:, 2])).max(initial=0.0))
     return _FusedInputs(shifted, col_terms.contiguous(), row_terms.contiguous(), terms, delta, True)
+
+
+def _centred_l2_terms(exact: np.ndarray, columns: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ŝ (D, d') float32, T (S,) float32, m (d',) float32) of :func:`_fused_inputs`'s centred L2
+    keys from the float64 queries ``exact`` (D, d') and the float32 columns (S, d'): m the float32
+    mean of the queries, ŝ = fl(Q̃ - m) (one float64 and one float32 rounding), T = fl(2 m·c - ‖c‖²)
+    summed in float64 and rounded once. In numpy, a chunk at a time through one float64 buffer:
+    this runs on a setup thread beside others, where torch's intra-op threads would wait on a busy
+    core."""
+    centre = exact.mean(axis=0).astype(np.float32)
+    centre64 = centre.astype(np.float64)
+    shifted = np.empty(exact.shape, np.float32)
+    col_terms = np.empty(columns.shape[0], np.float32)
+    step = max(1, CENTRING_CHUNK // max(1, exact.shape[1]))
+    buffer = np.empty((step, exact.shape[1]), np.float64)
+    for start in range(0, exact.shape[0], step):
+        rows = buffer[:min(step, exact.shape[0] - start)]
+        np.subtract(exact[start:start + rows.shape[0]], centre64, out=rows)
+        shifted[start:start + rows.shape[0]] = rows
+    for start in range(0, columns.shape[0], step):
+        block = buffer[:min(step, columns.shape[0] - start)]
+        np.copyto(block, columns[start:start + block.shape[0]])
+        col_terms[start:start + block.shape[0]] = 2.0 * np.einsum("ij,j->i", block, centre64) - \
+            np.einsum("ij,ij->i", block, block)
+    return torch.from_numpy(shifted), torch.from_numpy(col_terms), torch.from_numpy(centre)
 
 
 class _FusedPass:
@@ -1241,26 +1257,27 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
                  progress, shard: Optional[Shard] = None, device: Optional[torch.device] = None) -> MatrixCounts:
     rows, width = spec.shape
     on_device = _pass_on_device(device)
-    blocks = _EmbeddingBlocks(scorer, spec)
-    if on_device and device is not None:
-        blocks = blocks.on(device)
-    finite = scorer.provably_finite(blocks.fast_queries, spec.side)
-    if not finite:
-        raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast ranks "
-                         "(--fast) or rescale the embeddings")
     library = _library()
-    grid_bits = ExactRanks(scorer).grid_bits
-    early: Optional[_EarlyWork] = None
-    if not on_device and fused_applies(blocks, library):
-        # the pass's inputs, the probe's GEMM and the columns' packing need only the tables: on a thread of
-        # their own while the thresholds' keys, order and windows are worked out here
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openbench-matrix-setup") as setup:
-            inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # submitted in the order they are waited for
-            early = _EarlyWork(inputs, setup.submit(_probe_keys, blocks, rows),
-                               setup.submit(_packed_columns, blocks.columns.numpy()))
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="openbench-matrix-setup") as setup:
+        # the grid (one pass over the candidate table) while the blocks are built; then, where the fused pass
+        # applies, its inputs, the columns' packing and the probe's GEMM, which need only the tables, on these two
+        # threads while the thresholds' keys, order and windows are worked out here
+        grid = setup.submit(lambda: ExactRanks(scorer).grid_bits)
+        blocks = _EmbeddingBlocks(scorer, spec)
+        if on_device and device is not None:
+            blocks = blocks.on(device)
+        finite = scorer.provably_finite(blocks.fast_queries, spec.side)
+        if not finite:
+            raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast "
+                             "ranks (--fast) or rescale the embeddings")
+        grid_bits = grid.result()
+        if not on_device and fused_applies(blocks, library):
+            inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # the longest first
+            packed = setup.submit(_packed_columns, blocks.columns.numpy())
+            early = _EarlyWork(inputs, setup.submit(_probe_keys, blocks, rows), packed)
             return _count_exact_from(scorer, spec, blocks, grid_bits, early, special_rows, special_cols, thresholds,
                                      top_k, top_excluded, progress, shard, device)
-    return _count_exact_from(scorer, spec, blocks, grid_bits, early, special_rows, special_cols, thresholds, top_k,
+    return _count_exact_from(scorer, spec, blocks, grid_bits, None, special_rows, special_cols, thresholds, top_k,
                              top_excluded, progress, shard, device)
 
 
