@@ -823,11 +823,17 @@ class _EmbeddingBlocks:
 
     def column_norms(self) -> np.ndarray:
         """(S,) float64 upper bounds on the columns' 2-norms (computed once)."""
+        return self.column_norm_bounds()[0]
+
+    def column_norm_bounds(self) -> Tuple[np.ndarray, np.ndarray]:
+        """((S,), (S,)) float64 upper bounds on the columns' 2-norms and 1-norms (computed once; two
+        setup threads that ask at once may both compute them, to the same values)."""
         from openbench.evaluation.counting.exact import norm_bounds
 
-        if self._column_norms is None:
-            self._column_norms = tuple(n.numpy() for n in norm_bounds(self.columns))
-        return self._column_norms[0]
+        found = self._column_norms
+        if found is None:
+            found = self._column_norms = tuple(n.numpy() for n in norm_bounds(self.columns))
+        return found
 
     _column_norms: Optional[tuple] = None
     _bound_cache: Optional[tuple] = None
@@ -844,9 +850,7 @@ class _EmbeddingBlocks:
         scorer, dtype = self.scorer, self.fast_queries.dtype
         u = unit_roundoff(dtype)
         width = self.fast_queries.shape[1]
-        self.column_norms()
-        assert self._column_norms is not None
-        c2, c1 = (float(n.max()) if n.size else 0.0 for n in self._column_norms)
+        c2, c1 = (float(n.max()) if n.size else 0.0 for n in self.column_norm_bounds())
         inputs = None
         if not self._fast_exact(grid_bits, c2, c1, dtype):
             fast_two, fast_one = (n.numpy() for n in norm_bounds(self.fast_queries))
@@ -1302,13 +1306,6 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", grid
     special_keys, special_bounds = blocks.pair_keys(special_rows, special_cols, grid_bits)
     exact = _ExactOrder(blocks)
     groups = exact.groups(special_rows, special_cols, special_keys, special_bounds)
-    gemm_delta = delta = blocks.fast_bound(grid_bits)
-    inputs: Optional[_FusedInputs] = None
-    probe_rows, probe = None, None
-    if early is not None:
-        inputs = early.inputs.result()
-        probe_rows, probe = early.probe.result()
-        delta = inputs.delta
     where = np.flatnonzero(thresholds)
     order = np.lexsort((where, groups[where]))  # ascending exact order
     sorted_where = where[order]
@@ -1317,12 +1314,22 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", grid
     # the windows must be non-decreasing: the float64 keys are, up to their bounds, which the width covers
     monotone = np.maximum.accumulate(threshold_keys) if threshold_keys.size else threshold_keys
     threshold_width = max_bound + float(np.max(monotone - threshold_keys, initial=0.0))
+    windows64: Optional[Tuple[np.ndarray, np.ndarray]] = None
+    if early is not None:  # the fused pass's float64 windows here while the setup threads work
+        windows64 = _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
+    gemm_delta = delta = blocks.fast_bound(grid_bits)
+    inputs: Optional[_FusedInputs] = None
+    if early is not None:
+        inputs = early.inputs.result()
+        delta = inputs.delta
     windows = _windows(monotone, delta + threshold_width, blocks.fast_queries.dtype)
     record = not windows.point
     refine: Optional[dict] = None
+    if record and not on_device:
+        _grid(windows, record)  # the pass's grid (the probe's too) while the probe may still run
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32 and \
-            _crowded(blocks, windows, library, probe if probe is not None else _probe_keys(blocks, rows)[1],
-                     on_device):
+            _crowded(blocks, windows, library, early.probe.result()[1] if early is not None
+                     else _probe_keys(blocks, rows)[1], on_device):
         # most keys would be re-scored one by one: the whole pass in float64 costs less
         early = inputs = None
         blocks = blocks.in_float64()
@@ -1330,16 +1337,16 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", grid
         windows = _windows(monotone, delta + threshold_width, torch.float64)
         record = not windows.point
     if record and (library is not None or on_device) and blocks.fast_queries.dtype == torch.float32:
-        lows64, highs64 = _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
+        lows64, highs64 = windows64 or _float64_windows(blocks, scorer, grid_bits, monotone, max_bound)
         refine = dict(kind=blocks.kind, queries64=blocks.exact_queries, columns=blocks.columns, lows64=lows64,
                       highs64=highs64)
     count_pass = _passes(windows, record, blocks.device if on_device else None, **(refine or {}))
     slack = 2 * (delta + float(special_bounds.max(initial=0.0))) * (1 + 2.0 ** -30)
     tops = _Tops(top_k, _codes(special_rows[top_excluded], special_cols[top_excluded], width), slack)
-    if early is not None and inputs is not None and probe is not None and probe_rows is not None and \
-            isinstance(count_pass, _BlockPass):
+    if early is not None and inputs is not None and isinstance(count_pass, _BlockPass):
         count_pass = _FusedPass(count_pass, blocks, _pair_windows(blocks, inputs.terms, monotone, threshold_width),
                                 early.packed.result(), inputs)
+        probe_rows, probe = early.probe.result()
         # the first floor from the probe's GEMM keys: a pair's fused key is off by the fused bound, the probe's
         # by a GEMM's
         tops.prime(probe, probe_rows, width, slack + 2 * gemm_delta * (1 + 2.0 ** -30))
@@ -1488,10 +1495,10 @@ def _float64_windows(blocks: _EmbeddingBlocks, scorer, grid_bits, keys: np.ndarr
     """The thresholds' float64 windows for the pass's float64 step: each sorted key widened by the
     largest bound on any matrix pair's float64 key (the largest norms on both sides) plus the
     thresholds' own, rounded outwards (non-decreasing, as the keys)."""
-    from openbench.evaluation.counting.exact import U64, float64_key_bound, norm_bounds
+    from openbench.evaluation.counting.exact import U64, float64_key_bound
 
     q2, q1 = (float(n.max(initial=0.0)) for n in blocks.query_norms)
-    c2, c1 = (float(n.max()) if n.numel() else 0.0 for n in norm_bounds(blocks.columns))
+    c2, c1 = (float(n.max()) if n.size else 0.0 for n in blocks.column_norm_bounds())
     worst = {"dot": 0.0, "l2": -(q2 + c2) ** 2, "l1": -(q1 + c1)}[blocks.kind]
     pair_bound = float(float64_key_bound(blocks.kind, scorer, grid_bits, np.array([worst]),
                                          blocks.exact_queries.shape[1], (np.array([q2]), np.array([q1])),
