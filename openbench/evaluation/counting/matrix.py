@@ -498,14 +498,20 @@ def fused_applies(blocks: "_EmbeddingBlocks", library) -> bool:
     """Whether the fused pass counts these blocks: the C helper has it and the CPU runs it
     (AVX-512, the scan chosen), float32 dot or L2 keys, on the CPU (``OPENBENCH_MATRIX_PASS=plain``:
     the GEMM and the plain pass instead)."""
+    return blocks.fast_queries.dtype == torch.float32 and _fused_columns(blocks.kind, blocks.columns, library) and \
+        blocks.device.type == "cpu"
+
+
+def _fused_columns(kind: str, columns: torch.Tensor, library) -> bool:
+    """:func:`fused_applies` as far as the keys' kind and the columns (S, d') tell, before the queries
+    are computed (the columns' packing starts then)."""
     import os
 
     if library is None or not hasattr(library, "openbench_matrix_fused_f32"):
         return False
     if os.environ.get(PASS_VARIABLE, "").lower() in ("plain", "torch"):
         return False
-    return (blocks.kind in ("dot", "l2") and blocks.device.type == "cpu"
-            and blocks.fast_queries.dtype == torch.float32 and blocks.columns.dtype == torch.float32
+    return (kind in ("dot", "l2") and columns.device.type == "cpu" and columns.dtype == torch.float32
             and bool(library.openbench_matrix_fused_available()))
 
 
@@ -711,17 +717,24 @@ def _pass_on_device(device: Optional[torch.device]) -> bool:
 
 # -- the blocks' keys ---------------------------------------------------------------------------
 
+def _matrix_columns(scorer, spec: MatrixSpec) -> torch.Tensor:
+    """(S, d') the candidate vectors of the matrix's columns (read as a view where their ids run in
+    order)."""
+    return scorer.candidate_rows(_stored_rows(scorer.entities, spec.cols), spec.side).contiguous()
+
+
 class _EmbeddingBlocks:
     """Fast keys of a block of rows against every column (:func:`candidate_scores`), and what the
     exact decisions need: float64 queries with their magnitude bounds, the columns' stored rows."""
 
-    def __init__(self, scorer, spec: MatrixSpec):
+    def __init__(self, scorer, spec: MatrixSpec, columns: Optional[torch.Tensor] = None):
+        """``columns``: :func:`_matrix_columns` where the caller has them."""
         from openbench.evaluation.counting.exact import query_rows
         from openbench.models.scorers import squared_norms
 
         self.scorer, self.spec, self.kind = scorer, spec, scorer.kind
         side = spec.side
-        self.columns = scorer.candidate_rows(_stored_rows(scorer.entities, spec.cols), side).contiguous()
+        self.columns = _matrix_columns(scorer, spec) if columns is None else columns
         self.squared = squared_norms(self.columns) if self.kind == "l2" else None
         triples = spec.queries(0, spec.shape[0])
         self.fast_queries = scorer.query_vectors(triples, side).contiguous()  # (D, d') the blocks' queries
@@ -1263,11 +1276,14 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
     on_device = _pass_on_device(device)
     library = _library()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="openbench-matrix-setup") as setup:
-        # the grid (one pass over the candidate table) while the blocks are built; then, where the fused pass
-        # applies, its inputs, the columns' packing and the probe's GEMM, which need only the tables, on these two
-        # threads while the thresholds' keys, order and windows are worked out here
+        # the grid (one pass over the candidate table) and, where the fused pass may apply, the columns' packing
+        # while the blocks are built; then the fused pass's inputs and the probe's GEMM on these two threads while
+        # the thresholds' keys, order and windows are worked out here
         grid = setup.submit(lambda: ExactRanks(scorer).grid_bits)
-        blocks = _EmbeddingBlocks(scorer, spec)
+        columns = _matrix_columns(scorer, spec)
+        packed = setup.submit(_packed_columns, columns.numpy()) if not on_device and \
+            _fused_columns(scorer.kind, columns, library) else None
+        blocks = _EmbeddingBlocks(scorer, spec, columns)
         if on_device and device is not None:
             blocks = blocks.on(device)
         finite = scorer.provably_finite(blocks.fast_queries, spec.side)
@@ -1275,9 +1291,8 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
             raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast "
                              "ranks (--fast) or rescale the embeddings")
         grid_bits = grid.result()
-        if not on_device and fused_applies(blocks, library):
+        if packed is not None and fused_applies(blocks, library):
             inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # the longest first
-            packed = setup.submit(_packed_columns, blocks.columns.numpy())
             early = _EarlyWork(inputs, setup.submit(_probe_keys, blocks, rows), packed)
             return _count_exact_from(scorer, spec, blocks, grid_bits, early, special_rows, special_cols, thresholds,
                                      top_k, top_excluded, progress, shard, device)
