@@ -890,10 +890,10 @@ TABLE_SUMMARY(openbench_table_summary_f64, double, uint64_t, 0x7FFFFFFFFFFFFFFFu
  * Without `record` nothing is recorded (point windows: inside means tied).
  *
  * The counts come from a grid of `cells` equal cells over the thresholds' span: x falls in cell
- * c = floor((x - base) * scale) (in the keys' precision, base a key value: off by less than a
- * quarter cell), clamped to
- * -1 (below every window) .. cells (above). The tables are per cell c + 1: `codes` (0 when the cell
- * is pure: every key of cells c - 1 .. c + 1 has the same a and b, and, recording, a == b; else
+ * c = floor((x - base) * scale) (in the keys' precision: off by at most cells * 2^-23 cells), clamped
+ * to -1 (below every window) .. cells (above). The tables are per cell c + 1: `codes` (0 when the cell
+ * is pure: every key this arithmetic can put in cell c (matrix.py's grid_margin) has the same a and b,
+ * and, recording, a == b; else
  * -1 - k), `ab` (the ranges [ab[4k], ab[4k + 1]) of highs and [ab[4k + 2], ab[4k + 3]) of lows a
  * key can fall between: a pure cell's a and b), `impure` (row k: the ranges of the k-th impure
  * cell). The counters `cell_counts` (cells + 2, int32, rows * width < 2^31) start from the codes: a

@@ -226,8 +226,8 @@ class _Windows:
 @dataclass
 class _Grid:
     """The cells that place a key among the windows (``openbench_matrix_count_*``): per cell
-    c = -1 .. cells (stored at c + 1), the ranges of highs and lows a key of cells c - 1 .. c + 1
-    can fall between, and its code: 0 when it is pure (one a and one b), else -1 - k, k its row in
+    c = -1 .. cells (stored at c + 1), the ranges of highs and lows a key the pass puts in cell c
+    can fall between (:func:`grid_margin`), and its code: 0 when it is pure (one a and one b), else -1 - k, k its row in
     ``impure`` (the impure cells' ranges, few and contiguous: the pass reads them, never ``ranges``);
     keys map to cells by (key - base) * scale."""
 
@@ -249,8 +249,9 @@ def _grid(windows: _Windows, record: bool) -> _Grid:
 def _built_grid(windows: _Windows, record: bool) -> _Grid:
     """The grid of ``windows``: ``cells - 2`` equal cells over [lows[0], highs[-1]] and two more above
     (a key whose cell rounds to ``cells`` or beyond is above every window; to -1 or below, below
-    every one); a cell is pure when its range is one value for highs and for lows (and, where keys
-    inside a window are recorded, no window covers it)."""
+    every one); a cell's ranges are those of its keys wherever the pass's arithmetic may put them
+    (the cell widened by :func:`grid_margin` on both sides), and it is pure when they are one value
+    for highs and for lows (and, where keys inside a window are recorded, no window covers it)."""
     lows, highs = windows.lows.double().numpy(), windows.highs.double().numpy()
     count = lows.shape[0]
     dtype = np.float32 if windows.lows.dtype == torch.float32 else np.float64
@@ -262,9 +263,11 @@ def _built_grid(windows: _Windows, record: bool) -> _Grid:
     scale = float(dtype((cells - 2) / span)) if span > 0 and np.isfinite(span) and (cells - 2) / span < np.inf else 1.0
     base = float(dtype(bottom))
     index = np.arange(-1, cells + 1, dtype=np.float64)  # c of each slot
+    margin = grid_margin(cells)
     with np.errstate(over="ignore", invalid="ignore"):
-        left = base + (index - 1) / scale
-        right = base + (index + 2) / scale
+        left = base + (index - margin) / scale
+        right = base + (index + 1 + margin) / scale
+    # cell 0 holds the keys the pass truncates from (-1, 0) too: below base, the lowest edge, as its ranges (from 0) say
     left[0], right[0] = -np.inf, base  # slot 0: below every window
     left[-1], right[-1] = top, np.inf  # slot cells + 1: above every window
     ranges = np.stack([np.searchsorted(highs, left, "left"), np.searchsorted(highs, right, "right"),
@@ -279,6 +282,15 @@ def _built_grid(windows: _Windows, record: bool) -> _Grid:
     codes[impure] = -1 - np.arange(impure.size, dtype=np.int32)
     ranges = np.ascontiguousarray(ranges.astype(np.int64))
     return _Grid(codes, np.ascontiguousarray(ranges[impure]), ranges, cells, base, scale)
+
+
+def grid_margin(cells: int) -> float:
+    """How far past its own edges, in cells, a cell's keys can lie: the pass computes a key's cell
+    as fl(fl(x - base) * scale) in the keys' precision (float32 at worst, u = 2^-24), off by at most
+    2u|t| + u² ≤ cells·2^-23 cells for |t| ≤ cells (beyond, the cell is clamped either way); the
+    margin is 8 times that (1/16 of a cell at 65,536 cells), and at most one cell. A cell is pure
+    when no window edge lies within it and its margins."""
+    return min(1.0, cells * 2.0 ** -20)
 
 
 def _windows(keys: np.ndarray, half_width: float, dtype: torch.dtype) -> _Windows:
