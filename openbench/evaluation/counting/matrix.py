@@ -227,9 +227,9 @@ class _Windows:
 class _Grid:
     """The cells that place a key among the windows (``openbench_matrix_count_*``): per cell
     c = -1 .. cells (stored at c + 1), the ranges of highs and lows a key the pass puts in cell c
-    can fall between (:func:`grid_margin`), and its code: 0 when it is pure (one a and one b), else -1 - k, k its row in
-    ``impure`` (the impure cells' ranges, few and contiguous: the pass reads them, never ``ranges``);
-    keys map to cells by (key - base) * scale."""
+    can fall between (:func:`grid_margin`), and its code: 0 when it is pure (one a and one b),
+    else -1 - k, k its row in ``impure`` (the impure cells' ranges, few and contiguous: the pass
+    reads them, never ``ranges``); keys map to cells by (key - base) * scale."""
 
     codes: np.ndarray  # (cells + 2,) int32: the pass's counters start from them
     impure: np.ndarray  # (I, 4) int64
