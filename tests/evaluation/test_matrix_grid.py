@@ -65,3 +65,25 @@ def test_keys_beside_every_cell_edge_are_counted_where_they_lie(scan, dtype):
         assert np.array_equal(recorded, np.stack([inside, a[inside], b[inside]], axis=1))
     finally:
         chunk_scan(before)
+
+
+@needs_library
+def test_windows_too_close_for_a_float32_grid_are_still_counted_where_they_lie():
+    """Windows spanning 1e-40 around 1e-36 (embeddings some 1e-18 in size): (cells - 2) / span is
+    beyond float32's range, and a grid scaled by infinity would put a key equal to the lowest edge
+    (0 * inf: NaN) above every window. The grid falls back to a scale it can hold; every key is
+    counted as the definition counts it."""
+    lows = np.array([1e-36, 1e-36 + 2e-41, 1e-36 + 5e-41], dtype=np.float32)
+    highs = np.array([1e-36 + 1e-41, 1e-36 + 4e-41, 1e-36 + 1e-40], dtype=np.float32)
+    assert (np.diff(lows) > 0).all() and (np.diff(highs) > 0).all() and (lows <= highs).all()
+    windows = matrix._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
+    assert np.isfinite(np.float32(matrix._grid(windows, True).scale))
+    keys = np.concatenate([_steps_around(np.unique(np.concatenate([lows, highs])), 6), [0.0, 1.0, -1.0]])
+    keys = keys.astype(np.float32)[None, :]
+    beyond, reached, recorded, _ = matrix._BlockPass(windows, True, matrix._library())(torch.from_numpy(keys), None)
+    flat = keys.reshape(-1)
+    a, b = np.searchsorted(highs, flat, side="left"), np.searchsorted(lows, flat, side="right")
+    assert np.array_equal(beyond, np.bincount(a, minlength=lows.size + 1))
+    assert np.array_equal(reached, np.bincount(b, minlength=lows.size + 1))
+    inside = np.flatnonzero(a < b)
+    assert np.array_equal(recorded, np.stack([inside, a[inside], b[inside]], axis=1))

@@ -260,7 +260,11 @@ def _built_grid(windows: _Windows, record: bool) -> _Grid:
     bottom, top = lows[0], highs[-1]
     cells = MAX_GRID_CELLS  # fine enough that a window covers few cells, whatever the thresholds
     span = float(top - bottom)
-    scale = float(dtype((cells - 2) / span)) if span > 0 and np.isfinite(span) and (cells - 2) / span < np.inf else 1.0
+    # at most a quarter of the dtype's largest value: a key within the span keeps (x - base)·scale finite (a scale
+    # of infinity would make 0·inf, NaN, of the lowest edge); fewer cells then cover a span too narrow for them all
+    finest = float(np.finfo(dtype).max) / 4
+    with np.errstate(over="ignore", divide="ignore"):
+        scale = float(dtype(min((cells - 2) / span, finest))) if span > 0 and np.isfinite(span) else 1.0
     base = float(dtype(bottom))
     index = np.arange(-1, cells + 1, dtype=np.float64)  # c of each slot
     margin = grid_margin(cells)
