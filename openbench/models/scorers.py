@@ -214,9 +214,10 @@ class EmbeddingScorer:
     # -- shared -----------------------------------------------------------------------------
     def _cached_candidates(self, side: str) -> torch.Tensor:
         if side not in self._candidates:
-            self._candidates[side] = self.candidate_vectors(side).contiguous()
-            if self.kind == "l2":
-                self._candidate_norms[side] = squared_norms(self._candidates[side])
+            candidates = self.candidate_vectors(side).contiguous()
+            if self.kind == "l2":  # the norms first: a thread that finds the vectors finds their norms too
+                self._candidate_norms[side] = squared_norms(candidates)
+            self._candidates[side] = candidates
         return self._candidates[side]
 
     def provably_finite(self, queries: torch.Tensor, side: str, candidate_max: Optional[float] = None) -> bool:
