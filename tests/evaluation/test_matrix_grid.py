@@ -32,6 +32,20 @@ def _edge_windows(dtype: type, cells: int, stride: int) -> tuple:
     return lows, highs, base, scale
 
 
+def _assert_counted_as_defined(windows, keys: np.ndarray) -> None:
+    """The C pass over ``keys`` (B, S) counts each key's a (windows whose high is below it) and b
+    (windows whose low is at most it) as the definition does, and records the keys inside a window
+    (a < b) by position with their a and b."""
+    lows, highs = windows.lows.numpy(), windows.highs.numpy()
+    beyond, reached, recorded, _ = matrix._BlockPass(windows, True, matrix._library())(torch.from_numpy(keys), None)
+    flat = keys.reshape(-1)
+    a, b = np.searchsorted(highs, flat, side="left"), np.searchsorted(lows, flat, side="right")
+    assert np.array_equal(beyond, np.bincount(a, minlength=lows.size + 1))
+    assert np.array_equal(reached, np.bincount(b, minlength=lows.size + 1))
+    inside = np.flatnonzero(a < b)
+    assert np.array_equal(recorded, np.stack([inside, a[inside], b[inside]], axis=1))
+
+
 @needs_library
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("scan", ["avx512", "avx2", "portable"])
@@ -54,15 +68,7 @@ def test_keys_beside_every_cell_edge_are_counted_where_they_lie(scan, dtype):
         assert grid.cells == matrix.MAX_GRID_CELLS and grid.base == base and grid.scale == scale
         keys = _steps_around(np.unique(np.concatenate([lows, highs])), 24)
         keys = keys[: keys.size - keys.size % 64].reshape(-1, 64)
-        count_pass = matrix._BlockPass(windows, True, matrix._library())
-        beyond, reached, recorded, _ = count_pass(torch.from_numpy(keys), None)
-        flat = keys.reshape(-1)
-        a = np.searchsorted(highs, flat, side="left")  # highs below the key
-        b = np.searchsorted(lows, flat, side="right")  # lows at most the key
-        assert np.array_equal(beyond, np.bincount(a, minlength=lows.size + 1))
-        assert np.array_equal(reached, np.bincount(b, minlength=lows.size + 1))
-        inside = np.flatnonzero(a < b)
-        assert np.array_equal(recorded, np.stack([inside, a[inside], b[inside]], axis=1))
+        _assert_counted_as_defined(windows, keys)
     finally:
         chunk_scan(before)
 
@@ -79,11 +85,4 @@ def test_windows_too_close_for_a_float32_grid_are_still_counted_where_they_lie()
     windows = matrix._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
     assert np.isfinite(np.float32(matrix._grid(windows, True).scale))
     keys = np.concatenate([_steps_around(np.unique(np.concatenate([lows, highs])), 6), [0.0, 1.0, -1.0]])
-    keys = keys.astype(np.float32)[None, :]
-    beyond, reached, recorded, _ = matrix._BlockPass(windows, True, matrix._library())(torch.from_numpy(keys), None)
-    flat = keys.reshape(-1)
-    a, b = np.searchsorted(highs, flat, side="left"), np.searchsorted(lows, flat, side="right")
-    assert np.array_equal(beyond, np.bincount(a, minlength=lows.size + 1))
-    assert np.array_equal(reached, np.bincount(b, minlength=lows.size + 1))
-    inside = np.flatnonzero(a < b)
-    assert np.array_equal(recorded, np.stack([inside, a[inside], b[inside]], axis=1))
+    _assert_counted_as_defined(windows, keys.astype(np.float32)[None, :])
