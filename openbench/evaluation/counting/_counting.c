@@ -1160,6 +1160,19 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
 #define PLAIN_FLOAT64_KEY(IS_F32, J)                                                                \
     float64_key_of(kind, query, IS_F32 ? (const float *)(const void *)(columns + (J) * dims) : 0,  \
                    IS_F32 ? 0 : (const double *)(const void *)(columns + (J) * dims), dims)
+/* A key still undecided after its float64 step (a < b) recorded by position with its range, up to
+ * `capacity` (`recorded` counts them all). */
+#define MATRIX_RECORD(I, J, A, B)                                                                   \
+    do {                                                                                            \
+        if ((A) < (B)) {                                                                            \
+            if (recorded < capacity) {                                                              \
+                pairs[3 * recorded] = (I) * width + (J);                                            \
+                pairs[3 * recorded + 1] = (A);                                                      \
+                pairs[3 * recorded + 2] = (B);                                                      \
+            }                                                                                       \
+            ++recorded;                                                                             \
+        }                                                                                           \
+    } while (0)
 #define MATRIX_COUNT_KEY(T, BELOW, KEY64, DEFER, KEY, SLOT, I, J)                                  \
     do {                                                                                            \
         const int32_t c_ = (SLOT), code_ = cell_counts[c_];                                         \
@@ -1182,14 +1195,7 @@ static int matrix_slots_f32(const float *row, int64_t n, float base, float scale
                 a_ = count_below_f64(keys64_hi, a_, b_, key_, 1);                                   \
                 b_ = count_below_f64(keys64_lo, a_, b_, key_, 0);                                   \
             }                                                                                       \
-            if (a_ < b_) {                                                                          \
-                if (recorded < capacity) {                                                          \
-                    pairs[3 * recorded] = (I) * width + (J);                                        \
-                    pairs[3 * recorded + 1] = a_;                                                   \
-                    pairs[3 * recorded + 2] = b_;                                                   \
-                }                                                                                   \
-                ++recorded;                                                                         \
-            }                                                                                       \
+            MATRIX_RECORD(I, J, a_, b_);                                                            \
         }                                                                                           \
         beyond[a_] += 1;                                                                            \
         reached[b_] += 1;                                                                           \
@@ -1271,8 +1277,9 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, 0, matrix_slot
  * rounded to float32 (candidate_scores' order). `top_keys`: the fast keys of the best pairs
  * recorded in `tops`. `pair_terms` (rows, 3), `pair_norms` (width,), `centers` (count,) and
  * `pair_extra`: the pairs' own windows (MATRIX_COUNT_KEY; NULL: none). `cell_counts` holds cells +
- * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1 where a key is NaN (the caller counts the block the plain
- * way, which names it), -2 without AVX-512, -3 out of memory. */
+ * 3 counters (the last, a spare for the places of partial tiles). Returns the keys recorded, -1
+ * where a key is NaN (the caller counts the block the plain way, which names it), -2 without
+ * AVX-512, -3 out of memory. */
 #ifdef HAVE_AVX512_SCAN
 #define FUSED_ROWS 6
 #define FUSED_COLS 32
@@ -1314,6 +1321,24 @@ static int fused_count_tile(const int32_t *prior, int32_t *cell_counts, int32_t 
     int cursor = 0, impure = 0;
     FUSED_COUNT_PRIOR(FUSED_KEYS);
     return impure;
+}
+
+/* The rows (rows, dims) in panels of FUSED_ROWS, (ceil(rows / 6), dims, 6): each panel holds its
+ * rows' k-th values side by side, zero past `rows`; NULL out of memory (the caller frees it). */
+static float *fused_row_panels(const float *queries, int64_t rows, int64_t dims)
+{
+    const int64_t panels = (rows + FUSED_ROWS - 1) / FUSED_ROWS;
+    size_t bytes = (size_t)(panels * FUSED_ROWS * (dims > 0 ? dims : 1)) * sizeof(float);
+    bytes = (bytes + 63) / 64 * 64;
+    float *a = (float *)aligned_alloc(64, bytes);
+    if (!a) return 0;
+    for (int64_t p = 0; p < panels; ++p)
+        for (int64_t k = 0; k < dims; ++k)
+            for (int64_t r = 0; r < FUSED_ROWS; ++r) {
+                const int64_t i = p * FUSED_ROWS + r;
+                a[(p * dims + k) * FUSED_ROWS + r] = i < rows ? queries[i * dims + k] : 0.0f;
+            }
+    return a;
 }
 
 /* One tile's keys (see openbench_matrix_fused_f32) into `tile`; with `prior`, the previous
@@ -1425,14 +1450,11 @@ int64_t openbench_matrix_fused_keys_f32(const float *queries, int64_t rows, cons
     if (chunk < 1) chunk = 1;
     float tile[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
     int32_t slot[FUSED_ROWS * FUSED_COLS] __attribute__((aligned(64)));
-    float a[FUSED_ROWS * 64];
+    float *a = fused_row_panels(queries, rows, dims);
+    if (!a) return -3;
     for (int64_t p = 0; p * FUSED_ROWS < rows; ++p) {
         const int64_t rows_here = rows - p * FUSED_ROWS < FUSED_ROWS ? rows - p * FUSED_ROWS : FUSED_ROWS;
-        float *panel = dims <= 64 ? a : (float *)malloc((size_t)(FUSED_ROWS * dims) * sizeof(float));
-        if (!panel) return -3;
-        for (int64_t k = 0; k < dims; ++k)
-            for (int64_t r = 0; r < FUSED_ROWS; ++r)
-                panel[k * FUSED_ROWS + r] = r < rows_here ? queries[(p * FUSED_ROWS + r) * dims + k] : 0.0f;
+        const float *panel = a + p * FUSED_ROWS * dims;
         for (int64_t q = 0; q * FUSED_COLS < width; ++q) {
             const int64_t j0 = q * FUSED_COLS, n = width - j0 < FUSED_COLS ? width - j0 : FUSED_COLS;
             uint32_t high[FUSED_ROWS];
@@ -1442,8 +1464,8 @@ int64_t openbench_matrix_fused_keys_f32(const float *queries, int64_t rows, cons
             for (int64_t r = 0; r < rows_here; ++r)
                 for (int64_t jj = 0; jj < n; ++jj) out[(p * FUSED_ROWS + r) * width + j0 + jj] = tile[r * FUSED_COLS + jj];
         }
-        if (panel != a) free(panel);
     }
+    free(a);
     return 0;
 #else
     (void)queries; (void)rows; (void)packed; (void)width; (void)dims; (void)chunk; (void)row_terms; (void)col_terms;
@@ -1472,16 +1494,8 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
     if (chunk < 1) chunk = 1;
     const int64_t panels = (rows + FUSED_ROWS - 1) / FUSED_ROWS;
     const int64_t column_panels = (width + FUSED_COLS - 1) / FUSED_COLS;
-    size_t bytes = (size_t)(panels * FUSED_ROWS * (dims > 0 ? dims : 1)) * sizeof(float);
-    bytes = (bytes + 63) / 64 * 64;
-    float *a = (float *)aligned_alloc(64, bytes);
+    float *a = fused_row_panels(queries, rows, dims);
     if (!a) return -3;
-    for (int64_t p = 0; p < panels; ++p) /* each panel (dims, 12): the rows' k-th values side by side */
-        for (int64_t k = 0; k < dims; ++k)
-            for (int64_t r = 0; r < FUSED_ROWS; ++r) {
-                const int64_t i = p * FUSED_ROWS + r;
-                a[(p * dims + k) * FUSED_ROWS + r] = i < rows ? queries[i * dims + k] : 0.0f;
-            }
     for (int64_t c = 0; c < cells + 2; ++c) cell_counts[c] = codes[c];
     const int32_t spare = (int32_t)(cells + 2); /* the places of a partial tile outside the matrix count here */
     cell_counts[spare] = 0;
@@ -1511,14 +1525,7 @@ int64_t openbench_matrix_fused_f32(const float *queries, int64_t rows, const flo
             const double key_ = float64_key_of(kind, queries64 + i_ * dims, columns + j_ * dims, 0, dims); \
             int64_t a_ = count_below_f64(keys64_hi, deferred_range[d_][0], deferred_range[d_][1], key_, 1); \
             int64_t b_ = count_below_f64(keys64_lo, a_, deferred_range[d_][1], key_, 0);            \
-            if (a_ < b_) {                                                                          \
-                if (recorded < capacity) {                                                          \
-                    pairs[3 * recorded] = i_ * width + j_;                                          \
-                    pairs[3 * recorded + 1] = a_;                                                   \
-                    pairs[3 * recorded + 2] = b_;                                                   \
-                }                                                                                   \
-                ++recorded;                                                                         \
-            }                                                                                       \
+            MATRIX_RECORD(i_, j_, a_, b_);                                                          \
             beyond[a_] += 1;                                                                        \
             reached[b_] += 1;                                                                       \
         }                                                                                           \

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from openbench.evaluation.candidates import SideCandidates
 
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
-           "fast_key_bound", "fast_key_bound_terms", "centred_l2_bound_terms", "float64_key_bound", "exact_key", "round_outwards",
+           "fast_key_bound", "fast_key_bound_terms", "centred_l2_bound_terms", "float64_key_bound", "exact_key",
+           "round_outwards",
            "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
 
 logger = logging.getLogger(__name__)

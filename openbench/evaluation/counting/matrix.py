@@ -946,7 +946,7 @@ class _ValueBlocks:
         if self.fast:
             from openbench.models.scorers import squared_norms
 
-            self.columns = scorer.candidate_rows(_stored_rows(scorer.entities, spec.cols), spec.side).contiguous()
+            self.columns = _matrix_columns(scorer, spec)
             self.squared = squared_norms(self.columns) if scorer.kind == "l2" else None
 
     def keys(self, first: int, last: int, out: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -966,10 +966,15 @@ class _ValueBlocks:
 
 def block_keys() -> int:
     """Keys per block: :data:`BLOCK_KEYS`, or the environment's :data:`BLOCK_VARIABLE`."""
+    return _given_block_keys() or BLOCK_KEYS
+
+
+def _given_block_keys() -> Optional[int]:
+    """The environment's :data:`BLOCK_VARIABLE` where it names a positive number of keys, else None."""
     import os
 
     given = os.environ.get(BLOCK_VARIABLE, "").strip()
-    return int(given) if given.isdigit() and int(given) > 0 else BLOCK_KEYS
+    return int(given) if given.isdigit() and int(given) > 0 else None
 
 
 def _blocks(rows: int, width: int, keys: Optional[int] = None) -> List[Tuple[int, int]]:
@@ -985,9 +990,7 @@ def _fused_block_keys() -> int:
     """Keys per block of the fused pass: :data:`FUSED_BLOCKS` times :func:`block_keys` (it holds no
     block of keys; a block is a round of the threads and a rise of the best pairs' floor), or the
     environment's :data:`BLOCK_VARIABLE` as given."""
-    import os
-
-    return block_keys() if os.environ.get(BLOCK_VARIABLE, "").strip() else FUSED_BLOCKS * block_keys()
+    return _given_block_keys() or FUSED_BLOCKS * BLOCK_KEYS
 
 
 def _run_blocks(make_keys: Callable, count_part: Callable, blocks: List[Tuple[int, int]], workers: int,
@@ -1318,7 +1321,7 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
 
 @dataclass
 class _EarlyWork:
-    """The fused pass's setup on a thread of its own (futures): :func:`_fused_inputs`, the probe
+    """The fused pass's setup on the two setup threads (futures): :func:`_fused_inputs`, the probe
     (:func:`_probe_keys`) and the packed columns (:func:`_packed_columns`)."""
 
     inputs: Future
@@ -1456,7 +1459,7 @@ def _count_exact_from(scorer, spec: MatrixSpec, blocks: "_EmbeddingBlocks", grid
                          "pass": _pass_name(count_pass, blocks.device if on_device else torch.device("cpu"))})
 
 
-PROBE_KEYS = 1 << 19  # the first rows' keys that tell whether a matrix is crowded (and the fused pass's first floor)
+PROBE_KEYS = 1 << 19  # the probe's keys: whether a matrix is crowded, and the fused pass's first floor
 CROWDED = 0.05  # the share of a block's keys inside float32 windows beyond which the pass runs in float64
 
 
@@ -1502,7 +1505,7 @@ def _probe_keys(blocks: _EmbeddingBlocks, rows: int) -> Tuple[np.ndarray, torch.
 
 
 def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, keys: torch.Tensor, on_device: bool = False) -> bool:
-    """Whether more than :data:`CROWDED` of the fast ``keys`` (the probe's: the first rows') lie
+    """Whether more than :data:`CROWDED` of the fast ``keys`` (the probe's, :func:`_probe_keys`) lie
     inside a window (each would be re-scored from the table, some 80 times a key's share of a
     float64 GEMM)."""
     rows = keys.shape[0]
