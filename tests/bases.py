@@ -13,7 +13,7 @@ import torch.distributed as dist
 from openbench.datasets.loader import load_dataset
 from openbench.evaluation.evaluate import evaluate
 from openbench.models.scorers import build_scorer
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, known_answers, random_labelled_graph, write_samples
 
 # typed candidates: node types by CURIE prefix, relations with one admitted signature each
 PREFIXES = {"GENE": "NCBIGENE", "DIS": "DOID", "PHENOTYPE": "HP", "GO": "GO"}
@@ -260,6 +260,29 @@ def stored_rows(table):
     return table.reshape(table.shape[0], -1).double().numpy()
 
 
+def rational_counts(dataset, scorer, model, filter_sets=("train", "valid", "test")):
+    """{side: [(n_greater, n_equal, n_candidates)]} per test triple of ``model`` (its stored tables in
+    ``scorer``), by loops over each candidate's exact key (:func:`exact_score_key`, rational arithmetic)."""
+    entities = [fractions(row) for row in stored_rows(scorer.entities)]
+    relations = [fractions(row) for row in stored_rows(scorer.relations)]
+    known = [tuple(row) for split in filter_sets for row in dataset.triples[split].tolist()]
+    heads, tails = known_answers(known)
+    counts = {"head": [], "tail": []}
+    for h, r, t in dataset.triples["test"].tolist():
+        for side in ("head", "tail"):
+            true = h if side == "head" else t
+            removed = (heads.get((r, t), set()) if side == "head" else tails.get((h, r), set())) - {true}
+
+            def key(c, h=h, r=r, t=t, side=side):
+                return exact_score_key(model, entities[c], relations[r], entities[t]) if side == "head" else \
+                    exact_score_key(model, entities[h], relations[r], entities[c])
+
+            target = key(true)
+            others = [key(c) for c in range(dataset.num_entities) if c != true and c not in removed]
+            counts[side].append((sum(v > target for v in others), sum(v == target for v in others), len(others) + 1))
+    return counts
+
+
 def lifted_scorer(dataset, hit_rate, seed):
     """A scoring function: random scores, and the true answer lifted to the top for a share
     ``hit_rate`` of the queries (each query's draws fixed by its own ids, whatever the batch)."""
@@ -416,3 +439,64 @@ def assert_matrix_counts_are_the_definition(counted, keys, rows, cols, top=5):
         assert counted.equal[p] == bisect.bisect_right(ordered, k) - bisect.bisect_left(ordered, k)
     cut = ordered[-top]
     assert {tuple(pair) for pair in counted.top.tolist()} == {pair for pair, v in keys.items() if v >= cut}
+
+
+# -- planted values (non-finite, near a limit: tests/evaluation/test_nonfinite.py) -------------------
+
+PLANTED_COLUMN = 1
+
+
+def _planted_tables(dataset, model, dtype):
+    """Random tables of ``model`` (complex models: [Re | Im] halves; RotatE: unit rotations)."""
+    rng = np.random.default_rng(7)
+    width = 8 if model in COMPLEX_MODELS else 4
+    entities = rng.standard_normal((dataset.num_entities, width))
+    if model == "RotatE":
+        angles = rng.uniform(-np.pi, np.pi, (dataset.num_relations, width // 2))
+        relations = np.concatenate([np.cos(angles), np.sin(angles)], axis=1)
+    else:
+        relations = rng.standard_normal((dataset.num_relations, width))
+    return entities.astype(dtype), relations.astype(dtype)
+
+
+def _planted_place(dataset, place):
+    """(table, row) of a planted value: the head of the first test triple (a tail query's anchor,
+    a head query's answer and every query's candidate), an entity no test triple names, or the
+    first test triple's relation."""
+    test = dataset.triples["test"]
+    if place == "relation":
+        return "relations", int(test[0, 1])
+    if place == "query entity":
+        return "entities", int(test[0, 0])
+    named = set(test[:, 0].tolist()) | set(test[:, 2].tolist())
+    return "entities", min(set(range(dataset.num_entities)) - named)
+
+
+def planted_value_tables(dataset, model, value, dtype, place):
+    """(entities, relations, the planted table's name, its row): :func:`_planted_tables` with
+    ``value`` at column :data:`PLANTED_COLUMN` of the row :func:`_planted_place` picks."""
+    entities, relations = _planted_tables(dataset, model, dtype)
+    table, row = _planted_place(dataset, place)
+    (entities if table == "entities" else relations)[row, PLANTED_COLUMN] = value
+    return entities, relations, table, row
+
+
+def planted_value_worker(rank, world, folder, rendezvous, out, value):
+    """One gloo rank of an entity-sharded DistMult evaluation with ``value`` planted in a query
+    entity's row: ``out`` + rank holds the counts' repr, or the one-line error the rank raised."""
+    from openbench.errors import OpenbenchError
+
+    dist.init_process_group("gloo", init_method=f"file://{rendezvous}", rank=rank, world_size=world,
+                            timeout=__import__("datetime").timedelta(seconds=60))
+    try:
+        dataset = load_dataset(folder)
+        entities, relations, _, _ = planted_value_tables(dataset, "DistMult", value, np.float32, "query entity")
+        scorer = build_scorer("DistMult", entities, relations, dataset.num_entities, dataset.num_relations)
+        try:
+            found = repr(sorted(record_counts(evaluate(dataset, scorer, shard="entities", batch_size=4,
+                                                       device="cpu")).items()))
+        except OpenbenchError as error:
+            found = str(error)
+        Path(f"{out}{rank}").write_text(found)
+    finally:
+        dist.destroy_process_group()

@@ -348,3 +348,29 @@ def test_a_model_that_does_not_give_the_record_is_refused_and_nothing_written(bo
     done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "a.json"), "--name", "a", "--dataset",
                                      str(split), "--db", str(db)])
     assert done.exit_code == 2 and "give the model too" in done.output
+
+
+def test_a_model_the_engine_refuses_is_refused_by_the_board_and_nothing_written(board, tmp_path):
+    """Issue 77: embeddings with one +inf entry once evaluated to MRR 1.000 and were stored as
+    reproduced. The engine refuses them in one line; so does the board's reproduction, whatever
+    the submitted record claims (here the perfect score the old engine gave), and nothing is written."""
+    split = board["root"] / "split"
+    model = _embedding_model(tmp_path / "model", board["dataset"], 3)
+    done = CliRunner().invoke(main, ["evaluate", "--dataset", str(split), *model, "--output", str(tmp_path / "r.json")])
+    assert done.exit_code == 0, done.output
+    claimed = json.loads((tmp_path / "r.json").read_text())
+    for side in claimed["metrics"].values():
+        for rank in side.values():
+            rank.update({key: 1.0 for key in rank if key.startswith(("mrr", "hits@", "amri"))})
+    (tmp_path / "r.json").write_text(json.dumps(claimed))
+    entities = np.load(tmp_path / "model" / "entities.npy")
+    entities[0, 2] = np.inf
+    np.save(tmp_path / "model" / "entities.npy", entities)
+    db = tmp_path / "board.sqlite"
+    open_leaderboard(db).close()
+    before = snapshot(db)
+    done = CliRunner().invoke(main, ["leaderboard", "submit", str(tmp_path / "r.json"), "--name", "broken",
+                                     "--dataset", str(split), *model, "--db", str(db)])
+    assert done.exit_code == 1, done.output
+    assert "entities.npy: entity embeddings, row 0" in done.output and "column 2, holds +inf" in done.output
+    assert snapshot(db) == before

@@ -377,14 +377,19 @@ class RankingSetup:
             self.warnings.append(message)
             logger.warning(message)
 
-    def nan_error(self, index: int, detail: str, side: Optional[str]) -> ScoreError:
-        """The error of a NaN score in the ``side`` query of evaluation triple ``index``."""
+    def nan_error(self, index: int, detail: str, side: Optional[str], overflowed=None) -> ScoreError:
+        """The error of a NaN score in the ``side`` query of evaluation triple ``index``;
+        ``overflowed``: the dtype of finite embeddings whose keys overflowed into NaN (inf - inf)."""
         h, r, t = self.dataset.triples[self.evaluation_split][index].tolist()
         labels = self.dataset.entity_labels, self.dataset.relation_labels
         triple = f"({labels[0][h]}, {labels[1][r]}, {labels[0][t]})"
         shown = f"{side} " if side else ""
-        return ScoreError(f"{detail} in the scores of {shown}query #{index} of the {self.evaluation_split} "
-                          f"split {triple}; NaN cannot be ranked: fix the model or its inputs")
+        where = f"{detail} in the scores of {shown}query #{index} of the {self.evaluation_split} split {triple}"
+        if overflowed is not None:
+            return ScoreError(f"{where}: the embeddings' values are finite, so a key overflowed their precision "
+                              f"({overflowed}) and became NaN (inf - inf); give the embeddings as float64, or "
+                              "rescale them")
+        return ScoreError(f"{where}; NaN cannot be ranked: fix the model or its inputs")
 
 
 def _scope(dataset: Dataset, sides: Sequence[str], relations: Optional[Sequence[str]],

@@ -40,6 +40,7 @@ from openbench.evaluation.statistics.metrics import summarize
 from openbench.evaluation.statistics.ranks_table import ranks_table
 from openbench.evaluation.statistics.strata import stratified
 from openbench.models.base import Scorer
+from openbench.models.finite import refuse_nonfinite
 from openbench.models.lists import OBL2021Submission, ServedLists, TopKLists
 from openbench.models.sources import ModelSpec, select_source
 from openbench.record import ResultRecord
@@ -103,7 +104,8 @@ def run(setup: RankingSetup, producer: Producer, batch_size: Optional[int] = Non
 # -- the door's steps ----------------------------------------------------------------------------
 
 def _load(dataset: Dataset, model, shard: Optional[str]):
-    """(the model over ``dataset``'s ids, seconds its files took to load or None)."""
+    """(the model over ``dataset``'s ids, seconds its files took to load or None), its stored
+    values checked finite (:mod:`openbench.models.finite`: one rule for every task and source)."""
     if isinstance(model, ModelSpec):
         source = select_source(model)
         if shard is not None and not source.distributable:
@@ -111,8 +113,11 @@ def _load(dataset: Dataset, model, shard: Optional[str]):
                              f"checkpoints), not a {source.name} model")
         started = time.perf_counter()
         loaded = source.load(dataset, model)
+        refuse_nonfinite(loaded, dataset)
         return loaded, time.perf_counter() - started
-    return (model.for_dataset(dataset) if hasattr(model, "for_dataset") else model), None
+    loaded = model.for_dataset(dataset) if hasattr(model, "for_dataset") else model
+    refuse_nonfinite(getattr(loaded, "scorer", loaded) if isinstance(loaded, Producer) else loaded, dataset)
+    return loaded, None
 
 
 def _protocol(dataset: Dataset, protocol: Optional[str], negatives: Optional[SampledNegatives],

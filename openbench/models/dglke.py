@@ -42,6 +42,7 @@ import torch
 from openbench.errors import InputError, option
 from openbench.datasets.loader import Dataset
 from openbench.models.base import RowScorer
+from openbench.models.finite import StoredTable
 from openbench.datasets.id_maps import index_of_labels, rows_for_labels
 from openbench._io import load_npy, read_json
 from openbench.models.scorers import RESCAL, EmbeddingScorer, SimplE, build_scorer, file_sha256
@@ -158,7 +159,8 @@ def load_dglke(folder, dataset: Dataset, data_dir=None, compat: bool = False) ->
     scorer = build_scorer(SCORER_OF_MODEL[model], entities, relations, dataset.num_entities, dataset.num_relations,
                           complex_layout="halves", entity_path=paths["entity"], relation_path=paths["relation"])
     if compat and model in COMPAT_SCORERS:
-        scorer = COMPAT_SCORERS[model](scorer.entities, scorer.relations)
+        files, scorer = scorer.table_files, COMPAT_SCORERS[model](scorer.entities, scorer.relations)
+        scorer.table_files = files
     return scorer, _description(SCORER_OF_MODEL[model], config, compat, file_sha256(paths["entity"], paths["relation"]))
 
 
@@ -219,6 +221,13 @@ class TransRScorer(RowScorer):
     def description(self) -> dict:
         """DGL-KE's model name and training arguments, and the files' sha256."""
         return dict(self._description)
+
+    def stored_tables(self) -> list:
+        """The entity (E, d_e), relation (R, d_r) and projection (R, d_e, d_r) tables (every value
+        must be finite: :mod:`openbench.models.finite`)."""
+        return [StoredTable("entity embeddings", self.entities, "entity"),
+                StoredTable("relation embeddings", self.relations, "relation"),
+                StoredTable("TransR projections", self.projections, "relation")]
 
     def _projected_entities(self, relation: int) -> torch.Tensor:
         cached_relation, projected = self._projected

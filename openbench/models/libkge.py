@@ -234,7 +234,8 @@ def load_libkge(folder, dataset: Dataset, data_dir=None) -> Tuple[EmbeddingScore
     scorer = build_scorer(name, entities, relations, dataset.num_entities, relations.shape[0],
                           complex_layout="halves", entity_path=path, relation_path=path)
     if reciprocal:
-        scorer = reciprocal_scorer_class(base)(scorer.entities, scorer.relations)
+        files, scorer = scorer.table_files, reciprocal_scorer_class(base)(scorer.entities, scorer.relations)
+        scorer.table_files = files
     elif relations.shape[0] != dataset.num_relations:
         raise InputError(f"expected {dataset.num_relations} relation rows, found {relations.shape[0]}", path)
     description = {"name": name, "kind": "libkge",

@@ -46,6 +46,7 @@ import torch
 
 from openbench.errors import InputError, UsageError
 from openbench.models.base import TRIPLE_BATCH, RowScorer
+from openbench.models.finite import module_tables
 from openbench.models.scorers import state_dict_sha256
 
 __all__ = ["PYG_FILE", "STATE_FILE", "PYG_FORMAT", "KNOWN_CLASSES", "from_pyg", "save_pyg", "is_pyg_folder",
@@ -226,6 +227,10 @@ class PyGForwardScorer(RowScorer):
 
     def description(self) -> dict:
         return {"name": self.name, "kind": self.kind, "params": dict(self.params), "source_sha256": self.sha256}
+
+    def stored_tables(self) -> list:
+        """The model's floating parameters (every value must be finite: :mod:`openbench.models.finite`)."""
+        return module_tables(self.model, "PyG model")
 
     @torch.no_grad()
     def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:

@@ -24,6 +24,7 @@ import torch
 from openbench.datasets.id_maps import index_of_labels
 from openbench.errors import InputError
 from openbench.models.base import TRIPLE_BATCH, RowScorer
+from openbench.models.finite import module_tables
 
 __all__ = ["MODEL_FILE", "is_pykeen_directory", "read_pykeen_map", "load_pykeen_model", "PyKEENModel", "PyKEENScorer",
            "from_pykeen", "pykeen_folder", "state_sha256"]
@@ -121,6 +122,10 @@ class PyKEENScorer(RowScorer):
         return {"name": self.name, "kind": self.kind,
                 "params": {"use_inverse_triples": bool(getattr(self.model, "use_inverse_triples", False))},
                 "source_sha256": self._sha256}
+
+    def stored_tables(self) -> list:
+        """The model's floating parameters (every value must be finite: :mod:`openbench.models.finite`)."""
+        return module_tables(self.model, "PyKEEN model")
 
     @torch.no_grad()
     def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:

@@ -22,6 +22,7 @@ import torch
 
 from openbench.errors import InputError, UsageError
 from openbench.models.base import TRIPLE_BATCH, RowScorer
+from openbench.models.finite import module_tables
 from openbench.models.pykeen import MODEL_FILE, load_pykeen_model, read_pykeen_map, state_sha256
 
 __all__ = ["INFERENCE_FOLDER", "is_inductive_folder", "PyKEENInductiveModel", "PyKEENInductiveScorer",
@@ -129,6 +130,10 @@ class PyKEENInductiveScorer(RowScorer):
             raise UsageError("a query entity lies outside the model's inference graph: an inductive model answers "
                              "queries about the inference graph's entities only")
         return ids
+
+    def stored_tables(self) -> list:
+        """The model's floating parameters (every value must be finite: :mod:`openbench.models.finite`)."""
+        return module_tables(self.model, "PyKEEN model")
 
     @torch.no_grad()
     def score_rows(self, batch: torch.Tensor, side: str) -> torch.Tensor:

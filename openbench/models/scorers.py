@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from openbench.errors import InputError, ScoreError
+from openbench.models.finite import StoredTable, first_nonfinite, nonfinite_error, refuse_nonfinite
 from openbench import vocabulary
 
 __all__ = ["ExactQueries", "SideScores", "COMPLEX_LAYOUTS", "LIST_BLOCK_ELEMENTS", "TRIPLE_BATCH", "FINITE_BOUND", "UNIT_MODULUS_TOLERANCE", "EmbeddingScorer", "check_table_rows", "MODULI_BLOCK_ELEMENTS",
@@ -98,6 +99,9 @@ class EmbeddingScorer:
         self.relations = relations
         self.model_params: dict = {}  # what the record adds to the parameters (complex layout, training)
         self.source_sha256: Optional[str] = None  # of the files the arrays came from
+        # per table ("entities", "relations"): the file it came from (None: an array in memory) and
+        # the complex layout of a real file holding complex values (None: real, or complex as stored)
+        self.table_files: Dict[str, Tuple[Optional[str], Optional[str]]] = {}
         self._candidates: Dict[str, torch.Tensor] = {}
         self._candidate_norms: Dict[str, torch.Tensor] = {}
         self._candidate_max: Dict[str, float] = {}
@@ -118,7 +122,15 @@ class EmbeddingScorer:
         parameters and source kept."""
         other = type(self)(entities, relations)
         other.model_params, other.source_sha256 = dict(self.model_params), self.source_sha256
+        other.table_files = self.table_files
         return other
+
+    def stored_tables(self) -> list:
+        """The entity (E, ...) and relation (R, ...) tables as :class:`~openbench.models.finite.StoredTable` s
+        (every value must be finite: :mod:`openbench.models.finite`)."""
+        entity_file, relation_file = (self.table_files.get(name, (None, None)) for name in ("entities", "relations"))
+        return [StoredTable("entity embeddings", self.entities, "entity", *entity_file),
+                StoredTable("relation embeddings", self.relations, "relation", *relation_file)]
 
     def described(self, params: Optional[dict] = None, source_sha256: Optional[str] = None) -> "EmbeddingScorer":
         """This scorer with the record's extra parameters and the source files' sha256 set."""
@@ -236,7 +248,9 @@ class EmbeddingScorer:
                                          else candidate_max)
         c_max, q_max, dim = self._candidate_max[side], float(queries.abs().max()), queries.shape[1]
         if not (math.isfinite(c_max) and math.isfinite(q_max)):
-            if queries.dtype == torch.float64 and math.isfinite(c_max) and self._tables_finite():
+            if not self._tables_finite():  # a stored infinity or NaN: named, whatever reads it
+                refuse_nonfinite(self)
+            if queries.dtype == torch.float64:
                 self._overflow(math.inf, c_max, dim, math.inf)  # finite tables, infinite float64 queries
             return False
         try:
@@ -247,6 +261,17 @@ class EmbeddingScorer:
         if bound >= _FLOAT64_MAX:  # beyond float64, where exact ranks re-score: nothing can rank them
             self._overflow(q_max, c_max, dim, bound)
         return bound < FINITE_BOUND
+
+    def refuse_fast_overflow(self, finite: bool, dtype: torch.dtype) -> None:
+        """Fast ranks compare the keys as computed in the tables' precision: where
+        :meth:`provably_finite` could not show they stay finite (``finite`` False) in float32, a key
+        may overflow to ±inf and tie what the stored values order, so fast ranks refuse (exact ranks
+        re-score such keys in float64; a float64 table's keys are bounded by :meth:`_overflow`)."""
+        if not finite and dtype not in (torch.float64, torch.complex128):
+            raise ScoreError(f"fast ranks: {self.name} scores can overflow the embeddings' precision ({dtype}; "
+                             f"|score| is bounded only beyond {FINITE_BOUND:.0e}), and overflowed scores tie at "
+                             "infinity; evaluate with exact ranks (the default: keys re-scored in float64), give the "
+                             "embeddings as float64, or rescale them")
 
     def _tables_finite(self) -> bool:
         if "tables" not in self._candidate_max:
@@ -334,8 +359,11 @@ class EmbeddingScorer:
         :param candidate_max: max |c| of the candidate vectors where the caller read it (:meth:`provably_finite`).
         """
         queries = self.query_vectors(batch, side)
-        # scores that can overflow float64 are refused here, before any window is computed from them
+        # scores that can overflow float64 are refused here, before any window is computed from them;
+        # fast ranks, which compare the keys as computed, refuse keys that may overflow float32 too
         finite = self.provably_finite(queries, side, candidate_max)
+        if not exact:
+            self.refuse_fast_overflow(finite, queries.dtype)
         rows, total = batch.shape[0], self.num_entities
         local_ids = true_ids - entity_offset
         full = None
@@ -476,7 +504,8 @@ def _squared_norms_numpy(vectors: torch.Tensor) -> torch.Tensor:
     step = max(1, SQUARED_NORM_CHUNK // max(1, rows.shape[1]))
     for start in range(0, rows.shape[0], step):
         chunk = rows[start:start + step].astype(np.float64)  # a copy: the sums below never write to the table
-        out[start:start + step] = np.einsum("ij,ij->i", chunk, chunk)
+        with np.errstate(over="ignore"):  # a float32 norm beyond its range is inf, as torch's (keys may overflow)
+            out[start:start + step] = np.einsum("ij,ij->i", chunk, chunk)
     return torch.from_numpy(out)
 
 
@@ -636,6 +665,9 @@ class RotatE(ComplEx):
 
     def __init__(self, entities, relations):
         super().__init__(entities, relations)
+        found = first_nonfinite(relations)  # named before the modulus check, which NaN passes and inf fails
+        if found is not None:
+            raise nonfinite_error(StoredTable("relation embeddings", relations, "relation"), *found)
         modulus = relations.abs()
         if modulus.numel() and float((modulus - 1.0).abs().max()) > UNIT_MODULUS_TOLERANCE:
             raise InputError(
@@ -853,4 +885,9 @@ def build_scorer(name: str, entity_array: np.ndarray, relation_array: np.ndarray
     if entities.dtype != relations.dtype:
         wide = torch.promote_types(entities.dtype, relations.dtype)
         entities, relations = entities.to(wide), relations.to(wide)
-    return cls(entities, relations)
+    scorer = cls(entities, relations)
+    scorer.table_files = {name: (None if path is None else str(path),
+                                 complex_layout if cls.complex_valued and not np.iscomplexobj(array) else None)
+                          for name, path, array in (("entities", entity_path, entity_array),
+                                                    ("relations", relation_path, relation_array))}
+    return scorer

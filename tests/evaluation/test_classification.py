@@ -15,6 +15,7 @@ from openbench.cli import main
 from openbench.evaluation.tasks.classification import (auroc, average_precision, choose_threshold, classification_record,
                                                  threshold_metrics)
 from openbench.datasets.loader import load_dataset
+from openbench.models.base import score_function
 from openbench.models.scorers import SCORERS
 from openbench.record import RecordError, validate_record
 from tests.bases import evaluated
@@ -188,8 +189,12 @@ def test_error_paths_name_what_is_wrong(tmp_path):
         read_labelled_split(dataset, "test")
     negatives.write_text("\n".join(lines) + "\n")
     nan = SCORERS["DistMult"](torch.full((dataset.num_entities, 2), float("nan")), torch.ones(dataset.num_relations, 2))
-    with pytest.raises(InputError, match="non-finite scores"):
-        evaluated(dataset, nan, task="classification")
+    with pytest.raises(InputError, match=r"entity embeddings, row 0 \(entity '.+'\), column 0, holds NaN"):
+        evaluated(dataset, nan, task="classification")  # stored values first (openbench.models.finite)
+    nan_rows = score_function(lambda batch, side: torch.full((batch.shape[0], dataset.num_entities), float("nan")),
+                              dataset.num_entities)
+    with pytest.raises(InputError, match="non-finite scores"):  # a model's own scores
+        evaluated(dataset, nan_rows, task="classification")
     for name in ("val_sample.csv", "negative_val_sample.csv"):
         (split / name).unlink()
     scorer = SCORERS["DistMult"](torch.ones(dataset.num_entities, 2), torch.ones(dataset.num_relations, 2))

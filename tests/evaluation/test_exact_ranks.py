@@ -17,34 +17,11 @@ from openbench.evaluation.producers.full import FullRanking
 from openbench.evaluation.counting.exact import fraction_bits
 from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
-from tests.bases import exact_score_key, exact_stats, fractions as _fractions, record_counts, stored_rows as _stored
+from tests.bases import exact_score_key, exact_stats, fractions as _fractions, rational_counts as reference_counts
+from tests.bases import record_counts, stored_rows as _stored
 from tests.helpers import known_answers, random_labelled_graph, write_samples
 
 MODELS = ("DistMult", "ComplEx", "RESCAL", "SimplE", "TransE-L1", "TransE-L2", "RotatE", "RotatE-DGLKE")
-
-
-# -- an independent exact reference: each model's definition, in rational arithmetic -------------
-
-def reference_counts(dataset, scorer, model, filter_sets=("train", "valid", "test")):
-    """{side: [(n_greater, n_equal, n_candidates)]} per test triple, by loops over exact keys."""
-    entities = [_fractions(row) for row in _stored(scorer.entities)]
-    relations = [_fractions(row) for row in _stored(scorer.relations)]
-    known = [tuple(row) for split in filter_sets for row in dataset.triples[split].tolist()]
-    heads, tails = known_answers(known)
-    counts = {"head": [], "tail": []}
-    for h, r, t in dataset.triples["test"].tolist():
-        for side in ("head", "tail"):
-            true = h if side == "head" else t
-            removed = (heads.get((r, t), set()) if side == "head" else tails.get((h, r), set())) - {true}
-
-            def key(c, h=h, r=r, t=t, side=side):
-                return exact_score_key(model, entities[c], relations[r], entities[t]) if side == "head" else \
-                    exact_score_key(model, entities[h], relations[r], entities[c])
-
-            target = key(true)
-            others = [key(c) for c in range(dataset.num_entities) if c != true and c not in removed]
-            counts[side].append((sum(v > target for v in others), sum(v == target for v in others), len(others) + 1))
-    return counts
 
 
 def _run(dataset, scorer, **options):

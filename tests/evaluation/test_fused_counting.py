@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import openbench
-from openbench.errors import ScoreError
+from openbench.errors import InputError, ScoreError
 from openbench.evaluation.counting import chain
 from openbench.evaluation.counting import kernels
 from openbench.evaluation.producers.full import FullRanking
@@ -62,18 +62,29 @@ def test_fused_evaluations_give_the_block_by_block_records(split, monkeypatch, m
                 assert fused.timing["exact_ranks"] == reference.timing["exact_ranks"]
 
 
-def test_a_nan_score_names_the_query_the_block_by_block_count_names(split):
-    """NaN in the scores: the fused count on two threads reports the query the serial order meets
-    first, as the block-by-block count does."""
+def test_a_nan_score_names_the_query_the_block_by_block_count_names(split, monkeypatch):
+    """NaN in the tables: named as a stored value before anything is scored. Past that check (a
+    test's patch), exact ranks refuse the first query whose window is not finite, and fast ranks'
+    counts report the NaN of the query the serial order meets first: the same line from the fused
+    count as from the block-by-block count."""
     dataset = openbench.load_dataset(str(split))
     entity_rows, relation_rows = _tables("random", dataset.num_entities, dataset.num_relations)
     answers = dataset.triples["test"][:, 2].tolist()
     entity_rows[answers[40]] = np.nan  # a row whose chunk comes late, and one in an early chunk
     entity_rows[min(answers[60:], key=lambda e: e)] = np.nan
     scorer = openbench.embedding_model("DistMult", entity_rows, relation_rows)
-    messages = []
-    for counting in ("blocks", "fused"):
-        with pytest.raises(ScoreError) as error:
-            openbench.evaluate(dataset, FullRanking(scorer, counting=counting, entity_chunk=16), progress=False)
-        messages.append(str(error.value))
-    assert messages[0] == messages[1] and "NaN" in messages[0]
+    first = min(answers[40], *answers[60:])
+    with pytest.raises(InputError, match=rf"entity embeddings, row {first} \(entity '.+'\), column 0, holds NaN"):
+        openbench.evaluate(dataset, scorer, progress=False)  # stored values first (openbench.models.finite)
+    monkeypatch.setattr(type(scorer), "stored_tables", lambda self: [])
+    for ranks in ("exact", "fast"):
+        if ranks == "fast":
+            monkeypatch.setattr(type(scorer), "refuse_fast_overflow", lambda self, finite, dtype: None)
+        messages = []
+        for counting in ("blocks", "fused"):
+            with pytest.raises(ScoreError) as error:
+                openbench.evaluate(dataset, FullRanking(scorer, ranks=ranks, counting=counting, entity_chunk=16),
+                                   progress=False)
+            messages.append(str(error.value))
+        assert messages[0] == messages[1], ranks
+        assert ("NaN" in messages[0]) if ranks == "fast" else ("is not finite" in messages[0]), messages[0]

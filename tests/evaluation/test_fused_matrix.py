@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from openbench.evaluation.counting import matrix
-from openbench.evaluation.counting.exact import ExactRanks
+from openbench.evaluation.counting.exact import ExactRanks, UnboundedKeys
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, fused_chain, fused_chunk
 from openbench.models.scorers import build_scorer
 from tests.bases import (assert_matrix_counts_are_the_definition, counted_in_parts, exact_embedding_key,
@@ -162,14 +162,19 @@ def test_the_fused_pass_counts_what_the_definition_counts_in_parts(name, monkeyp
 
 
 @needs_fused
-def test_a_nan_key_in_the_fused_pass_is_one_error_naming_its_place(monkeypatch):
-    from openbench.errors import ScoreError
+def test_a_nan_in_the_fused_pass_s_tables_is_one_error_naming_its_place(monkeypatch):
+    """A NaN stored in a column's row: one line naming it; past that check, the pair windows'
+    bounds refuse it; the pass's own check of its keys: the next test."""
+    from openbench.errors import InputError
 
     monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
     scorer, spec, _, rows, cols = _wide("DistMult")
     count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))  # the tables' summaries, taken finite
-    scorer.entities[spec.shape[0] + 130, 0] = float("nan")  # the pass itself meets the NaN
-    with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
+    scorer.entities[spec.shape[0] + 130, 0] = float("nan")
+    with pytest.raises(InputError, match=rf"entity embeddings, row {spec.shape[0] + 130}, column 0, holds NaN"):
+        count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))  # named as a stored value
+    monkeypatch.setattr(type(scorer), "stored_tables", lambda self: [])  # past that check: no window from it
+    with pytest.raises(UnboundedKeys, match="is not finite"):
         count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))
 
 

@@ -313,9 +313,22 @@ def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
     counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert len(calls) >= 3 and counted.stats["pass"] == "torch on cpu"  # the blocks went through the device pass
     assert_matrix_counts_are_the_definition(counted, keys, rows, cols)
-    scorer.entities[spec.shape[0] + 130, 0] = float("nan")
-    with pytest.raises(ScoreError, match=r"NaN score to pair \(row 0 of a block, column 130\)"):
+    scorer.entities[spec.shape[0] + 130, 0] = float("nan")  # a stored NaN is named before any bound reads it
+    with pytest.raises(InputError, match=rf"entity embeddings, row {spec.shape[0] + 130}, column 0, holds NaN"):
         count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool))
+
+
+def test_the_device_pass_names_a_nan_key_it_meets():
+    """The device pass checks the keys it is given (a model's scores as computed): a NaN is one
+    error naming its pair's row in the block and its column, nothing counted."""
+    from openbench.evaluation.counting import matrix
+
+    thresholds = torch.tensor([0.5, 1.5], dtype=torch.float64)
+    device_pass = matrix._TorchPass(matrix._Windows(thresholds, thresholds, True), False, torch.device("cpu"))
+    keys = torch.zeros((3, 40), dtype=torch.float64)
+    keys[2, 17] = float("nan")
+    with pytest.raises(ScoreError, match=r"NaN score to pair \(row 2 of a block, column 17\)"):
+        device_pass(keys, None)
 
 
 def test_the_device_pass_gives_the_c_pass_s_record(planted, monkeypatch):

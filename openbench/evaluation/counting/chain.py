@@ -243,6 +243,10 @@ class EmbeddingBlocks(BlockSource):
             true_rows = torch.zeros_like(rows)
             true_rows[here] = scorer.entities[true_ids[here] - start]
             given = query_scorer.exact_queries(local_batch, side, gather(true_rows))
+        if not keys:  # every rank decides alike: its own candidates' bound, summed over the ranks
+            overflowing = gather(torch.tensor([0.0 if scorer.provably_finite(queries, side) else 1.0],
+                                              device=batch.device))
+            scorer.refuse_fast_overflow(not bool(overflowing[0] > 0), queries.dtype)
         total = stop - start  # one block: this process's candidates
         full = scorer.score_chunk(queries, side, 0, total, out=self.scratch_block(batch.shape[0], total), keys=keys)
         true_scores = torch.zeros(batch.shape[0], dtype=full.dtype, device=batch.device)

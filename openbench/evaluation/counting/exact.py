@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import decimal
+import functools
 import logging
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Tuple
@@ -44,6 +45,7 @@ import torch
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
 from openbench.evaluation.counting.tally import Blocks, TallyPlan, count_blocks
+from openbench.models.finite import refuse_nonfinite
 from openbench.models.scorers import ExactQueries
 
 if TYPE_CHECKING:
@@ -52,7 +54,8 @@ if TYPE_CHECKING:
 __all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
            "fast_key_bound", "fast_key_bound_terms", "centred_l2_bound_terms", "float64_key_bound", "exact_key",
            "round_outwards",
-           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary"]
+           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary",
+           "UnboundedKeys", "finite_bounds"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +74,41 @@ PAIR_CHUNK_ELEMENTS = 1 << 22  # (pairs × width) float64 elements per re-scorin
 NORM_CHUNK_ELEMENTS = 1 << 22  # candidate-table values converted to float64 at a time
 DECIMAL_EXACT = decimal.Context(prec=100_000, traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation])
 MODULI_DIGITS = 100
+
+
+class UnboundedKeys(ScoreError):
+    """A rounding bound (or the key it bounds) that is not finite: no window built from it may
+    decide anything, so the evaluation stops. ``row``: the first such key's row in the bound's
+    arrays (None: the bound's arithmetic itself overflowed)."""
+
+    def __init__(self, what: str, row: Optional[int]):
+        self.what, self.row = what, row
+        at = "" if row is None else f" (row {row})"
+        super().__init__(f"exact ranks: {what}{at} is not finite, so no window built from it can decide any "
+                         "comparison; the stored values reach the end of float64's range, or a query overflowed "
+                         "the embeddings' precision: rescale the embeddings (or give them as float64)")
+
+
+def finite_bounds(function: Callable) -> Callable:
+    """Decorates a bound function: its arithmetic runs under ``np.errstate`` that raises (no NumPy
+    warning reaches a terminal), and every array it returns must be finite; either failure is
+    :class:`UnboundedKeys` (one line), never a NaN or infinite window."""
+
+    @functools.wraps(function)
+    def checked(*args, **kwargs):
+        what = f"the rounding bound of {function.__name__.replace('_', ' ')}"
+        try:
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                found = function(*args, **kwargs)
+        except FloatingPointError:
+            raise UnboundedKeys(what, None) from None
+        for values in (found if isinstance(found, tuple) else (found,)):
+            bad = ~np.isfinite(np.asarray(values, dtype=np.float64))
+            if bad.any():
+                raise UnboundedKeys(what, int(np.flatnonzero(bad.reshape(-1))[0]))
+        return found
+
+    return checked
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:
@@ -187,6 +225,7 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
     return PairKeys(keys, *_widened(two, one, width), None if identical is None else identical.bool())
 
 
+@finite_bounds
 def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
                    candidate_norms: Tuple[float, float], rewrite: Optional[np.ndarray] = None,
                    chain: Optional[int] = None) -> np.ndarray:
@@ -214,6 +253,7 @@ def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_no
     return delta + rewrite if rewrite is not None else delta
 
 
+@finite_bounds
 def fast_key_bound_terms(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
                          chain: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, C) (B,) each: :func:`fast_key_bound` of dot and L2 keys as a polynomial in the
@@ -241,6 +281,7 @@ def fast_key_bound_terms(kind: str, scorer, u: float, width: int, query_norms, f
     return quadratic, linear, constant
 
 
+@finite_bounds
 def centred_l2_bound_terms(u: float, width: int, chain: int, shifted, centre: float, exact_two, exact_error
                            ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(A, B, C) (B,) each, δ = (A·C₂ + B)·C₂ + C: the bound on |fast key - exact key| of L2 keys
@@ -273,6 +314,7 @@ def centred_l2_bound_terms(u: float, width: int, chain: int, shifted, centre: fl
     return quadratic, linear, constant
 
 
+@finite_bounds
 def float64_key_bound(kind: str, scorer, grid_bits: Optional[int], key: np.ndarray, width: int, query_norms,
                       candidate_norms) -> np.ndarray:
     """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)
@@ -305,7 +347,8 @@ def float64_key_bound(kind: str, scorer, grid_bits: Optional[int], key: np.ndarr
         size, degree = None, None
     bound = 2 * bound + 4 * (width + scorer.query_rounding + 8) * 2.0 ** -1074
     if size is not None and grid_bits is not None and degree * grid_bits < 1000:
-        exact = size * 2.0 ** (degree * grid_bits) < EXACT_GRID_LIMIT
+        with np.errstate(over="ignore"):  # a size beyond float64 is simply not on an exact grid
+            exact = size * 2.0 ** (degree * grid_bits) < EXACT_GRID_LIMIT
         bound = np.where(exact, 0.0, bound)
     return bound
 
@@ -614,9 +657,8 @@ class ExactRanks:
 
     def finish(self, true_scores: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(lows (B,), highs (B,)) of the last :meth:`prepare`, on the device of ``true_scores``
-        (B,), the true answers' fast keys: rows the fast pass computes without rounding, and rows
-        whose float64 true key is not finite (stored infinities), get the fast key itself (a point
-        window: the fast counts are exact there)."""
+        (B,), the true answers' fast keys: rows the fast pass computes without rounding get the fast
+        key itself (a point window: the fast counts are exact there)."""
         if self._window is None:
             raise RuntimeError("finish() needs the prepare() of the same batch and side first")
         lows, highs, computed_exactly = self._window
@@ -657,6 +699,17 @@ class ExactRanks:
         return self.finish(true_scores)
 
     def prepare_queries(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor) -> None:
+        """:meth:`windows` of the queries, refused in one line where a bound or a key is not finite:
+        naming the first non-finite stored value where there is one (:mod:`openbench.models.finite`),
+        else the first query whose bound is not."""
+        try:
+            self.windows(scorer, side, given, queries)
+        except UnboundedKeys as error:
+            refuse_nonfinite(self._scorer)
+            refuse_nonfinite(scorer)
+            raise UnboundedKeys(f"the window of the {side} queries' answers", error.row) from None
+
+    def windows(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor) -> None:
         """The window of each of B ``side`` queries (whose candidates are ``side``'s), from what the scorer gave of them (``given``, :class:`~
         openbench.models.scorers.ExactQueries`) and their fast query vectors ``queries`` (B, d');
         :meth:`finish` completes it with the true answers' fast keys. A candidate whose fast key
@@ -721,9 +774,7 @@ class ExactRanks:
             fast_magnitudes = (rewritten_two.numpy(), rewritten_one.numpy())
         delta = fast_key_bound(self.kind, scorer, u, width, query_norms, (fast_two, fast_one), fast_magnitudes,
                                (c2, c1), rewrite)
-        # the bounds' own float64 evaluation, the true key's bound, and subnormal results
-        delta = delta * (1 + 2.0 ** -30) + true_bound + 4 * (width + scorer.query_rounding + 8) * self.tiny
-        margin = delta + 4 * U64 * np.abs(true_key)
+        margin = _window_margin(delta, true_bound, true_key, 4 * (width + scorer.query_rounding + 8) * self.tiny)
         lows, highs = true_key - margin, true_key + margin
         lows, highs = round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
@@ -731,9 +782,7 @@ class ExactRanks:
         computed_exactly = self._fast_is_exact(scorer, query_norms, c2, c1, dtype)
         if rewrite is not None:  # exactly computed, but a rewritten formula: its order need not be the definition's
             computed_exactly[:] = False
-        # a true key that is not finite in float64 (stored infinities): ranked by the fast keys.
-        # A fast key that overflowed while the float64 one did not is re-scored like any other.
-        computed_exactly |= ~np.isfinite(true_key)
+        # (a fast key that overflowed while the float64 one did not is re-scored like any other)
         self._window = (lows, highs, torch.from_numpy(computed_exactly))
 
     def _require_queries(self) -> _Queries:
@@ -776,7 +825,8 @@ class ExactRanks:
         finest = -int(np.log2(SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]))
         if degree * self.grid_bits >= min(1000, finest + 1):
             return np.zeros(rows, dtype=bool)
-        return size * 2.0 ** (degree * self.grid_bits) < 2.0 ** (significand - 3)
+        with np.errstate(over="ignore"):  # a size beyond float64 is simply not on an exact grid
+            return size * 2.0 ** (degree * self.grid_bits) < 2.0 ** (significand - 3)
 
     # -- one batch: the window, the count, the settling -------------------------------------
     def count_batch(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
@@ -814,7 +864,7 @@ class ExactRanks:
         rows whose window is a point, where given, are left out: their ties are exact)."""
         greater, inside = counts
         lows, highs = window
-        point = lows == highs  # computed exactly (or a non-finite true score): the ties are exact
+        point = lows == highs  # computed exactly: the ties are exact
         exact_ties = torch.where(point, inside, torch.zeros_like(inside))
         rows = ((inside > 0) & ~point).nonzero().squeeze(1)
         if not rows.numel():
@@ -961,6 +1011,14 @@ class ExactRanks:
         self.stats.unresolved += 1
         logger.warning("exact ranks: %s; counted as a tie", why)
         return 0
+
+
+@finite_bounds
+def _window_margin(delta: np.ndarray, true_bound: np.ndarray, true_key: np.ndarray, subnormal: float) -> np.ndarray:
+    """(B,) the half-width of each window around its true key (B,): the fast keys' bound ``delta``
+    (B,) widened for its own float64 evaluation, the true key's float64 bound (B,), the
+    ``subnormal`` term and the true key's own rounding; a true key that is not finite is refused."""
+    return delta * (1 + 2.0 ** -30) + true_bound + subnormal + 4 * U64 * np.abs(true_key)
 
 
 def _tensor(values: np.ndarray) -> torch.Tensor:

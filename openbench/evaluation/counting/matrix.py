@@ -63,8 +63,9 @@ import numpy as np
 import torch
 
 from openbench.errors import ScoreError
-from openbench.evaluation.counting.exact import ExactRanks
+from openbench.evaluation.counting.exact import ExactRanks, UnboundedKeys
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
+from openbench.models.finite import refuse_nonfinite
 
 __all__ = ["BLOCK_KEYS", "MatrixSpec", "MatrixCounts", "Shard", "count_matrix", "count_rows", "exact_mode_applies"]
 
@@ -913,7 +914,8 @@ class _EmbeddingBlocks:
         finest = -int(np.log2(SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]))
         if degree * grid_bits >= min(1000, finest + 1):
             return False
-        return bool(np.all(size * 2.0 ** (degree * grid_bits) < 2.0 ** (significand - 3)))
+        with np.errstate(over="ignore"):  # a size beyond float64 is simply not on an exact grid
+            return bool(np.all(size * 2.0 ** (degree * grid_bits) < 2.0 ** (significand - 3)))
 
     def pair_keys(self, rows: np.ndarray, cols: np.ndarray, grid_bits: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
         """(float64 keys (P,), bounds (P,)) of the pairs (rows, cols) (matrix indexes)."""
@@ -948,6 +950,8 @@ class _ValueBlocks:
 
             self.columns = _matrix_columns(scorer, spec)
             self.squared = squared_norms(self.columns) if scorer.kind == "l2" else None
+            queries = scorer.query_vectors(spec.queries(0, spec.shape[0]), spec.side)  # (D, d'): every row's
+            scorer.refuse_fast_overflow(scorer.provably_finite(queries, spec.side), queries.dtype)
 
     def keys(self, first: int, last: int, out: Optional[torch.Tensor] = None) -> torch.Tensor:
         if self.fast:
@@ -1049,8 +1053,12 @@ def count_matrix(scorer, spec: MatrixSpec, special_rows: np.ndarray, special_col
     rows, width = spec.shape
     exact = ranks == "exact" and exact_mode_applies(scorer) and not lower_is_better
     if exact:
-        return _count_exact(scorer, spec, special_rows, special_cols, thresholds, top_k, top_excluded, progress,
-                            shard, device)
+        try:
+            return _count_exact(scorer, spec, special_rows, special_cols, thresholds, top_k, top_excluded, progress,
+                                shard, device)
+        except UnboundedKeys:  # a stored non-finite value is named first (openbench.models.finite)
+            refuse_nonfinite(scorer)
+            raise
     return _count_values(_ValueBlocks(scorer, spec, lower_is_better, fast=ranks == "fast"), spec, special_rows,
                          special_cols, thresholds, top_k, top_excluded, progress, shard)
 
@@ -1307,8 +1315,10 @@ def _count_exact(scorer, spec: MatrixSpec, special_rows, special_cols, threshold
             blocks = blocks.on(device)
         finite = scorer.provably_finite(blocks.fast_queries, spec.side)
         if not finite:
-            raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; evaluate with fast "
-                             "ranks (--fast) or rescale the embeddings")
+            wide = blocks.fast_queries.dtype == torch.float64
+            raise ScoreError("the matrix's fast keys may overflow the embeddings' precision; "
+                             + ("evaluate with fast ranks (--fast: float64 keys, as computed) or rescale the embeddings"
+                                if wide else "give the embeddings as float64, or rescale them"))
         grid_bits = grid.result()
         if packed is not None and fused_applies(blocks, library):
             inputs = setup.submit(_fused_inputs, blocks, grid_bits)  # the longest first

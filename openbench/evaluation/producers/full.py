@@ -183,7 +183,10 @@ class FullRanking(Producer):
                 width = self.chunk_width(batch.shape[0]) if self.embeddings else setup.num_entities
                 parts.append(count_batch(setup, self.source, batch, side, width))
             except NonFiniteRows as error:
-                raise setup.nan_error(position + error.row, str(error), side) from None
+                # an embedding scorer's stored values are finite (the door checked them): its NaN key
+                # is inf - inf, a key that overflowed the tables' precision
+                overflowed = self.scorer.entities.dtype if self.embeddings else None
+                raise setup.nan_error(position + error.row, str(error), side, overflowed) from None
             except (RuntimeError, MemoryError) as error:
                 if not is_out_of_memory(error) or size == 1:
                     raise
