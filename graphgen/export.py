@@ -150,9 +150,11 @@ def export_graph_folder(graph_dir, output, fmt: str, sep: str = "\t") -> Dict[st
     return export(read_graph_folder(graph_dir, sep=sep), output, fmt, inputs=[graph_dir])
 
 
-def export(tables: GraphTables, output, fmt: str, inputs: Sequence = ()) -> Dict[str, int]:
+def export(tables: GraphTables, output, fmt: str, inputs: Sequence = (), within=None) -> Dict[str, int]:
     """Write ``tables`` in ``fmt`` into the folder ``output`` (replacing one openbench wrote);
-    returns counts written. ``inputs``: what the tables were read from (never replaced)."""
+    returns counts written. ``inputs``: what the tables were read from (never replaced);
+    ``within``: the folder the user named where ``output`` is a part of it (see
+    :func:`~openbench._io.outputs.replace_folder`)."""
     fmt = fmt.upper()
     if fmt not in WRITERS:
         raise InputError(f"unknown export format {fmt!r}; valid: {', '.join(FORMATS)}")
@@ -162,7 +164,7 @@ def export(tables: GraphTables, output, fmt: str, inputs: Sequence = ()) -> Dict
         counts.update(WRITERS[fmt](tables, folder))
         _write_side_files(tables, folder)
 
-    replace_folder(Path(output), fill, inputs=inputs, kind=f"export {fmt}")
+    replace_folder(Path(output), fill, inputs=inputs, kind=f"export {fmt}", within=within)
     logger.info("%s export in %s: %s", fmt, output, counts)
     return counts
 

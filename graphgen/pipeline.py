@@ -133,7 +133,7 @@ def parse(selection: Selection, inputs: Inputs, folder: Path, sources: Sequence 
         for name in sorted(ontologies):
             inputs.alt_ids(name).write_parquet(staging / f"alt_ids_{name}.parquet", compression="lz4")
 
-    replace_folder(folder, fill, inputs=sources, kind=IN_FILES)
+    replace_folder(folder, fill, inputs=sources, kind=IN_FILES, within=folder.parent)
 
 
 def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", directed: bool = True,
@@ -189,7 +189,7 @@ def generate(output, *, cache=None, sources_dir=None, quality: str = "hq", direc
     graph = build_graph(inputs, selection.recipes, quality=quality, directed=directed, progress=progress)
     write_tsv(graph, output, sep=sep, multi_file=multi_file, no_qscore=no_qscore, inputs=[folder])
     if exported is not None:
-        export(tables_of_graph(graph), exported, output_format, inputs=[folder])
+        export(tables_of_graph(graph), exported, output_format, inputs=[folder], within=output)
     return graph
 
 

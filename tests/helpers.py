@@ -176,3 +176,80 @@ def board_with_ranks(work: pathlib.Path, dataset, models) -> pathlib.Path:
     finally:
         board.close()
     return work / "board.sqlite"
+
+
+# -- kill -9 at a chosen step of a real command (tests/test_kill_points.py, tests/test_outputs.py) --
+
+KILL_SCRIPT = '''
+import builtins, os, signal, sqlite3, sys
+from openbench._io import outputs
+
+steps = {"count": 0}
+kill_at = int(os.environ["KILL_AT"])
+
+
+def step():
+    steps["count"] += 1
+    if steps["count"] == kill_at:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def counted(function):
+    def wrapper(*args, **kwargs):
+        step()
+        result = function(*args, **kwargs)
+        step()
+        return result
+    return wrapper
+
+
+# the outputs' own steps, every rename, folder and removal anywhere, every file opened to write
+for name in ("write_marker", "exchange_paths", "_remove", "clean_leftovers"):
+    setattr(outputs, name, counted(getattr(outputs, name)))
+for name in ("mkdir", "rename", "replace", "unlink", "rmdir"):
+    setattr(os, name, counted(getattr(os, name)))
+real_open = builtins.open
+
+
+def open_counted(file, mode="r", *args, **kwargs):
+    if any(flag in mode for flag in "wax+"):
+        step()
+    return real_open(file, mode, *args, **kwargs)
+
+
+builtins.open = open_counted
+
+
+class Counted(sqlite3.Connection):  # the board's statements, each a step (BEGIN, INSERT, COMMIT, ...)
+    def execute(self, *args, **kwargs):
+        step()
+        return super().execute(*args, **kwargs)
+
+    def executemany(self, *args, **kwargs):
+        step()
+        return super().executemany(*args, **kwargs)
+
+
+real_connect = sqlite3.connect
+sqlite3.connect = lambda *args, **kwargs: real_connect(*args, **{**kwargs, "factory": Counted})
+if os.environ.get("NO_EXCHANGE"):
+    outputs._EXCHANGE = None
+from openbench.cli import main
+main(sys.argv[1:])
+'''
+
+
+def killed_at(step: int, arguments: Sequence[str], no_exchange: bool = False):
+    """Run ``openbench ARGUMENTS`` in a new process killed (SIGKILL) at its ``step``-th counted step
+    (:data:`KILL_SCRIPT`); the finished process (return code 0: the run ended before that step,
+    -9: killed)."""
+    import os
+    import subprocess
+    import sys
+
+    environment = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), KILL_AT=str(step))
+    if no_exchange:
+        environment["NO_EXCHANGE"] = "1"
+    return subprocess.run([sys.executable, "-c", KILL_SCRIPT, *arguments], env=environment, capture_output=True,
+                          text=True)
+

@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from openbench._io import outputs
 from openbench._io.outputs import (MARKER, OutputRefused, atomic_path, check_output_folder, clean_leftovers,
                                    is_openbench_folder, replace_folder, write_json)
 from openbench.cli import main
-from tests.helpers import PROJECT_ROOT, snapshot
+from tests.helpers import killed_at, snapshot
 
 
 def _fill(text="new"):
@@ -191,34 +190,6 @@ def test_a_large_record_is_recognised_and_replaced_a_larger_foreign_file_is_not(
 # kill -9 at every step of a real run
 
 
-KILLER = textwrap.dedent("""
-    import os, signal, sys
-    from openbench._io import outputs
-
-    steps = {"count": 0}
-    kill_at = int(os.environ["KILL_AT"])
-
-    def counted(function):
-        def wrapper(*args, **kwargs):
-            steps["count"] += 1
-            if steps["count"] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            result = function(*args, **kwargs)
-            steps["count"] += 1
-            if steps["count"] == kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return result
-        return wrapper
-
-    for name in ("write_marker", "exchange_paths", "_remove", "clean_leftovers"):
-        setattr(outputs, name, counted(getattr(outputs, name)))
-    outputs.os.mkdir = counted(outputs.os.mkdir)
-    outputs.os.rename = counted(outputs.os.rename)
-    from openbench.cli import main
-    main(sys.argv[1:])
-""")
-
-
 def _split_command(graph: Path, output: Path, seed: int):
     return ["split", "rand", "--edges", str(graph / "edges.csv"), "--tn-edges", str(graph / "TN_edges.csv"),
             "--nodes", str(graph / "ALL_nodes.csv"), "--output", str(output), "--seed", str(seed)]
@@ -232,23 +203,21 @@ def test_kill_at_every_step_of_a_split_leaves_the_old_or_the_new_output(tmp_path
     graph, output = tmp_path / "graph_files", tmp_path / "split"
     assert runner.invoke(main, _split_command(graph, tmp_path / "reference_new", 2)).exit_code == 0
     new = snapshot(tmp_path / "reference_new")
-    environment = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    script = KILLER if not no_exchange else KILLER.replace("from openbench.cli import main",
-                                                           "outputs._EXCHANGE = None\nfrom openbench.cli import main")
     outcomes = []
-    for kill_at in range(1, 40):
+    for kill_at in range(1, 80):
         shutil.rmtree(output, ignore_errors=True)
         assert runner.invoke(main, _split_command(graph, output, 1)).exit_code == 0
         old = snapshot(output)
-        done = subprocess.run([sys.executable, "-c", script, *_split_command(graph, output, 2)],
-                              env=dict(environment, KILL_AT=str(kill_at)), capture_output=True, text=True)
+        done = killed_at(kill_at, _split_command(graph, output, 2), no_exchange)
         if done.returncode == 0:
             break  # the run finished before step kill_at: every step was tried
         assert done.returncode == -signal.SIGKILL, done.stderr
-        clean_leftovers(output)  # what the next run does first
+        if no_exchange:  # two renames leave a moment without the folder: the next run puts the old one back
+            clean_leftovers(output)
         state = snapshot(output)
         assert state in (old, new), f"killed at step {kill_at}: neither the old nor the new output"
         outcomes.append("old" if state == old else "new")
+        clean_leftovers(output)  # what the next run does first
         assert not [p for p in tmp_path.iterdir() if "~openbench-" in p.name], kill_at
     assert "old" in outcomes and "new" in outcomes and len(outcomes) >= 4, outcomes
 

@@ -51,11 +51,12 @@ def write_list(path: Path, names: List[str]) -> None:
 
 def write_tsv(graph: Graph, output_dir, sep: str = "\t", multi_file: bool = False, no_qscore: bool = False,
               inputs: Sequence = ()) -> Path:
-    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one openbench wrote);
+    """Write ``graph`` into ``output_dir/graph_files`` (replacing a previous one openbench wrote;
+    staged beside ``output_dir``, which a kill leaves as it was or with the new graph_files);
     returns that folder. ``inputs``: the source folders, which it may not be, hold or lie in."""
     return replace_folder(Path(output_dir) / GRAPH_FOLDER, lambda folder: _write_all(graph, folder, sep, multi_file,
                                                                                      no_qscore),
-                          inputs=inputs, kind="graph_files")
+                          inputs=inputs, kind="graph_files", within=output_dir)
 
 
 def graph_props(graph: Graph) -> dict:

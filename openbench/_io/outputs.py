@@ -123,8 +123,18 @@ def _stem(target: Path) -> str:
     return f"{prefix}-{digest}"
 
 
-def _side_name(target: Path, role: str) -> Path:
-    return target.parent / f".{_stem(target)}~openbench-{role}~{_host()}~{os.getpid()}~{secrets.token_hex(4)}"
+def _side_stem(target: Path, place: Path) -> str:
+    """The stem of ``target``'s side files in the folder ``place``: its name beside it, else its
+    path below ``place`` with ``%`` for each separator (``K%graph_files``: no other output's)."""
+    if target.parent == place:
+        return _stem(target)
+    return _stem(Path("%".join(target.relative_to(place).parts)))
+
+
+def _side_name(target: Path, role: str, place: Optional[Path] = None) -> Path:
+    """A staging, retired or temporary name for ``target`` in ``place`` (default: beside it)."""
+    place = target.parent if place is None else place
+    return place / f".{_side_stem(target, place)}~openbench-{role}~{_host()}~{os.getpid()}~{secrets.token_hex(4)}"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -139,12 +149,14 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _leftovers(target: Path) -> List[tuple]:
-    """(path, role, pid) of this host's dead runs' staging/retired folders and temporary files."""
-    prefix = f".{_stem(target)}~openbench-"
+def _leftovers(target: Path, place: Optional[Path] = None) -> List[tuple]:
+    """(path, role, pid) of this host's dead runs' staging/retired folders and temporary files of
+    ``target`` in ``place`` (default: beside it)."""
+    place = target.parent if place is None else place
+    prefix = f".{_side_stem(target, place)}~openbench-"
     found = []
     try:
-        entries = list(os.scandir(target.parent))
+        entries = list(os.scandir(place))
     except OSError:
         return []
     for entry in entries:
@@ -166,19 +178,21 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def clean_leftovers(target: PathLike) -> int:
-    """Remove dead runs' staging folders, retired folders and temporary files of ``target``.
+def clean_leftovers(target: PathLike, place: Optional[PathLike] = None) -> int:
+    """Remove dead runs' staging folders, retired folders and temporary files of ``target`` (in
+    ``place``, where its side files go: default beside it).
 
     A missing target with a dead run's retired folder beside it is the complete old output of a
     run killed between two renames (filesystems without an atomic exchange): it is put back.
     Returns how many leftovers were removed.
     """
     target = Path(target)
-    leftovers = _leftovers(target)
+    leftovers = _leftovers(target, None if place is None else Path(place))
     if not target.exists() and not target.is_symlink():
         retired = [path for path, role, _ in leftovers if role == "retired" and (path / MARKER).is_file()]
         if retired:
             newest = max(retired, key=lambda path: path.stat().st_mtime)
+            target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(newest, target)
             leftovers = [item for item in leftovers if item[0] != newest]
     for path, _, _ in leftovers:
@@ -418,8 +432,9 @@ def exchange_paths(first: Path, second: Path) -> bool:
     raise OSError(code, os.strerror(code), str(second))
 
 
-def _swap_in(staging: Path, final: Path) -> None:
-    """Put the complete ``staging`` folder at ``final``; the old one, if any, is removed after."""
+def _swap_in(staging: Path, final: Path, place: Optional[Path] = None) -> None:
+    """Put the complete ``staging`` folder at ``final``; the old one, if any, is removed after
+    (retired, without an atomic exchange, into ``place``: default beside ``final``)."""
     while True:
         if not final.exists():
             try:
@@ -432,7 +447,7 @@ def _swap_in(staging: Path, final: Path) -> None:
         if exchange_paths(staging, final):
             _remove(staging)  # now the old folder
             return
-        retired = _side_name(final, "retired")
+        retired = _side_name(final, "retired", place)
         try:
             os.rename(final, retired)
         except FileNotFoundError:
@@ -443,31 +458,79 @@ def _swap_in(staging: Path, final: Path) -> None:
 
 
 def replace_folder(final: PathLike, fill: Callable[[Path], None], *, inputs: Iterable[Optional[PathLike]] = (),
-                   kind: str = "output", extra_markers: Sequence[str] = (), checked: bool = True) -> Path:
-    """Run ``fill`` on a staging folder beside ``final``, mark it, then swap it in atomically.
+                   kind: str = "output", extra_markers: Sequence[str] = (), checked: bool = True,
+                   within: Optional[PathLike] = None) -> Path:
+    """Run ``fill`` on a staging folder, mark it, then swap it in atomically.
 
     :param inputs: the command's input paths; ``final`` must be none of them, hold none and lie
         in none (see :func:`check_output_folder`).
     :param kind: what the folder holds, recorded in the marker ("split", "graph_files", ...).
     :param checked: False only where the caller has already checked ``final``.
+    :param within: the folder the user named, where ``final`` is a part of it (generate's
+        ``graph_files/`` inside ``--output``): the staging folder then lies beside ``within``
+        (on the same filesystem), and a missing ``within`` is created with its part in one rename,
+        so that a kill at any instant leaves ``within`` as it was or with the new part, nothing
+        else (default: staging beside ``final``).
     """
     final = Path(final)
     inputs = list(inputs)
     if checked:
         check_output_folder(final, inputs, extra_markers)
     with _writing(final):
-        final.parent.mkdir(parents=True, exist_ok=True)
-        clean_leftovers(final)
-        staging = _side_name(final, "staging")
+        place = _staging_place(final, None if within is None else Path(within))
+        place.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(final, place)
+        arriving = _first_missing(final, place)  # final, or its outermost ancestor not yet there
+        staging = _side_name(final, "staging", place)
         os.mkdir(staging)  # mode 0o777 less the umask
+        filled = staging.joinpath(*final.relative_to(arriving).parts)
         try:
-            fill(staging)
-            write_marker(staging, kind)
-            _swap_in(staging, final)
+            filled.mkdir(parents=True, exist_ok=True)
+            fill(filled)
+            write_marker(filled, kind)
+            _arrive(staging, filled, arriving, final, place)
         finally:
             if staging.exists():
                 _remove(staging)
     return final
+
+
+def _staging_place(final: Path, within: Optional[Path]) -> Path:
+    """Where ``final``'s side folders go: beside ``within`` where given and on ``final``'s
+    filesystem (a rename between them is atomic), else beside ``final``."""
+    if within is None or not _within(_resolved(final), _resolved(within)):
+        return final.parent
+    place = within.parent
+
+    def device(path: Path) -> int:
+        while not path.exists():
+            path = path.parent
+        return path.stat().st_dev
+
+    return place if device(place) == device(final.parent) else final.parent
+
+
+def _first_missing(final: Path, place: Path) -> Path:
+    """The outermost folder between ``place`` (exclusive) and ``final`` (inclusive) that does not
+    exist yet: it arrives whole, in one rename; ``final`` where all its ancestors exist."""
+    arriving = final
+    while arriving.parent != place and not arriving.parent.exists() and place in arriving.parent.parents:
+        arriving = arriving.parent
+    return arriving
+
+
+def _arrive(staging: Path, filled: Path, arriving: Path, final: Path, place: Path) -> None:
+    """Swap ``filled`` in at ``final``: ``staging`` itself renamed to ``arriving`` (``final``'s
+    new outermost ancestor, created meanwhile by nobody), else ``filled`` swapped with ``final``."""
+    if arriving != final:
+        try:
+            os.rename(staging, arriving)
+            return
+        except OSError as error:
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+                raise
+            final.parent.mkdir(parents=True, exist_ok=True)  # another run made the folder: join it
+    _swap_in(filled, final, place)
 
 
 class OutputFailed(OpenbenchError):
