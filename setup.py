@@ -45,7 +45,9 @@ setup(
                  "ranx>=0.3",  # cross-check: Hit@k and MRR of the repurposing task's disease-specific view
                  # PyG's KGE models (openbench.from_pyg) and their own test(): pure Python, no compiled extension
                  "torch-geometric>=2.6",
-                 "sybil>=6"],
+                 "sybil>=6",
+                 # the documentation site is built by a test (tests/test_docs.py): the docs extra's tools
+                 "sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],
         "pyg": ["torch-geometric>=2.6"],  # runs the documentation's code blocks (tests/test_docs.py)
         # the documentation site (docs/): Sphinx with Markdown pages, a maintained theme, the CLI reference
         "docs": ["sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],

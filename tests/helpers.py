@@ -253,3 +253,50 @@ def killed_at(step: int, arguments: Sequence[str], no_exchange: bool = False):
     return subprocess.run([sys.executable, "-c", KILL_SCRIPT, *arguments], env=environment, capture_output=True,
                           text=True)
 
+
+# -- optional tools: named when missing here, a failure in CI -------------------------------------
+
+INSTALL_TEST_EXTRA = 'pip install -e ".[test]", the README\'s set-up'
+OPTIONAL_TOOLS = {  # module -> (what it is, how to have it)
+    "pykeen": ("PyKEEN", INSTALL_TEST_EXTRA), "ogb": ("OGB", INSTALL_TEST_EXTRA),
+    "pybel": ("PyBEL", INSTALL_TEST_EXTRA), "rdflib": ("rdflib", INSTALL_TEST_EXTRA),
+    "torch_geometric": ("PyTorch Geometric", INSTALL_TEST_EXTRA), "sybil": ("Sybil", INSTALL_TEST_EXTRA),
+    "starlette": ("Starlette", INSTALL_TEST_EXTRA), "uvicorn": ("uvicorn", INSTALL_TEST_EXTRA),
+    "sphinx": ("Sphinx", INSTALL_TEST_EXTRA),
+    "triton": ("Triton (its CPU interpreter runs the GPU counting kernel)", "pip install triton==3.6.0; .ci/run does"),
+}
+
+
+def needs(what: str, available: bool, install: str) -> None:
+    """A test needs an optional tool: where it is missing, CI (which installs every tool) fails the
+    test, and a developer's run skips it naming the tool and how to have it; never a bare
+    ``ModuleNotFoundError``."""
+    import os
+
+    import pytest
+
+    if available:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is missing in CI, which installs it ({install})", pytrace=False)
+    pytest.skip(f"needs {what}, not installed here ({install})", allow_module_level=True)
+
+
+def needs_module(module: str):
+    """:func:`needs` of an importable tool (:data:`OPTIONAL_TOOLS` names it); the module itself."""
+    import importlib
+
+    what, install = OPTIONAL_TOOLS[module.split(".")[0]]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        needs(what, False, install)
+
+
+def needs_chromium() -> str:
+    """:func:`needs` of a headless Chromium on PATH (the page tests); its path."""
+    import shutil
+
+    found = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    needs("headless Chromium", found is not None, "Debian's chromium package; .ci/run installs it")
+    return found

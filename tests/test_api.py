@@ -9,7 +9,7 @@ from click.testing import CliRunner
 import openbench
 from openbench.cli import main
 from openbench.errors import UsageError
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_module, random_labelled_graph, write_samples
 
 
 def _without_timing(record: dict) -> dict:
@@ -164,7 +164,7 @@ def test_import_openbench_stays_light_and_names_its_api():
 
 @pytest.mark.slow
 def test_a_pykeen_model_in_memory_gives_the_record_of_its_saved_folder(files, tmp_path):
-    pytest.importorskip("pykeen")
+    needs_module("pykeen")
     from pykeen.pipeline import pipeline
 
     folder, _, _ = files

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from openbench import __version__
 from openbench.cli import main
-from tests.helpers import SAMPLE_NAMES, integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_module, random_labelled_graph, SAMPLE_NAMES, write_samples
 
 
 @pytest.fixture()
@@ -196,7 +196,7 @@ def test_the_sweep_output_folder_may_exist_when_openbench_wrote_it(inputs, tmp_p
 def test_verbose_is_openbench_info_only_and_long_steps_announce_themselves(inputs, tmp_path):
     """Issue 37: -v printed third-party DEBUG lines and PyBEL's pkg_resources warning; `train` and
     the demo were silent for minutes where stderr is no terminal."""
-    pytest.importorskip("pykeen")
+    needs_module("pykeen")
     folder, _, _ = inputs
     done = subprocess.run([sys.executable, "-m", "openbench", "-v", "train", "--dataset", str(folder), "--model",
                            "DistMult", "--dim", "4", "--epochs", "2", "--output", str(tmp_path / "model")],

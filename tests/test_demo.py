@@ -8,10 +8,11 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.demo import planted_graph
 from openbench.leaderboard import open_leaderboard
+from tests.helpers import needs_module
 
 pytestmark = pytest.mark.slow  # minutes in all (spawned processes, training, a corpus): not in the fast loop
 
-pytest.importorskip("pykeen")
+needs_module("pykeen")
 
 
 def test_planted_graph_is_seeded_and_leak_free():

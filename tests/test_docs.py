@@ -16,7 +16,9 @@ from unittest import SkipTest
 
 import pytest
 
-pytest.importorskip("sybil")
+from tests.helpers import needs_module  # noqa: E402
+
+needs_module("sybil")
 from sybil import Sybil  # noqa: E402
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser  # noqa: E402
 
@@ -192,6 +194,7 @@ def test_the_built_pages_print_options_as_typed(tmp_path):
     """Issue 66: the built CLI reference printed every --option with an en dash ("–ranks-output"),
     which fails when copied. Built with -W, no page holds an en or em dash glued to an option name
     or a curly quote inside a code span."""
+    needs_module("sphinx")
     done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(ROOT / "docs"),
                            str(tmp_path / "html")], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -22,7 +22,7 @@ from openbench.leaderboard import APPLICATION_ID, PUBLISHED_HQ_DIR, LeaderboardE
 from openbench.leaderboard.store import MIGRATIONS
 from openbench.leaderboard.render import render
 from tests.bases import TableReader, chromium
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_chromium, random_labelled_graph, write_samples
 from tests.bases import evaluated, render_in_chromium
 
 
@@ -403,12 +403,12 @@ def _page_board(db, records, classification):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classification):
     """The exported page, rendered by Chromium, shows every table of the store: one section per
     dataset fingerprint, ranking, scoped and classification tables, team, verification and links,
     and only the footnotes its rows use; OpenBioLink's published rows in a section of their own
     when --published asks for them (without it, none: test_published_rows_appear_only_when_asked_…)."""
+    needs_chromium()
     db = str(tmp_path / "lb.sqlite")
     board = _page_board(db, records, classification)
     expected = {"ranking": board.rows(include_published=True), "classification": board.rows(task="classification"),

@@ -27,11 +27,11 @@ from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.hosting import PARTS
 from openbench.leaderboard.server import load_benchmark, score_predictions
 from tests.bases import TableReader, chromium
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_chromium, needs_module, random_labelled_graph, write_samples
 from tests.bases import evaluated
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+needs_module("starlette")
+needs_module("uvicorn")
 
 
 def _free_port() -> int:
@@ -345,8 +345,8 @@ def test_a_killed_server_keeps_every_acknowledged_row(world, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_the_live_page_shows_the_store(world):
+    needs_chromium()
     dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom",
                           world["server"].url + "/"], capture_output=True, text=True, timeout=120, check=True).stdout
     reader = TableReader()

@@ -17,7 +17,7 @@ from openbench.evaluation.statistics.ranks_table import write_ranks
 from openbench.leaderboard import open_leaderboard
 from openbench.leaderboard.uncertainty import ALPHA, PERMUTATIONS, holm
 from tests.bases import lifted_scorer
-from tests.helpers import random_labelled_graph, snapshot, write_samples
+from tests.helpers import needs_chromium, random_labelled_graph, snapshot, write_samples
 
 
 def test_holm_equals_its_definition():
@@ -127,9 +127,8 @@ def test_ranks_that_are_not_the_records_are_refused_and_nothing_is_written(board
     assert done.exit_code == 2 and "--ranks and the model's files go with a local board" in done.output
 
 
-@pytest.mark.skipif(__import__("tests.bases", fromlist=["chromium"]).chromium() is None,
-                    reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_the_page_renders_the_intervals_and_the_marks_in_a_browser(board, tmp_path):
+    needs_chromium()
     import subprocess
 
     from tests.bases import TableReader, chromium

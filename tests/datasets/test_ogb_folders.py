@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from openbench.cli import main
 from openbench.errors import InputError
 from openbench.datasets.loader import load_dataset
+from tests.helpers import needs_module
 
 # biokg-like: per-type ids; num-node-dict.csv.gz lists the types in this (unsorted) order
 TYPES = {"protein": 12, "disease": 7, "drug": 9}
@@ -79,7 +80,7 @@ def _global(splits, split, key, typed):
 
 def _ogb_metrics(splits, entities, relations, typed, benchmark):
     """OGB's Evaluator on DistMult scores of each test query's true answer and its negatives."""
-    ogb = pytest.importorskip("ogb.linkproppred")
+    ogb = needs_module("ogb.linkproppred")
     e, r = entities.astype(np.float64), relations.astype(np.float64)
     h, rel, t = (_global(splits, "test", key, typed) for key in ("head", "relation", "tail"))
     lists = {}

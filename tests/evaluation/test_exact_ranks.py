@@ -19,7 +19,7 @@ from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
 from tests.bases import exact_score_key, exact_stats, fractions as _fractions, rational_counts as reference_counts
 from tests.bases import record_counts, stored_rows as _stored
-from tests.helpers import known_answers, random_labelled_graph, write_samples
+from tests.helpers import known_answers, needs_module, random_labelled_graph, write_samples
 
 MODELS = ("DistMult", "ComplEx", "RESCAL", "SimplE", "TransE-L1", "TransE-L2", "RotatE", "RotatE-DGLKE")
 
@@ -66,7 +66,7 @@ def _metrics(result):
 
 def _triton_on_cpu(monkeypatch):
     """Route CPU blocks through the Triton kernel (its interpreter, set by tests/conftest.py)."""
-    pytest.importorskip("triton")
+    needs_module("triton")
     from openbench.evaluation.counting import _triton
     monkeypatch.setattr(kernels, "_triton", _triton)
     monkeypatch.setattr(kernels, "kernel_name", lambda scores: "triton")

@@ -16,7 +16,7 @@ from openbench.evaluation.statistics.figures import paired_relation_intervals, r
 from openbench.evaluation.statistics.ranks_table import write_ranks
 from openbench.models.scorers import build_scorer
 from tests.bases import chromium, render_in_chromium
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_chromium, random_labelled_graph, write_samples
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +113,8 @@ def test_the_page_says_what_its_numbers_are(evaluated_pair, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(chromium() is None, reason="no headless Chromium here (.ci/run installs Debian's chromium)")
 def test_the_report_renders_in_a_browser_without_console_errors(evaluated_pair, tmp_path):
+    needs_chromium()
     _, paths = evaluated_pair
     CliRunner().invoke(main, ["report", *map(str, paths), "--output", str(tmp_path / "r"), "--resamples", "200"])
     dom, console = render_in_chromium(tmp_path / "r" / "index.html")

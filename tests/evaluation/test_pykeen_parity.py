@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-pykeen = pytest.importorskip("pykeen")
+from tests.helpers import needs_module, random_labelled_graph, write_samples  # noqa: E402
+
+pykeen = needs_module("pykeen")
 from pykeen.evaluation import RankBasedEvaluator  # noqa: E402
 from pykeen.models import RESCAL, ComplEx, DistMult, RotatE, TransE  # noqa: E402
 from pykeen.triples import TriplesFactory  # noqa: E402
 
 from openbench.datasets.loader import load_dataset  # noqa: E402
 from openbench.models.scorers import build_scorer  # noqa: E402
-from tests.helpers import random_labelled_graph, write_samples  # noqa: E402
 from tests.bases import evaluated
 
 DIM = 4

@@ -16,7 +16,7 @@ from openbench.errors import InputError
 from openbench.evaluation.statistics.evidence import read_ranks
 from openbench.evaluation.statistics.ranks_table import RANKS_SCHEMA
 from openbench.models.lists import TopKLists, read_safran_predictions
-from tests.helpers import integer_embeddings, random_labelled_graph, sampled_protocol, snapshot, write_samples
+from tests.helpers import integer_embeddings, needs_module, random_labelled_graph, sampled_protocol, snapshot, write_samples
 
 HITS = (1, 3, 10)
 
@@ -254,7 +254,7 @@ def test_a_damaged_ranks_file_is_refused_naming_it(folder, tmp_path, damage):
 def test_the_adjusted_metrics_equal_pykeens_on_the_same_ranks_and_candidates(folder, protocol):
     """Hoyt et al.'s metrics as PyKEEN computes them (pykeen.metrics.ranking), on the realistic
     ranks and candidate counts of the ranks table: every side and relation of the record."""
-    ranking = pytest.importorskip("pykeen.metrics.ranking")
+    ranking = needs_module("pykeen.metrics.ranking")
     dataset = load_dataset(folder)
     options = sampled_protocol(dataset, 30, 5) if protocol == "sampled" else {}
     record = openbench.evaluate(dataset, _integer_model(dataset), **options)

@@ -9,7 +9,7 @@ from openbench.datasets.loader import load_dataset
 from openbench.evaluation.producers.sampled import SampledNegatives
 from openbench.models.scorers import build_scorer
 from openbench.record import validate_record
-from tests.helpers import integer_embeddings, random_labelled_graph, write_samples
+from tests.helpers import integer_embeddings, needs_module, random_labelled_graph, write_samples
 from tests.bases import evaluated
 
 
@@ -45,7 +45,7 @@ def _pair_scores(scorer, triples):
 @pytest.mark.parametrize("benchmark", ["ogbl-biokg", "ogbl-wikikg2"])
 @pytest.mark.parametrize("name,integer", [("DistMult", False), ("TransE-L2", False), ("DistMult", True)])
 def test_equal_to_ogbs_evaluator(dataset, benchmark, name, integer):
-    ogb = pytest.importorskip("ogb.linkproppred")
+    ogb = needs_module("ogb.linkproppred")
     scorer = _scorer(dataset, name, integer)
     negatives = _negatives(dataset, 25, seed=3)
     result = evaluated(dataset, scorer, protocol="sampled", negatives=negatives, batch_size=7)

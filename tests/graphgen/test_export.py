@@ -13,8 +13,9 @@ from graphgen.edge_types import EDGE_TYPES
 from graphgen.export import read_graph_folder
 from graphgen.writers import bel, rdf
 from openbench.cli import main
+from tests.helpers import needs_module
 
-rdflib = pytest.importorskip("rdflib")
+rdflib = needs_module("rdflib")
 # rdflib's own N3 parser warns once per triple about its internal API
 pytestmark = pytest.mark.filterwarnings("ignore:Dataset.default_context is deprecated:DeprecationWarning")
 
@@ -114,7 +115,7 @@ def test_every_edge_type_has_a_bel_relation_and_the_corrections_hold():
 
 @pytest.mark.slow
 def test_bel_reads_back_without_warnings_and_with_the_same_relations(sample_graph, tmp_path):
-    pybel = pytest.importorskip("pybel")
+    pybel = needs_module("pybel")
     out = _export(sample_graph, "BEL", tmp_path / "bel")
     for name, table in (("positive", "edges"), ("negative", "TN_edges")):
         _, edges = _tsv_counts(sample_graph, table)
@@ -182,7 +183,7 @@ def test_bad_graph_folders_give_clear_errors_and_write_nothing(sample_graph, tmp
 
 @pytest.mark.slow
 def test_bel_files_do_not_depend_on_chunking_or_processes(sample_graph, tmp_path, monkeypatch):
-    pytest.importorskip("pybel")
+    needs_module("pybel")
     edges = read_graph_folder(sample_graph).edges
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
@@ -213,7 +214,7 @@ def test_parquet_export_holds_the_same_tables(sample_graph, tmp_path):
 def test_bel_escapes_quotes_and_backslashes_so_pybel_reads_every_file(tmp_path):
     """Values holding ", \\, ; and non-ASCII text are written with BEL's escapes; PyBEL reads the
     files back without an error or a warning, and unescaping gives the values back."""
-    pybel = pytest.importorskip("pybel")
+    pybel = needs_module("pybel")
     from graphgen.writers.bel import write_bel
 
     edges = pl.DataFrame({"id1": ['NCBIGENE:1"a', "NCBIGENE:2\\b", "NCBIGENE:3;c", "NCBIGENE:4é"],

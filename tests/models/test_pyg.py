@@ -14,9 +14,9 @@ import openbench
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
 from openbench.errors import InputError
-from tests.helpers import random_labelled_graph, write_samples
+from tests.helpers import needs_module, random_labelled_graph, write_samples
 
-kge = pytest.importorskip("torch_geometric.nn.kge")
+kge = needs_module("torch_geometric.nn.kge")
 
 CLASSES = [("TransE", {"p_norm": 1.0}), ("TransE", {"p_norm": 2.0}), ("DistMult", {}), ("ComplEx", {}),
            ("RotatE", {})]

@@ -6,9 +6,9 @@ from click.testing import CliRunner
 
 from openbench.cli import main
 from openbench.datasets.loader import load_dataset
-from tests.helpers import write_samples
+from tests.helpers import needs_module, write_samples
 
-pykeen = pytest.importorskip("pykeen")
+pykeen = needs_module("pykeen")
 
 
 @pytest.fixture(scope="module")

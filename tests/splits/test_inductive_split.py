@@ -18,6 +18,7 @@ from openbench.cli import main
 from openbench.errors import InputError, UsageError
 from splits.inductive_split import FILES, grow_regions, inductive_split
 from tests.bases import sample_graph
+from tests.helpers import needs_module
 
 
 def _triples(path):
@@ -57,7 +58,7 @@ def check_inductive_invariants(folder, graph_rows, directed=True):
 
 
 def _pykeen_reads_every_triple(folder, sets):
-    pytest.importorskip("pykeen")
+    needs_module("pykeen")
     from pykeen.datasets.inductive.base import DisjointInductivePathDataset
 
     dataset = DisjointInductivePathDataset(
@@ -317,7 +318,7 @@ def test_inductive_nodepiece_matches_pykeens_testing_evaluator(sample, sample_sp
     ILPC's filters (inference and validation; test is the evaluated set): PyKEEN's reported values
     to its float32 reduction (1e-6), and the metrics of PyKEEN's own per-query ranks, reduced in
     float64, to 1e-9 — from memory and from the saved folder."""
-    pytest.importorskip("pykeen")
+    needs_module("pykeen")
     from pykeen.datasets.inductive.base import DisjointInductivePathDataset
     from pykeen.evaluation import RankBasedEvaluator
     from pykeen.models.inductive import InductiveNodePiece
