@@ -31,10 +31,13 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from openbench.vocabulary import FILTER_SETS, RANK_TYPES, SIDES, TASKS
+from openbench.errors import UsageError
+from openbench.task_registry import get_task, task_names, task_of
+from openbench.vocabulary import FILTER_SETS, RANK_TYPES, SIDES
 
-__all__ = ["CLASSIFICATION_METRICS", "REPURPOSING_HEADLINE", "repurposing_headline", "SCHEMA_VERSION", "TASKS", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
-           "validate_record", "TIMING_KEY"]
+__all__ = ["CLASSIFICATION_METRICS", "REPURPOSING_HEADLINE", "repurposing_headline", "SCHEMA_VERSION", "RANK_TYPES", "SIDES", "Protocol", "ResultRecord", "RecordError",
+           "validate_record", "check_ranking_record", "check_classification_record", "check_repurposing_record",
+           "TIMING_KEY", "task_names"]
 
 SCHEMA_VERSION = 1
 TIMING_KEY = "timing"
@@ -104,9 +107,9 @@ class ResultRecord:
     warnings: List[str] = field(default_factory=list)
     task: str = "ranking"
     timing: Dict[str, Any] = field(default_factory=dict)  # besides the seconds: see the module docstring
-    classification: Optional[Dict[str, Any]] = None
-    # the repurposing task's block (openbench.evaluation.tasks.repurposing): matrix, views, frequent flyers
-    repurposing: Optional[Dict[str, Any]] = None
+    # a task's own block (its registry entry's ``block_key``: classification's thresholds and metrics, the
+    # repurposing task's matrix, views and frequent flyers); None for ranking, whose numbers are the fields above
+    block: Optional[Dict[str, Any]] = None
     # per-query ranks (polars DataFrame, openbench.evaluation.statistics.ranks_table) of an evaluation run here;
     # not part of the JSON (--ranks-output writes them), None for a record read back
     ranks: Optional[Any] = field(default=None, repr=False, compare=False)
@@ -120,41 +123,27 @@ class ResultRecord:
     compat: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """The record as the JSON document openbench writes (keys in their written order)."""
-        protocol = self.protocol.to_dict() if isinstance(self.protocol, Protocol) else dict(self.protocol)
+        """The record as the JSON document openbench writes (keys in their written order: the
+        head, the task's body (:meth:`~openbench.evaluation.tasks.base.Task.body`), the tail)."""
         head = {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": self.task}
-        if self.task == "classification":
-            body = {"classification": self.classification, "protocol": protocol, "dataset": self.dataset,
-                    "model": self.model}
-        elif self.task == "repurposing":
-            body = {"repurposing": self.repurposing, "protocol": protocol, "dataset": self.dataset,
-                    "model": self.model}
-        else:
-            body = {"metrics": self.metrics, "per_relation": self.per_relation, "macro_relation": self.macro_relation,
-                    **({"confidence": self.confidence} if self.confidence is not None else {}),
-                    **({"by_degree": self.by_degree, "by_node_type": self.by_node_type}
-                       if self.by_degree is not None else {}),
-                    **({"compat": self.compat} if self.compat is not None else {}),
-                    "protocol": protocol, "dataset": self.dataset, "model": self.model,
-                    "diagnostics": self.diagnostics}
-        return {**head, **body, "seed": self.seed, "device": self.device, "version": self.version,
-                TIMING_KEY: {"seconds": round(self.seconds, 6), **self.timing}, "warnings": list(self.warnings)}
+        return {**head, **get_task(self.task).body(self), "seed": self.seed, "device": self.device,
+                "version": self.version, TIMING_KEY: {"seconds": round(self.seconds, 6), **self.timing},
+                "warnings": list(self.warnings)}
 
     @classmethod
     def from_dict(cls, record: Dict[str, Any]) -> "ResultRecord":
         """The record of a JSON document openbench wrote (``to_dict``'s inverse)."""
         timing = dict(record.get(TIMING_KEY) or {})
         seconds = float(timing.pop("seconds", 0.0))
-        task = record.get("task", "ranking")
-        protocol = record.get("protocol", {})
+        task = task_of(record)
         return cls(metrics=record.get("metrics"), per_relation=record.get("per_relation"),
                    macro_relation=record.get("macro_relation"),
-                   protocol=Protocol.from_dict(protocol) if task == "ranking" else dict(protocol),
+                   protocol=task.protocol_of(record.get("protocol", {})),
                    dataset=record.get("dataset", {}), model=record.get("model", {}),
                    diagnostics=record.get("diagnostics"), seed=record.get("seed"), device=record.get("device", ""),
                    version=record.get("version", ""), seconds=seconds, warnings=list(record.get("warnings", [])),
-                   task=task, timing=timing, classification=record.get("classification"),
-                   repurposing=record.get("repurposing"),
+                   task=task.name, timing=timing,
+                   block=record.get(task.block_key) if task.block_key is not None else None,
                    confidence=record.get("confidence"), by_degree=record.get("by_degree"),
                    by_node_type=record.get("by_node_type"), compat=record.get("compat"))
 
@@ -162,15 +151,7 @@ class ResultRecord:
         """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
         ``"per_relation.GENE_DIS.both.realistic.mrr"``, ``"macro_relation.head.realistic.mr"``;
         classification ``"test.overall.auroc"``; repurposing ``"views.test.full_matrix.auroc"``. An unknown path is a KeyError naming the choices."""
-        parts = path.split(".")
-        if self.task == "classification":
-            node: Any = self.classification
-        elif self.task == "repurposing":
-            node = self.repurposing
-        elif parts[0] in ("per_relation", "macro_relation"):
-            node, parts = getattr(self, parts[0]), parts[1:]
-        else:
-            node = self.metrics
+        node, parts = get_task(self.task).metric_node(self, path.split("."))
         for depth, part in enumerate(parts):
             if not isinstance(node, dict) or part not in node:
                 choices = ", ".join(sorted(node)) if isinstance(node, dict) else "none (a value)"
@@ -358,26 +339,27 @@ def _check_protocol(protocol) -> Protocol:
 
 
 def validate_record(record) -> None:
-    """Raise :class:`RecordError` with the reason when ``record`` is not a trustworthy result."""
+    """Raise :class:`RecordError` with the reason when ``record`` is not a trustworthy result: the
+    layout every record shares, then its task's own checks (the task registry's
+    :meth:`~openbench.evaluation.tasks.base.Task.check_record`)."""
     if not isinstance(record, dict):
         raise RecordError("a result record is a JSON object")
-    task = record.get("task", "ranking")
-    if task not in TASKS:
-        raise RecordError(f"task {task!r}: expected one of {', '.join(TASKS)}")
-    required = ("metrics", "protocol", "dataset", "model") if task == "ranking" else \
-        (task, "protocol", "dataset", "model")
-    missing = [key for key in required if key not in record]
+    try:
+        task = task_of(record)
+    except UsageError as error:
+        raise RecordError(str(error)) from None
+    missing = [key for key in task.required_keys() if key not in record]
     if missing:
         raise RecordError(f"missing key(s): {', '.join(missing)}")
     version = record.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
         raise RecordError(f"schema_version {version!r}: this openbench reads version {SCHEMA_VERSION}")
-    if task == "classification":
-        _check_classification(record)
-        return
-    if task == "repurposing":
-        _check_repurposing(record)
-        return
+    task.check_record(record)
+
+
+def check_ranking_record(record: dict) -> None:
+    """The ranking task's checks (see the module docstring): identity, protocol, every side, rank
+    type and relation, the intervals, the compatibility block and the strata."""
     _check_identity(record)
     dataset = record["dataset"]
     protocol = _check_protocol(record["protocol"])
@@ -486,7 +468,7 @@ def _check_classification_block(where: str, block) -> None:
         raise RecordError(f"{where}.auroc is set, but AUROC needs positives and negatives")
 
 
-def _check_classification(record) -> None:
+def check_classification_record(record) -> None:
     """A classification record: identity, protocol, and every block's values in range."""
     _check_identity(record)
     protocol = record["protocol"]
@@ -558,7 +540,7 @@ def _check_optional_ranks(where: str, blocks, ns: Sequence[int], prefix: str, av
         _check_rank_blocks(where, blocks, ns, None, averaged, prefix)
 
 
-def _check_repurposing(record) -> None:
+def check_repurposing_record(record) -> None:
     """A repurposing record: identity, protocol (n of Recall@n, k of Hit@k), the matrix's counts
     and every view's values in range and consistent."""
     _check_identity(record)

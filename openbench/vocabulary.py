@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, Iterable
 
 __all__ = ["SPLITS", "FILTER_SETS", "QUERY_SIDES", "SIDES", "RANK_TYPES", "SCORERS", "MODEL_SOURCES", "CANDIDATE_MODES", "SHARDS",
-           "COMPLEX_LAYOUTS", "TASKS", "check_names"]
+           "COMPLEX_LAYOUTS", "check_names"]
 
 SPLITS = ("train", "valid", "test")
 # what a filter may hold: the splits, and an inductive split's inference graph
@@ -57,7 +57,6 @@ NEIGHBOURS = "neighbours"  # --model neighbours: what the training graph's struc
 CANDIDATE_MODES = ("all", "typed")
 SHARDS = ("queries", "entities")
 COMPLEX_LAYOUTS = ("halves", "interleaved")
-TASKS = ("ranking", "classification", "repurposing")
 
 
 def check_names(registry: str, names: Iterable[str], expected: Iterable[str]) -> None:

@@ -37,7 +37,7 @@ COMMANDS: Dict[str, Tuple[str, str, str]] = {
     "compare": ("compare", "compare", "Paired comparison of two ranks files: difference, interval, p-value."),
     "datasets": ("datasets", "datasets", "Published datasets by name: list, download, verify, convert."),
     "demo": ("demo", "demo", "Offline end-to-end run on the embedded sample, from graph to leaderboard."),
-    "evaluate": ("evaluate", "evaluate", "Filtered rank-based evaluation of a model on a split (MRR, hits@k, AMRI)."),
+    "evaluate": ("evaluate", "evaluate", "Evaluate a model on a split: ranking (MRR, hits@k), classification or repurposing."),
     "export": ("graph", "export_command", "Convert an existing TSV graph to BEL, RDF or Parquet without rebuilding it."),
     "export-kgid": ("datasets", "export_kgid", "Write a dataset in the integer-id layout (OBL2021's KGID)."),
     "generate": ("graph", "generate", "Build the graph (OpenBioLink's graph_files layout) from the public sources."),

@@ -15,8 +15,9 @@ import click
 from openbench._io.outputs import strict_json
 from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
 from openbench.datasets.layouts import SPLITS
+from openbench.task_registry import task_names
 
-__all__ = ["one_line", "handle_errors", "model_file_options", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
+__all__ = ["TaskChoice", "one_line", "handle_errors", "model_file_options", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
            "dataset_inputs", "quiet_pykeen", "PROGRESS"]
 
 PROGRESS = click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
@@ -243,3 +244,19 @@ def model_file_options(command):
     for option in reversed(options):
         command = option(command)
     return command
+
+
+class TaskChoice(click.Choice):
+    """``--task``: the task registry's names, read when the command line is parsed (a task a module
+    registers at run time is a choice too)."""
+
+    def __init__(self):
+        super().__init__(list(task_names()))
+
+    def convert(self, value, param, ctx):
+        self.choices = tuple(task_names())
+        return super().convert(value, param, ctx)
+
+    def get_metavar(self, *args, **kwargs):
+        self.choices = tuple(task_names())
+        return super().get_metavar(*args, **kwargs)

@@ -7,11 +7,61 @@ from pathlib import Path
 
 import click
 
-from openbench.cli.common import (command_seconds, dataset_inputs, handle_errors, int_list, model_file_options,
-                                  quiet_pykeen, split_list, write_json)
+from openbench.cli.common import (TaskChoice, command_seconds, dataset_inputs, handle_errors, int_list,
+                                  model_file_options, quiet_pykeen, split_list, write_json)
 from openbench import vocabulary
+from openbench.task_registry import DEFAULT_TASK, get_task, task_names
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "TaskOptionsCommand"]
+
+
+def _owners() -> dict:
+    """{flag: the tasks whose own options it sets} from the registry (:attr:`Task.flags`)."""
+    found: dict = {}
+    for name in task_names():
+        for flag in get_task(name).flags:
+            found.setdefault(flag, []).append(name)
+    return found
+
+
+class TaskOptionsCommand(click.Command):
+    """A command whose ``--help`` groups its options by the tasks that take them: those of every
+    task first, then each task's own (the registry's :attr:`Task.flags`)."""
+
+    def format_options(self, ctx, formatter) -> None:
+        owners, groups = _owners(), {}  # type: ignore[var-annotated]
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            tasks = tuple(sorted({task for flag in param.opts for task in owners.get(flag, [])},
+                                 key=list(task_names()).index))
+            groups.setdefault(tasks, []).append(record)
+        with formatter.section("Tasks (--task)"):
+            formatter.write_dl([(name, get_task(name).summary) for name in task_names()])
+        for tasks in sorted(groups, key=lambda key: (len(key) != 0, len(key) > 1, [list(task_names()).index(t)
+                                                                                     for t in key])):
+            title = "Options of every task" if not tasks else "Options of --task " + " and ".join(tasks)
+            with formatter.section(title):
+                formatter.write_dl(groups[tasks])
+
+
+def _given_flags(ctx) -> list:
+    """The long flags of the options given on the command line (not left at their defaults)."""
+    from click.core import ParameterSource
+
+    return [next((opt for opt in param.opts if opt.startswith("--")), param.opts[0])
+            for param in ctx.command.params if isinstance(param, click.Option)
+            and ctx.get_parameter_source(param.name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)]
+
+
+def _check_flags(ctx, task) -> None:
+    """An option of another task is a usage error naming the task(s) that take it."""
+    owners = _owners()
+    for flag in _given_flags(ctx):
+        takers = owners.get(flag)
+        if takers and task.name not in takers and flag not in task.flag_aliases:
+            raise click.UsageError(f"{flag} belongs to --task {' and '.join(takers)}, not to --task {task.name}")
 
 
 def _entity_list(path) -> list:
@@ -33,8 +83,8 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.sweep import evaluate_sweep, sweep_models, sweep_table, write_records
 
-    if task != "ranking" or options.get("shard") is not None:
-        raise click.UsageError("several models in one run: ranking on one process (no --task classification, "
+    if not get_task(task).sweeps or options.get("shard") is not None:
+        raise click.UsageError(f"several models in one run: --task {DEFAULT_TASK} on one process (not --task {task}, "
                                "no --distributed)")
     models = sweep_models(model_dirs, sweep_path, trust_pickle)
     if not output:
@@ -55,7 +105,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
         sys.exit(1)
 
 
-@click.command(short_help="Filtered rank-based evaluation of a model on a split (MRR, hits@k, AMRI).")
+@click.command(cls=TaskOptionsCommand, short_help="Evaluate a model on a split: ranking (MRR, hits@k), classification or repurposing.")
 @click.option("--dataset", "dataset_path", required=True, type=click.Path(file_okay=False),
               help="Folder with train/test(/val)_sample.csv, a train_test_data/ folder, or the integer-id layout; "
                    "or a registry name (HQ_DIR, ...: see openbench datasets list).")
@@ -151,56 +201,55 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--ground-truth", type=click.Path(dir_okay=False, exists=True), default=None,
               help="--task repurposing: a CSV or TSV of drug, disease, label (treat / not-treat), optional date and "
                    "source: scored as an extra test set (a clinical-trials set, say).")
-@click.option("--task", type=click.Choice(["ranking", "classification", "repurposing"]), default="ranking",
-              show_default=True,
-              help="classification: score the validation and test positives and negatives (AUROC, AUPRC, "
-                   "per-relation thresholds chosen on validation).")
+@click.option("--task", type=TaskChoice(), default=DEFAULT_TASK, show_default=True,
+              help="What to measure (the tasks, and the options each takes, are listed below).")
 @click.option("--threshold-metric", type=click.Choice(["accuracy", "f1"]), default="accuracy", show_default=True,
               help="With --task classification: what each relation's threshold maximises on validation.")
+@click.pass_context
 @handle_errors
-def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
+def evaluate(ctx, dataset_path, fold, entity_embeddings, relation_embeddings, model_name, complex_layout, entity_map,
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
              dglke_compat, pyg_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
              ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
              threshold_metric, treat_relations, negative_relations, drugs_path, diseases_path, recall_at, keep_top,
              ground_truth):
-    """Filtered rank-based evaluation (MRR, MR, hits@k, AMRI) of a model on a dataset, or triple
-    classification of its positives and negatives (--task classification)."""
+    """Evaluate a model on a dataset under one task: filtered ranking (MRR, MR, hits@k, AMRI; the
+    default), triple classification of its positives and negatives, or drug repurposing over the
+    drug × disease matrix. Each task's own options are listed under its name."""
+    chosen = get_task(task)
+    _check_flags(ctx, chosen)
     if no_filter and filter_text:
         raise click.UsageError("--filter and --no-filter exclude each other")
-    repurposing_options = {"--relation": treat_relations, "--negative-relation": negative_relations,
-                           "--drugs": drugs_path, "--diseases": diseases_path, "--recall-at": recall_at,
-                           "--keep-top": keep_top, "--ground-truth": ground_truth}
-    given = [name for name, value in repurposing_options.items() if value not in (None, ())]
-    if task != "repurposing" and given:
-        raise click.UsageError(f"{', '.join(given)} belong(s) to --task repurposing")
-    if task == "repurposing" and relations_text and not treat_relations:
-        treat_relations = tuple(part.strip() for part in relations_text.split(",") if part.strip())
-    if task == "classification" and distributed:
-        raise click.UsageError("--task classification runs on one process: --distributed is for ranking")
     from openbench._io import check_output_file, is_openbench_json
     from openbench.datasets.loader import load_dataset
     from openbench.evaluation.evaluate import evaluate as evaluate_model
-    from openbench.evaluation.statistics.report import format_table
     from openbench.models.sources import ModelSpec, select_source
 
-    protocol_options = dict(
+    if distributed and shard not in chosen.shards:  # a task that shards one way only shards that way
+        modes = [mode for mode in chosen.shards if mode is not None]
+        shard = modes[0] if len(modes) == 1 else shard
+    settings = dict(device=device, batch_size=batch_size, seed=seed, progress=progress,
+                    lower_is_better=lower_is_better, shard=shard if distributed else None)
+    relations = [part.strip() for part in relations_text.split(",") if part.strip()] if relations_text else None
+    # every task's options by field name: the task takes its own (Task.options_type), nothing else
+    values = dict(
         filter_sets=[] if no_filter else (split_list(filter_text) if filter_text else None),
-        hits_at=int_list("--hits-at", hits_at), lower_is_better=lower_is_better,
-        exclude_query_entity=exclude_query_entity or None, candidates=candidates, device=device,
-        batch_size=batch_size, seed=seed, progress=progress, shard=shard if distributed else None,
-        sides=["head", "tail"] if sides == "both" else [sides],
-        relations=[part.strip() for part in relations_text.split(",") if part.strip()]
-        if relations_text is not None else None,
-        entities=_entity_list(entities_path) if entities_path else None,
-        ranks="fast" if fast else "exact", protocol=protocol, bootstrap=bootstrap)
+        hits_at=int_list("--hits-at", hits_at), exclude_query_entity=exclude_query_entity or None,
+        candidates=candidates, sides=["head", "tail"] if sides == "both" else [sides], relations=relations,
+        entities=_entity_list(entities_path) if entities_path else None, ranks="fast" if fast else "exact",
+        protocol=protocol, bootstrap=bootstrap, threshold_metric=threshold_metric, fold=fold,
+        relation=list(treat_relations) or relations, negative_relations=list(negative_relations),
+        drugs=_entity_list(drugs_path) if drugs_path else None,
+        diseases=_entity_list(diseases_path) if diseases_path else None,
+        recall_at=int_list("--recall-at", recall_at) if recall_at else None, keep_top=keep_top,
+        ground_truth=ground_truth)
+    fields = chosen.options_type.field_names()
+    options = {name: value for name, value in values.items() if name in fields}
     dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
-    if bootstrap and task == "classification":
-        raise click.UsageError("--bootstrap gives intervals of ranking metrics: not with --task classification")
-    if ranks_output and (len(model_dirs) > 1 or sweep_path or task == "classification"):
-        raise click.UsageError("--ranks-output writes the ranks of one ranking evaluation: not with several models "
-                               "or --task classification")
+    if ranks_output and (len(model_dirs) > 1 or sweep_path or not chosen.keeps_ranks):
+        raise click.UsageError(f"--ranks-output writes the ranks of one --task {DEFAULT_TASK} evaluation: not with "
+                               f"several models or --task {task}")
     if len(model_dirs) > 1 or sweep_path:
         if entity_embeddings or relation_embeddings or model_name or predictions_path or submission_path:
             raise click.UsageError("several models: give --model-dir (repeated) or --sweep, with embeddings and "
@@ -209,12 +258,12 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
             raise click.UsageError("--format json prints one record: several models write theirs to the --output "
                                    "folder")
         _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown, model_dirs, sweep_path,
-                          trust_pickle, protocol_options, output, task, dataset_options)
+                          trust_pickle, {**options, **settings}, output, task, dataset_options)
         return
     spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
                      model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
                      predictions_path, submission_path, pyg_compat)
-    if pyg_compat and (task != "ranking" or select_source(spec).name != "pyg"):
+    if pyg_compat and select_source(spec).name != "pyg":
         raise click.UsageError("--pyg-compat adds PyG's test() numbers to a ranking evaluation of a PyG model folder "
                                "(--model-dir written by openbench.save_pyg)")
     inputs = spec.files() + dataset_inputs(dataset_path, entity_map, relation_map)
@@ -230,48 +279,15 @@ def evaluate(dataset_path, fold, entity_embeddings, relation_embeddings, model_n
         quiet_pykeen()
     dataset = load_dataset(dataset_path, fold=fold, entity_map=entity_map, relation_map=relation_map,
                            drop_unknown=drop_unknown, **dataset_options)
-    if task == "repurposing":
-        _repurpose(dataset, spec, dict(
-            relations=list(treat_relations) or None, negative_relations=list(negative_relations),
-            drugs=_entity_list(drugs_path) if drugs_path else None,
-            diseases=_entity_list(diseases_path) if diseases_path else None,
-            recall_at=int_list("--recall-at", recall_at) if recall_at else None, keep_top=keep_top,
-            ground_truth=ground_truth, hits_at=int_list("--hits-at", hits_at), protocol=protocol, device=device,
-            seed=seed, lower_is_better=lower_is_better, progress=progress, bootstrap=bootstrap,
-            ranks="fast" if fast else "exact", shard="entities" if distributed else None), output, fmt, inputs,
-            writes=not distributed or os.environ.get("RANK", "0") == "0")
-        return
-    if task == "classification":
-        from openbench.evaluation.tasks.classification import summary_lines
-
-        result = evaluate_model(dataset, spec, task="classification", threshold_metric=threshold_metric, fold=fold,
-                                device=device, batch_size=batch_size, seed=seed,
-                                lower_is_better=lower_is_better, progress=progress).to_dict()
-        click.echo("\n".join(summary_lines(result)), err=fmt == "json")
-        _write_record(result, output, fmt, inputs)
-        return
-    evaluated = evaluate_model(dataset, spec, **protocol_options)
+    evaluated = evaluate_model(dataset, spec, task, **settings, **options)
     if distributed and os.environ.get("RANK", "0") != "0":  # every rank has the record; rank 0 writes it
         return
     record = evaluated.to_dict()
-    click.echo(format_table(record), err=fmt == "json")  # stdout holds the record itself under --format json
+    click.echo("\n".join(chosen.summary_lines(record)), err=fmt == "json")  # stdout: the record under --format json
     if ranks_output and evaluated.ranks is not None:  # every ranking run has them
         from openbench.evaluation.statistics.ranks_table import write_ranks
 
         write_ranks(ranks_output, evaluated.ranks, record, inputs + ([output] if output else []))
-    _write_record(record, output, fmt, inputs)
-
-
-def _repurpose(dataset, spec, options: dict, output, fmt: str, inputs, writes: bool = True) -> None:
-    """--task repurposing: the record, and its table on stdout (stderr under --format json). Under
-    --distributed every rank counts its share of the drugs and has the whole record; rank 0 writes it."""
-    from openbench.evaluation.evaluate import evaluate as evaluate_model
-    from openbench.evaluation.tasks.repurposing import summary_lines
-
-    record = evaluate_model(dataset, spec, task="repurposing", **options).to_dict()
-    if not writes:
-        return
-    click.echo("\n".join(summary_lines(record)), err=fmt == "json")
     _write_record(record, output, fmt, inputs)
 
 

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import click
 
-from openbench.cli.common import WholeHelpGroup, handle_errors, model_file_options
+from openbench.cli.common import TaskChoice, WholeHelpGroup, handle_errors, model_file_options
 from openbench.leaderboard.render import TABLE_FORMATS
 from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
+from openbench.task_registry import DEFAULT_TASK
 
 __all__ = ["leaderboard", "leaderboard_submit", "leaderboard_submit_predictions", "leaderboard_serve", "leaderboard_reveal", "leaderboard_token", "leaderboard_show", "leaderboard_export"]
 
@@ -193,8 +194,7 @@ def _on_board(db, method: str, *args):
                                              "disease_auroc, disease_auprc [default: mrr, or auroc].")
 @click.option("--side", type=click.Choice(SIDES), default="both", show_default=True)
 @click.option("--rank-type", type=click.Choice(RANK_TYPES), default="realistic", show_default=True)
-@click.option("--task", type=click.Choice(["ranking", "classification", "repurposing"]), default="ranking",
-              show_default=True,
+@click.option("--task", type=TaskChoice(), default=DEFAULT_TASK, show_default=True,
               help="Which records: tasks are never ranked together.")
 @click.option("--scoped", is_flag=True, help="Show the records of scoped protocols (--relations, --sides, "
                                              "--entities), ranked within each scope, instead of the full ones.")

@@ -42,7 +42,8 @@ class PublishedMixin(StoreBase):
                        "hits@10": row["hits_at_10"]}
             rows.append({"name": row["name"], "model_type": row["model_type"],
                          "dataset": {"name": row["dataset_name"], "version": None, "fingerprint": None},
-                         "group": f"{row['dataset_name']} (ranking)", "family": "ranking (published)",
+                         "task": "ranking", "group": f"{row['dataset_name']} (ranking)",
+                         "family": "ranking (published)",
                          "side": "both", "rank_type": "unknown",
                          "metrics": {key: {"mean": value, "std": None} for key, value in metrics.items()},
                          "runs": None, "protocol": row["protocol"], "published": True,

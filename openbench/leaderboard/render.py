@@ -15,15 +15,12 @@ from typing import Dict, List, Optional
 
 from openbench._io.outputs import strict_json, visible
 from openbench.evaluation.statistics.describe import protocol_line
-from openbench.record import CLASSIFICATION_METRICS
+from openbench.task_registry import DEFAULT_TASK, get_task
 
 __all__ = ["METRICS", "FLAGS", "LEGEND", "LEGEND_PARTS", "UNCERTAINTY_NOTE", "TABLE_FORMATS", "export_page", "render", "plot_svg", "page",
            "legend", "safe_link"]
 
-METRICS = ("mrr", "hits@1", "hits@3", "hits@10")
-# a repurposing row (record.repurposing_headline): the full matrix, then each disease's drugs
-REPURPOSING_COLUMNS = ("auroc", "recall@100", "recall@1000", "disease_mrr", "disease_hits@10", "disease_auroc",
-                       "disease_auprc")
+METRICS = ("mrr", "hits@1", "hits@3", "hits@10")  # the ranking task's columns (its table_columns)
 FLAGS = {"published": "†", "nonstandard": "*"}
 LEGEND_PARTS = {"published": "† published result, not reproduced here (protocol unknown: LibKGE, LinkExplorer 2022)",
                 "nonstandard": "* protocol differs from the dataset's standard one"}
@@ -95,18 +92,17 @@ def _dataset(row: dict) -> str:
     return dataset.get("name") or (dataset.get("fingerprint") or "")[:12]
 
 
+def _task(rows: List[dict]):
+    """The task of a table's rows (the registry's; every row of a table has the same)."""
+    return get_task(rows[0].get("task", DEFAULT_TASK)) if rows else get_task(DEFAULT_TASK)
+
+
 def _columns(rows: List[dict], sort: Optional[str] = None) -> List[str]:
-    """The metric columns shown: the standard ones present, plus the sort key when it is another."""
+    """The metric columns shown: the task's columns present (all of them where none is), plus the
+    sort key when it is another."""
     present = {key for row in rows for key in row["metrics"]}
-    shown = list(METRICS)
-    if any(str(row.get("family", "")).startswith("repurposing") for row in rows):
-        shown = [m for m in REPURPOSING_COLUMNS if m in present]
-        return shown + ([sort] if sort and sort in present and sort not in shown else [])
-    for names in (METRICS, CLASSIFICATION_METRICS):
-        chosen = [m for m in names if m in present]
-        if chosen:
-            shown = chosen
-            break
+    columns = _task(rows).table_columns
+    shown = [m for m in columns if m in present] or list(columns)
     if sort and sort in present and sort not in shown:
         shown.append(sort)
     return shown
@@ -242,18 +238,24 @@ def safe_link(url: Optional[str]) -> Optional[str]:
 PLOT_LABEL_PX, PLOT_VALUE_PX = 14, 12
 
 
+PLOT_COLOURS = ("#3366aa", "#dd8844", "#55aa55", "#aa5588")
+
+
 def plot_svg(rows: List[dict], width: int = 860, bar_height: int = 15) -> str:
-    """Horizontal bars of MRR and hits@10 per row, as an SVG element."""
-    label_width, gap = 300, 10
-    height = gap + len(rows) * (2 * bar_height + gap) + 34
+    """Horizontal bars of the rows' task's page metrics (ranking: MRR and hits@10; classification:
+    AUROC and AUPRC; repurposing: AUROC and the disease-specific MRR) per row, as an SVG element."""
+    metrics = [(metric, PLOT_COLOURS[i % len(PLOT_COLOURS)]) for i, metric in enumerate(_task(rows).page_metrics)]
+    names = [metric.upper() if metric in ("mrr", "auroc", "auprc") else metric for metric, _ in metrics]
+    label_width, gap, count = 300, 10, max(1, len(metrics))
+    height = gap + len(rows) * (count * bar_height + gap) + 34
     scale = width - label_width - 60
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" id="plot" width="{width}" height="{height}" '
-             f'role="img" aria-label="MRR and hits@10 per model">']
+             f'role="img" aria-label="{html.escape(" and ".join(names))} per model">']
     y = gap
     for row in rows:
         parts.append(f'<text x="{label_width - 6}" y="{y + bar_height + 3}" text-anchor="end" '
                      f'font-size="{PLOT_LABEL_PX}">{html.escape(_name(row))}</text>')
-        for offset, (metric, colour) in enumerate((("mrr", "#3366aa"), ("hits@10", "#dd8844"))):
+        for offset, (metric, colour) in enumerate(metrics):
             mean = (row["metrics"].get(metric) or {}).get("mean")
             length = 0 if mean is None else max(0.0, min(1.0, mean)) * scale
             top = y + offset * bar_height
@@ -262,9 +264,10 @@ def plot_svg(rows: List[dict], width: int = 860, bar_height: int = 15) -> str:
             if mean is not None:
                 parts.append(f'<text x="{label_width + length + 4:.1f}" y="{top + bar_height - 2}" '
                              f'font-size="{PLOT_VALUE_PX}">{mean:.3f}</text>')
-        y += 2 * bar_height + gap
-    parts.append(f'<text x="{label_width}" y="{height - 8}" font-size="{PLOT_LABEL_PX}">'
-                 '<tspan fill="#3366aa">■ MRR</tspan> <tspan fill="#dd8844">■ hits@10</tspan> (0 to 1)</text>')
+        y += count * bar_height + gap
+    legend_text = " ".join(f'<tspan fill="{colour}">■ {html.escape(name)}</tspan>'
+                           for (_, colour), name in zip(metrics, names))
+    parts.append(f'<text x="{label_width}" y="{height - 8}" font-size="{PLOT_LABEL_PX}">{legend_text} (0 to 1)</text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -359,18 +362,13 @@ def _page_row(row: dict, table: str) -> dict:
 
 
 def _protocol_text(members: List[dict]) -> str:
-    """The table's protocol line (:func:`~openbench.evaluation.statistics.describe.protocol_line`),
-    or what a published row says of its protocol."""
+    """The table's protocol line: the task's own words (:meth:`~openbench.evaluation.tasks.base.Task.protocol_text`),
+    else :func:`~openbench.evaluation.statistics.describe.protocol_line`, or what a published row says of its protocol."""
     first = next((row for row in members if not row.get("published")), members[0])
     protocol = first.get("protocol")
-    if first.get("family", "").startswith("classification"):
-        return ("what this table holds: triple classification of the test positives and negatives, thresholds "
-                "per relation chosen on validation; AUROC 0.5 = chance")
-    if first.get("family", "").startswith("repurposing") and isinstance(protocol, dict):
-        return ("what this table holds: drug repurposing, " + ", ".join(map(str, protocol.get("relations", [])))
-                + "; every drug × disease pair ranked, the training and validation pairs filtered; AUROC = 1 - mean "
-                "quantile rank of the test pairs among the matrix's non-positive pairs, Recall@n the share ranked "
-                "within its top n; disease_*: each test pair among its disease's drugs (macro); realistic ranks")
+    own = _task(members).protocol_text(protocol) if isinstance(protocol, dict) else None
+    if own is not None:
+        return own
     if isinstance(protocol, dict):
         return f"what this table holds: {protocol_line(protocol, rank_type=first.get('rank_type') or 'realistic')}"
     return f"what this table holds: published numbers; protocol: {protocol or 'not stated'}"

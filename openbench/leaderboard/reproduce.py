@@ -26,37 +26,16 @@ import shlex
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
+from openbench.errors import UsageError
+from openbench.evaluation.tasks.base import RunSettings
 from openbench.leaderboard.schema import LeaderboardError
+from openbench.task_registry import task_of
 
-__all__ = ["REPRODUCIBLE_CANDIDATES", "protocol_options", "certificate", "reproduce"]
+__all__ = ["certificate", "reproduce"]
 
-REPRODUCIBLE_CANDIDATES = ("all", "typed", "sampled")
 _MODEL_FLAGS = (("entity_embeddings", "--entity-embeddings"), ("relation_embeddings", "--relation-embeddings"),
                 ("model", "--model"), ("model_dir", "--model-dir"), ("dglke_data", "--dglke-data"),
                 ("libkge_data", "--libkge-data"))
-
-
-def protocol_options(protocol: dict) -> Dict[str, Any]:
-    """The :func:`openbench.evaluate` options that give a record of ``protocol`` (a record's
-    protocol block) again; a protocol that names no options to rerun it (listed candidates, an
-    entity subset known by its hash alone) is refused."""
-    candidates = protocol.get("candidates", "all")
-    if candidates not in REPRODUCIBLE_CANDIDATES:
-        raise LeaderboardError(f"a record ranked against {candidates!r} candidates cannot be reproduced from a model "
-                               "(ranked lists are scored by a served benchmark: submit-predictions)")
-    if protocol.get("entities"):
-        raise LeaderboardError("a record ranked against an entity subset names the subset by its hash only; it "
-                               "cannot be reproduced here")
-    sampled = candidates == "sampled"
-    return {"protocol": "sampled" if sampled else "full",
-            "filter_sets": None if sampled else list(protocol.get("filter_sets") or []),
-            "candidates": "all" if sampled else candidates, "sides": list(protocol.get("sides") or ["head", "tail"]),
-            "relations": list(protocol["relations"]) if protocol.get("relations") else None,
-            "exclude_query_entity": bool(protocol.get("exclude_query_entity", False)),
-            "lower_is_better": bool(protocol.get("lower_is_better", False)),
-            "hits_at": list(protocol.get("hits_at") or [1, 3, 10]),
-            "evaluation_split": protocol.get("evaluation_split", "test"),
-            "ranks": "exact" if protocol.get("ranks", "exact") == "exact" else "fast"}
 
 
 def _files_sha256(spec) -> Dict[str, str]:
@@ -82,58 +61,16 @@ def _model_words(spec) -> List[str]:
     return words + (["--trust-pickle"] if spec.trust_pickle else [])
 
 
-def _repurposing_words(options: Dict[str, Any]) -> List[str]:
-    words = ["--task", "repurposing"]
-    for relation in options["relations"]:
-        words += ["--relation", relation]
-    for relation in options["negative_relations"]:
-        words += ["--negative-relation", relation]
-    words += ["--recall-at", ",".join(map(str, options["recall_at"])),
-              "--hits-at", ",".join(map(str, options["hits_at"])), "--keep-top", str(options["keep_top"])]
-    if options["protocol"] == "txgnn":
-        words += ["--protocol", "txgnn"]
-    if options["ranks"] == "fast":
-        words.append("--fast")
-    if options.get("bootstrap"):
-        words += ["--bootstrap", str(options["bootstrap"])]
-    return words
-
-
-def _protocol_words(options: Dict[str, Any]) -> List[str]:
-    if options.get("task") == "classification":
-        return ["--task", "classification", "--threshold-metric", options["threshold_metric"]]
-    if options.get("task") == "repurposing":
-        return _repurposing_words(options)
-    words: List[str] = []
-    if options["protocol"] == "sampled":
-        words += ["--protocol", "sampled"]
-    elif options["filter_sets"] == []:
-        words.append("--no-filter")
-    elif options["filter_sets"] is not None:
-        words += ["--filter", ",".join(options["filter_sets"])]
-    if options["candidates"] != "all":
-        words += ["--candidates", options["candidates"]]
-    if options["sides"] != ["head", "tail"]:
-        words += ["--sides", options["sides"][0]]
-    if options["relations"]:
-        words += ["--relations", ",".join(options["relations"])]
-    for flag in ("exclude_query_entity", "lower_is_better"):
-        if options[flag]:
-            words.append("--" + flag.replace("_", "-"))
-    if options["ranks"] == "fast":
-        words.append("--fast")
-    return words + ["--hits-at", ",".join(map(str, options["hits_at"]))]
-
-
-def _command(spec, dataset_path: str, options: Dict[str, Any], seed) -> str:
+def _command(spec, dataset_path: str, task, options, settings) -> str:
     """The ``openbench evaluate`` command line that gives the reproduced record again."""
-    words = ["openbench", "evaluate", "--dataset", dataset_path, *_model_words(spec), *_protocol_words(options)]
-    if seed is not None:
-        words += ["--seed", str(seed)]
+    words = ["openbench", "evaluate", "--dataset", dataset_path, *_model_words(spec), "--task", task.name,
+             *task.command_words(options, settings)]
+    if settings.seed is not None:
+        words += ["--seed", str(settings.seed)]
     return " ".join(shlex.quote(word) for word in words)
 
 
-def certificate(model, dataset, options: Dict[str, Any], seed) -> dict:
+def certificate(model, dataset, task, options, settings) -> dict:
     """What anyone needs to re-run a reproduced row: the dataset's fingerprint, the model files'
     sha256, the openbench version and the command (a model given as files, a
     :class:`~openbench.models.sources.ModelSpec`); a model given from Python (a scorer) is
@@ -144,26 +81,7 @@ def certificate(model, dataset, options: Dict[str, Any], seed) -> dict:
     files = isinstance(model, ModelSpec)
     return {"verified": "reproduced", "dataset_fingerprint": dataset.fingerprint,
             "model_files_sha256": _files_sha256(model) if files else {}, "openbench_version": __version__,
-            "command": _command(model, str(dataset.path), options, seed) if files else None}
-
-
-def repurposing_options(record: dict) -> Dict[str, Any]:
-    """The :func:`openbench.evaluate` options that give a repurposing record again; curated lists
-    and ground-truth files are named in the record by their size and hash only, so a record that
-    used them is refused."""
-    protocol, matrix = record.get("protocol") or {}, (record.get("repurposing") or {}).get("matrix") or {}
-    if protocol.get("ground_truth_sha256"):
-        raise LeaderboardError("a repurposing record scored with a ground-truth file names it by its hash only; it "
-                               "cannot be reproduced here")
-    if "list" in str(matrix.get("drugs_from", "")) or "list" in str(matrix.get("diseases_from", "")):
-        raise LeaderboardError("a repurposing record of curated drug or disease lists names them by their size only; "
-                               "it cannot be reproduced here")
-    return {"task": "repurposing", "relations": list(protocol.get("relations") or []),
-            "negative_relations": list(protocol.get("negative_relations") or []),
-            "recall_at": list(protocol.get("recall_at") or []), "hits_at": list(protocol.get("hits_at") or []),
-            "keep_top": protocol.get("keep_top"), "protocol": protocol.get("protocol", "full"),
-            "ranks": protocol.get("ranks", "exact"), "lower_is_better": bool(protocol.get("lower_is_better", False)),
-            "bootstrap": (record["repurposing"].get("confidence") or {}).get("resamples")}
+            "command": _command(model, str(dataset.path), task, options, settings) if files else None}
 
 
 def _first_difference(board: dict, submitted: dict) -> Optional[Tuple[str, Any, Any]]:
@@ -193,26 +111,27 @@ def reproduce(record: dict, spec, dataset_path, *, device: str = "auto", progres
 
     from openbench.datasets.loader import Dataset
 
-    task = record.get("task", "ranking")
+    task = task_of(record)
     protocol = record.get("protocol") or {}
-    if task == "classification":
-        options = {"task": "classification", "threshold_metric": protocol.get("threshold_metric", "accuracy")}
-    elif task == "repurposing":
-        options = repurposing_options(record)
-    else:
-        options = protocol_options(protocol)
+    try:
+        options = task.reproduce_options(record)
+    except UsageError as error:
+        raise LeaderboardError(str(error)) from None
     dataset = dataset_path if isinstance(dataset_path, Dataset) else load_dataset(dataset_path)
     stated = (record.get("dataset") or {}).get("fingerprint")
     if dataset.fingerprint != stated:
         raise LeaderboardError(f"the board's dataset {dataset.path} has fingerprint {dataset.fingerprint[:12]}…, the "
                                f"record's is {str(stated)[:12]}…: give --dataset the split the record evaluated")
-    reproduced = evaluate(dataset, spec, device=device, seed=record.get("seed"), progress=progress, **options)
+    settings = RunSettings(device=device, seed=record.get("seed"), progress=progress,
+                           lower_is_better=bool(protocol.get("lower_is_better", False)))
+    reproduced = evaluate(dataset, spec, options, device=device, seed=settings.seed, progress=progress,
+                          lower_is_better=settings.lower_is_better)
     difference: Optional[Tuple[str, Any, Any]] = (
-        next(differences_of(reproduced.to_dict().get(task), record.get(task), task), None)
-        if task in ("classification", "repurposing")
-        else _first_difference(reproduced.to_dict(), record))
+        _first_difference(reproduced.to_dict(), record) if task.block_key is None
+        else next(differences_of(reproduced.to_dict().get(task.block_key), record.get(task.block_key),
+                                 task.block_key), None))
     if difference is not None:
         where, found, claimed = difference
         raise LeaderboardError(f"the model does not reproduce the submitted record: {where}: the board computed "
                                f"{found!r}, the record states {claimed!r}")
-    return reproduced, certificate(spec, dataset, options, record.get("seed"))
+    return reproduced, certificate(spec, dataset, task, options, settings)

@@ -12,8 +12,11 @@ from typing import Dict, List, Optional, Sequence
 
 from openbench.leaderboard.published import PublishedMixin
 from openbench.leaderboard.schema import DuplicateRun, LeaderboardError, canonical as _canonical, loads as _loads, now as _now
-from openbench.record import CLASSIFICATION_METRICS, RecordError, repurposing_headline, validate_record
-from openbench.vocabulary import RANK_TYPES, SIDES, TASKS
+from openbench.errors import UsageError
+from openbench.evaluation.tasks.ranking import scope_of
+from openbench.record import RecordError, validate_record
+from openbench.task_registry import get_task, task_of
+from openbench.vocabulary import RANK_TYPES, SIDES
 
 __all__ = ["MODEL_TYPES", "VERIFIED", "URL_SCHEMES", "validate", "RunsMixin", "scope_of", "dataset_label"]
 
@@ -60,8 +63,8 @@ class RunsMixin(PublishedMixin):
         """
         fields = self._fields(name, model_type, paper, code, notes, team, verified)
         keys, row = self._row(record, fields)  # validates the record first
-        ranking = record.get("task", "ranking") == "ranking"
-        if (verified == "reproduced") != (certificate is not None) or (verified == "reproduced" and ranking
+        keeps_ranks = task_of(record).keeps_ranks
+        if (verified == "reproduced") != (certificate is not None) or (verified == "reproduced" and keeps_ranks
                                                                           and ranks is None):
             raise LeaderboardError("a reproduced row carries its re-evaluation certificate (and, ranking, the board's "
                                    "ranks), and only it does")
@@ -71,7 +74,7 @@ class RunsMixin(PublishedMixin):
         stored = self._ranks_row(record, ranks, ranks_provenance)
         extra = {"certificate_json": _canonical(certificate)} if certificate is not None else None
         with self._transaction() as connection:
-            row_id = self._insert(connection, keys, row, fields, record.get("task", "ranking"), extra)
+            row_id = self._insert(connection, keys, row, fields, task_of(record).name, extra)
             self._insert_ranks(connection, row_id, stored)
             return row_id
 
@@ -82,8 +85,8 @@ class RunsMixin(PublishedMixin):
             return None
         from openbench.leaderboard.uncertainty import check_ranks, confidence_json, ranks_blob
 
-        if record.get("task", "ranking") != "ranking":
-            raise LeaderboardError("ranks belong to ranking records, not to a classification record")
+        if not task_of(record).keeps_ranks:
+            raise LeaderboardError(f"ranks belong to ranking records, not to a {task_of(record).name} record")
         try:
             check_ranks(record, ranks, provenance)
         except RecordError as error:
@@ -138,14 +141,13 @@ class RunsMixin(PublishedMixin):
         keys = (dataset["fingerprint"], _canonical(record["protocol"]),
                 _canonical([model["name"], model.get("params", {}), model.get("source_sha256")]),
                 _canonical(record.get("seed")))
-        task = record.get("task", "ranking")
+        task = task_of(record)
         row = {"name": fields["name"], "model_type": fields["model_type"], "paper": fields["paper"],
                "code": fields["code"], "notes": fields["notes"], "dataset_name": registry.get("name"),
                "dataset_version": registry.get("version"), "dataset_fingerprint": keys[0], "protocol_key": keys[1],
-               "model_key": keys[2], "seed_key": keys[3], "metrics_json": _canonical(_headline_metrics(record)),
+               "model_key": keys[2], "seed_key": keys[3], "metrics_json": _canonical(task.board_metrics(record)),
                "result_json": json.dumps(record), "submitted_at": _now(), "team": fields["team"],
-               "verified": fields["verified"], "task": task,
-               "scope": scope_of(record["protocol"]) if task == "ranking" else None,
+               "verified": fields["verified"], "task": task.name, "scope": task.scope(record["protocol"]),
                "dataset_label": dataset_label(registry.get("name"), dataset["fingerprint"], dataset.get("path"),
                                               dataset.get("made_by"))}
         return keys, row
@@ -197,9 +199,11 @@ class RunsMixin(PublishedMixin):
 
         The published reference rows (OpenBioLink's HQ_DIR results) appear only when asked:
         ``include_published`` True, or ``dataset`` naming their dataset (None: that rule alone)."""
-        if task not in TASKS:
-            raise LeaderboardError(f"task {task!r}: expected one of {', '.join(TASKS)}")
-        sort = sort or {"ranking": "mrr", "classification": "auroc", "repurposing": "auroc"}[task]
+        try:
+            headline = get_task(task).headline
+        except UsageError as error:
+            raise LeaderboardError(str(error)) from None
+        sort = sort or headline
         if side not in SIDES:
             raise LeaderboardError(f"side {side!r}: expected one of {', '.join(SIDES)}")
         if rank_type not in RANK_TYPES:
@@ -221,10 +225,10 @@ class RunsMixin(PublishedMixin):
             include_published = bool(asked) and any(
                 asked == row[0].lower()
                 for row in self.connection.execute("SELECT DISTINCT dataset_name FROM published"))
-        if include_published and side == "both" and task == "ranking" and not scoped:
+        if include_published and side == "both" and get_task(task).shows_published and not scoped:
             out += [row for row in self.published() if not dataset or _dataset_matches(dataset, row["dataset"]["name"],
                                                                                          None)]
-        known = sorted({key for row in out for key in row["metrics"]} | {"mrr" if task == "ranking" else "auroc"})
+        known = sorted({key for row in out for key in row["metrics"]} | {headline})
         if sort not in known and not out:
             # say why the table is empty rather than judge --sort against no rows at all
             published = " (OpenBioLink's published results report both sides together)" if side != "both" else ""
@@ -236,8 +240,23 @@ class RunsMixin(PublishedMixin):
         from openbench.leaderboard.uncertainty import annotate
 
         ranked = _sorted(out, sort)
+        self._record_intervals(ranked, get_task(task), sort)
         annotate(ranked, self.stored_ranks, sort, side, rank_type, self._compared)
         return ranked
+
+    def _record_intervals(self, rows: List[dict], task, sort: str) -> None:
+        """A task whose records carry their own bootstrap intervals (no per-query ranks the board
+        keeps): a one-run row shows its record's interval of ``sort`` (never a paired verdict)."""
+        if task.keeps_ranks:
+            return
+        for row in rows:
+            ids = row.get("_ids") or []
+            if len(ids) != 1:
+                continue
+            found = self.connection.execute("SELECT result_json FROM submissions WHERE id = ?", (ids[0],)).fetchone()
+            interval = task.interval(_loads(found[0], self.path, ids[0], "result_json"), sort) if found else None
+            if interval is not None:
+                row["record_interval"] = interval
 
     def _dataset_labels(self) -> Dict[str, str]:
         """One label per dataset fingerprint, whatever folder or benchmark name its rows came with:
@@ -279,16 +298,6 @@ def _dataset_matches(query: str, name: Optional[str], fingerprint: Optional[str]
         fingerprint is not None and len(query) >= 6 and fingerprint.lower().startswith(query))
 
 
-def _headline_metrics(record: dict) -> dict:
-    """What a row shows: a ranking record's metrics; a classification record's test overall block;
-    a repurposing record's test view (:func:`~openbench.record.repurposing_headline`)."""
-    if record.get("task", "ranking") == "classification":
-        return dict(record["classification"]["test"]["overall"])
-    if record.get("task") == "repurposing":
-        return repurposing_headline(record)
-    return record["metrics"]
-
-
 def dataset_label(name: Optional[str], fingerprint: Optional[str], path: Optional[str] = None,
                   made_by: Optional[str] = None) -> str:
     """How a dataset is shown: its registry name, else the folder name recorded at evaluation and
@@ -320,14 +329,8 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
     first = runs[0]
     protocol = _loads(first["protocol_key"], path, first["id"], "protocol_key")
     cells = [_loads(run["metrics_json"], path, run["id"], "metrics_json") for run in runs]
-    if task == "classification":
-        per_run = [{k: v for k, v in cell.items() if k in CLASSIFICATION_METRICS} for cell in cells]
-        side, rank_type = "test", "overall"
-    elif task == "repurposing":
-        per_run = [dict(cell) for cell in cells]
-        side, rank_type = "test", "realistic"
-    else:
-        per_run = [(cell.get(side) or {}).get(rank_type, {}) for cell in cells]
+    kind = get_task(task)
+    per_run, side, rank_type = kind.board_cells(cells, side, rank_type)
     names = sorted({key for values in per_run for key in values})
     metrics = {}
     for key in names:
@@ -342,11 +345,12 @@ def _group_row(runs: Sequence[sqlite3.Row], side: str, rank_type: str, task: str
     return {"name": first["name"], "model_type": first["model_type"],
             "dataset": {"name": first["dataset_name"], "version": first["dataset_version"], "fingerprint": fingerprint,
                         "label": label},
-            "group": f"{label} ({task}{_candidates_note(protocol)})", "family": f"{task}{_candidates_note(protocol)}",
+            "task": task, "group": f"{label} ({task}{_candidates_note(protocol)})",
+            "family": f"{task}{_candidates_note(protocol)}",
             "group_key": f"{fingerprint} {task}{_candidates_note(protocol)}",
             "side": side, "rank_type": rank_type, "metrics": metrics, "runs": len(runs),
             "protocol": protocol, "published": False,
-            "nonstandard_protocol": _nonstandard(first["dataset_name"], protocol) if task == "ranking" else None,
+            "nonstandard_protocol": kind.nonstandard(first["dataset_name"], protocol),
             "scope": first["scope"],
             "seeds": [json.loads(run["seed_key"]) for run in runs],
             "_ids": [run["id"] for run in runs],  # for the stored ranks; annotate() removes it
@@ -358,38 +362,6 @@ def _verified(runs: Sequence[sqlite3.Row]) -> str:
     """A group's mark: server or reproduced where every run has it, else self."""
     marks = {run["verified"] for run in runs}
     return marks.pop() if len(marks) == 1 else "self"
-
-
-def scope_of(protocol: dict) -> Optional[str]:
-    """A scoped protocol's description (relations, sides, entity subset; not an inductive split's
-    inference-graph candidates, which are its protocol); None for the full one.
-    A hosted benchmark's sides are the server's choice (a part may happen to serve tail queries
-    only), never a scope: its parts rank with each other."""
-    parts = []
-    if protocol.get("relations"):
-        parts.append("relations " + ",".join(protocol["relations"]))
-    if list(protocol.get("sides", ["head", "tail"])) != ["head", "tail"] and "hosted_protocol" not in protocol:
-        parts.append("/".join(protocol["sides"]) + " only")
-    entities = protocol.get("entities")
-    if entities and not (isinstance(entities, dict) and entities.get("of") == "the inference graph"):
-        # an inductive split's candidates are its protocol, not a chosen subset: its own table says so
-        parts.append(f"{entities.get('count')} entities ({str(entities.get('sha256', ''))[:8]})")
-    return "; ".join(parts) or None
-
-
-def _nonstandard(dataset_name: Optional[str], protocol: dict) -> Optional[bool]:
-    """True where the protocol differs from the registry's standard one (a scoped protocol always
-    does); None without a registry entry."""
-    if scope_of(protocol) is not None:
-        return True
-    if not dataset_name:
-        return None
-    from openbench.datasets.published.catalogue import REGISTRY
-
-    entry = REGISTRY.get(dataset_name)
-    if entry is None:
-        return None
-    return any(protocol.get(key) != value for key, value in entry.protocol.standard_part().items())
 
 
 def _sorted(rows: List[dict], sort: str) -> List[dict]:

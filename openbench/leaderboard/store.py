@@ -24,6 +24,7 @@ from typing import List, Optional
 
 from openbench.leaderboard.hosted import HostedMixin
 from openbench.leaderboard.published import PUBLISHED_HQ_DIR, PUBLISHED_PROTOCOL, seed_published
+from openbench.task_registry import task_names, task_of
 from openbench.leaderboard.runs import MODEL_TYPES, URL_SCHEMES, VERIFIED, dataset_label, scope_of, validate
 from openbench.leaderboard.schema import (APPLICATION_ID, MIGRATIONS, SQLITE_HEADER, DuplicateRun, LeaderboardError,
                                           LimitReached, check_foreign, check_schema, default_path, expected_schema, loads,
@@ -102,13 +103,14 @@ def read_rows(db=None, **query) -> List[dict]:
 
 
 def page_rows(board: Leaderboard, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
-    """Every table a page shows: ranking (with the published rows when asked, as
-    :meth:`Leaderboard.rows` says), classification, repurposing and scoped."""
+    """Every table a page shows: each task's in the registry's order (ranking's with the published
+    rows when asked, as :meth:`Leaderboard.rows` says), then the scoped ones."""
     # an empty table is an empty list (rows() refuses only a --sort it cannot judge); a damaged row
     # or a --dataset that names nothing is an error, never a table silently left out
-    return (board.rows(dataset=dataset, include_published=published)
-            + board.rows(dataset=dataset, task="classification") + board.rows(dataset=dataset, task="repurposing")
-            + board.rows(dataset=dataset, scoped=True))
+    rows: List[dict] = []
+    for name in task_names():
+        rows += board.rows(dataset=dataset, task=name, include_published=published)
+    return rows + board.rows(dataset=dataset, scoped=True)
 
 
 def read_page_rows(db=None, dataset: Optional[str] = None, published: Optional[bool] = None) -> List[dict]:
@@ -193,10 +195,10 @@ def _backfill_derived_columns(connection: sqlite3.Connection, path: Path) -> Non
     parses whole records): computed once here for the rows a version-1 store holds."""
     for row in connection.execute("SELECT id, result_json FROM submissions").fetchall():
         record = loads(row[1], path, row[0], "result_json")
-        dataset, task = record.get("dataset", {}), record.get("task", "ranking")
+        dataset, task = record.get("dataset", {}), task_of(record)
         registry = dataset.get("registry") or {}
         connection.execute("UPDATE submissions SET task = ?, scope = ?, dataset_label = ? WHERE id = ?",
-                           (task, scope_of(record.get("protocol", {})) if task == "ranking" else None,
+                           (task.name, task.scope(record.get("protocol", {})),
                             dataset_label(registry.get("name"), dataset.get("fingerprint"), dataset.get("path"),
                                           dataset.get("made_by")),
                             row[0]))

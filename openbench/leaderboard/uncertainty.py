@@ -128,6 +128,9 @@ def annotate(rows: List[dict], load: RanksLoader, sort: str, side: str, rank_typ
     for row in rows:
         ids = row.pop("_ids", None)
         row["interval"], row["not_worse_than_best"] = None, None
+        own = row.pop("record_interval", None)  # a record's own interval (a task without kept ranks)
+        if own is not None:
+            row["interval"] = {"metric": sort, "side": side, "low": own[0], "high": own[1]}
         stored = load(ids[0]) if comparable and ids and len(ids) == 1 else None
         row["_stored"] = (ids[0], *stored) if stored else None
         if stored is not None:

@@ -510,7 +510,7 @@ def test_txgnn_s_protocol_is_its_formulas_on_the_same_scores(planted):
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     from openbench.evaluation.tasks.repurposing import RepurposingOptions, define_matrix
-    from openbench.evaluation.tasks.txgnn import draw_negatives
+    from openbench.evaluation.tasks.repurposing.txgnn import draw_negatives
 
     scorer, entities, relations = _model(planted, "TransE-L2", False, seed=3)
     record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], protocol="txgnn",

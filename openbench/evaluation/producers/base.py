@@ -2,7 +2,7 @@
 
 A producer turns a scorer (or a model's ranked lists) into ``{side: RankCounts}`` over the
 evaluation triples, under a :class:`~openbench.evaluation.candidates.RankingSetup`; the one reduction
-and record (:func:`openbench.evaluation.evaluate.run`) take it from there. The door calls a
+and record (:func:`openbench.evaluation.tasks.ranking.run`) take it from there. The door calls a
 producer twice: :meth:`Producer.options` (the setup's options: what it refuses, its defaults, what
 it requires) and :meth:`Producer.run`, which hands back everything the record takes of it in one
 :class:`Produced` value (the counts, the triples they rank, the protocol, the model block, the

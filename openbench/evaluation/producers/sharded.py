@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -31,7 +32,7 @@ from openbench.evaluation.counting.counts import COUNT_FIELDS, RankCounts
 from openbench.evaluation.candidates import RankingSetup
 from openbench.record import Protocol
 
-__all__ = ["SHARDS", "DEFAULT_TIMEOUT_S", "init_from_environment", "entity_range", "REDUCTIONS", "gather_counts",
+__all__ = ["SHARDS", "DEFAULT_TIMEOUT_S", "init_from_environment", "process_group", "entity_range", "REDUCTIONS", "gather_counts",
            "sum_counts", "sum_pieces", "max_over_ranks", "ShardedProducer"]
 
 SHARDS = vocabulary.SHARDS
@@ -167,3 +168,20 @@ class ShardedProducer(Producer):
             dist.all_reduce(totals)
             self.inner.exact.stats.set_from(totals.cpu())
         return self.inner.timing()
+
+
+@contextmanager
+def process_group(device) -> Iterator[torch.device]:
+    """Within it, this process is a rank of the group torchrun describes (joined here where no
+    group is initialised yet, and left again on the way out); yields the rank's device (its own
+    GPU under ``device="auto"``)."""
+    from openbench.evaluation.counting.device import resolve_device
+
+    joined = not dist.is_initialized()
+    init_from_environment()
+    try:
+        local_rank = os.environ.get("LOCAL_RANK")
+        yield resolve_device(device, local_rank=int(local_rank) if local_rank is not None else None)
+    finally:
+        if joined:
+            dist.destroy_process_group()

@@ -33,11 +33,19 @@ from openbench.record import Protocol
 from openbench.vocabulary import QUERY_SIDES
 
 __all__ = ["QUERY_CHUNK", "TopKListing", "OBL2021Listing", "ServedListing", "obl2021_counts", "listed_counts",
-           "LISTS_SCORE_NOTHING"]
+           "LISTS_SCORE_NOTHING", "is_ranked_lists"]
 
 QUERY_CHUNK = 4096
 LISTS_SCORE_NOTHING = ("--task classification needs a model that scores any given triple (embeddings, --model-dir); "
                        "top-k prediction lists give no score to triples outside the lists")
+
+
+def is_ranked_lists(model) -> bool:
+    """Whether ``model`` is ranked lists (top-k files, an OBL2021 submission, a hosted benchmark's
+    lists, or their producers), which score no triple outside the lists."""
+    from openbench.models.lists import ServedLists
+
+    return isinstance(model, (TopKLists, OBL2021Submission, ServedLists, TopKListing, OBL2021Listing, ServedListing))
 
 
 class TopKListing(Producer):

@@ -30,6 +30,7 @@ import numpy as np
 import polars as pl
 
 from openbench.errors import InputError, UsageError
+from openbench.task_registry import get_task, task_names, task_of
 from openbench.evaluation.statistics.describe import (AMRI_READING, ranking_readings, record_protocol_line)
 from openbench.evaluation.statistics.pages import figure_html, report_html
 
@@ -122,11 +123,17 @@ def _read_record(path: Path) -> Tuple[str, dict]:
         raise InputError("a ranks file (evaluate --ranks-output); expected a result record (evaluate --output): give "
                          "the record, and the ranks file with --ranks", path)
     record = read_json(path, "result record")
-    if not isinstance(record, dict) or record.get("written_by") != "openbench" or (
-            "metrics" not in record and record.get("task") != "repurposing"):
+    try:
+        task = task_of(record) if isinstance(record, dict) else None
+    except UsageError:
+        task = None
+    if task is None or record.get("written_by") != "openbench":
         raise InputError("not an openbench result record (evaluate --output writes one)", path)
-    if record.get("task", "ranking") == "classification":
-        raise InputError("a classification record: the report draws ranking and repurposing results", path)
+    if not task.draws_report:
+        drawn = [name for name in task_names() if get_task(name).draws_report]
+        raise InputError(f"a {task.name} record: the report draws {' and '.join(drawn)} results", path)
+    if (task.block_key or "metrics") not in record:
+        raise InputError("not an openbench result record (evaluate --output writes one)", path)
     return str((record.get("model") or {}).get("name") or path.stem), record
 
 
@@ -151,7 +158,7 @@ def _load(path: Path) -> Tuple[str, dict, Optional[pl.DataFrame]]:
     from openbench.evaluation.statistics.evidence import EvidenceError, check_against_record, read_ranks
 
     name, record = _read_record(path)
-    if record.get("task") == "repurposing":
+    if not task_of(record).keeps_ranks:
         return name, record, None
     ranks_path = path.with_suffix(".ranks.parquet")
     ranks = None
@@ -175,7 +182,7 @@ def _attach_ranks(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], ranks_
             raise InputError("not a ranks file (evaluate --ranks-output writes one); --ranks takes ranks files",
                              path)
         owner = next((name for name, (record, _) in models.items() if name not in given
-                      and record.get("task", "ranking") == "ranking" and _checked_ranks(record, path) is not None),
+                      and task_of(record).keeps_ranks and _checked_ranks(record, path) is not None),
                      None)
         if owner is None:
             raise InputError("these ranks belong to none of the records given (the record and its ranks come from "
@@ -290,13 +297,9 @@ def _figures(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], seed: int, 
 def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resamples: int = 1000,
                  inputs: Sequence = (), ranks_paths: Sequence[Path] = ()) -> Path:
     """Write the report folder ``output`` (``index.html``, one PNG per figure, ``figures.json``)
-    atomically, only over a folder openbench wrote; returns the page."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from openbench._io import check_output_folder, replace_folder
+    atomically, only over a folder openbench wrote, drawn by the records' task
+    (:meth:`~openbench.evaluation.tasks.base.Task.report`); returns the page."""
+    from openbench._io import check_output_folder
 
     if not record_paths:
         raise UsageError("give at least one result record (evaluate --output FILE)")
@@ -314,12 +317,24 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
     if len(fingerprints) > 1:
         raise InputError("the records are of different datasets (fingerprints differ): a report compares models on "
                          "one dataset", record_paths[0])
-    tasks = {record.get("task", "ranking") for record, _ in models.values()}
+    tasks = sorted({task_of(record).name for record, _ in models.values()})
     if len(tasks) > 1:
-        raise InputError("the records are of different tasks (ranking and repurposing): a report draws one task",
+        raise InputError(f"the records are of different tasks ({' and '.join(tasks)}): a report draws one task",
                          record_paths[0])
-    if tasks == {"repurposing"}:
-        return _repurposing_report(models, output, seed, resamples, [*record_paths, *inputs])
+    return get_task(tasks[0]).report(models, Path(output), seed, resamples, [*record_paths, *inputs])
+
+
+def ranking_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], output: Path, seed: int,
+                   resamples: int, inputs: Sequence) -> Path:
+    """The report folder of ranking records (with their ranks where given): per relation, the rank
+    distribution, the degree strata and the paired comparison of the first two."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from openbench._io import replace_folder
+
     data, comparison = _figures(models, seed, resamples)
     pngs: Dict[str, bytes] = {}
     plotters: Dict[str, Callable[[Any], Any]] = {"per_relation": _plot_per_relation, "rank_ecdf": _plot_ecdf,
@@ -344,35 +359,8 @@ def build_report(record_paths: Sequence[Path], output: Path, seed: int = 0, resa
         for key, png in pngs.items():
             (staging / f"{key}.png").write_bytes(png)
 
-    replace_folder(Path(output), fill, inputs=[*record_paths, *inputs], kind="report")
-    logger.info("wrote the report of %d record(s) to %s", len(models), output)
-    return Path(output) / "index.html"
-
-
-def _repurposing_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], output: Path, seed: int,
-                        resamples: int, inputs: Sequence) -> Path:
-    """The report folder of repurposing records (:mod:`.repurposing_figures`)."""
-    import matplotlib
-
-    from openbench._io import replace_folder
-    from openbench.evaluation.statistics.repurposing_figures import (render_figures, repurposing_figures,
-                                                                      repurposing_page)
-
-    records = {name: record for name, (record, _) in models.items()}
-    data = repurposing_figures(records)
-    with matplotlib.rc_context({"font.size": 12}):
-        pngs = render_figures(data)
-    page = repurposing_page(records, pngs)
-    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": {}}
-
-    def fill(staging: Path) -> None:
-        (staging / "index.html").write_text(page, encoding="utf-8")
-        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        for key, png in pngs.items():
-            (staging / f"{key}.png").write_bytes(png)
-
     replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
-    logger.info("wrote the repurposing report of %d record(s) to %s", len(models), output)
+    logger.info("wrote the report of %d record(s) to %s", len(models), output)
     return Path(output) / "index.html"
 
 

@@ -12,9 +12,14 @@ evaluations looks for, one page (:func:`repurposing_page`; :mod:`.figures` build
 from __future__ import annotations
 
 import html
-from typing import Any, Callable, Dict, List
+import json
+import logging
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["repurposing_figures", "repurposing_page", "render_figures", "plotters", "CAPTIONS"]
+__all__ = ["repurposing_figures", "repurposing_page", "render_figures", "plotters", "CAPTIONS", "repurposing_report"]
+
+logger = logging.getLogger(__name__)
 
 CAPTIONS = {
     "recall_curve": "Recall@n over the whole drug × disease matrix (realistic ranks): the share of the test pairs "
@@ -102,7 +107,7 @@ def plotters() -> Dict[str, Callable[[Any], Any]]:
 def repurposing_page(models: Dict[str, dict], pngs: Dict[str, bytes]) -> str:
     """The report's HTML for repurposing records: the protocol, a summary table, the figures."""
     from openbench.evaluation.statistics.pages import figure_html, report_html
-    from openbench.evaluation.tasks.repurposing import summary_lines
+    from openbench.evaluation.tasks.repurposing.summary import summary_lines
     from openbench.record import REPURPOSING_HEADLINE, repurposing_headline
 
     escape = html.escape
@@ -140,3 +145,26 @@ def render_figures(data: Dict[str, Any]) -> Dict[str, bytes]:
             plt.close(figure)
     return out
 
+
+def repurposing_report(models: Dict[str, Tuple[dict, Optional[Any]]], output: Path, seed: int,
+                        resamples: int, inputs: Sequence) -> Path:
+    """The report folder of repurposing records (:mod:`.repurposing_figures`)."""
+    import matplotlib
+
+    from openbench._io import replace_folder
+    records = {name: record for name, (record, _) in models.items()}
+    data = repurposing_figures(records)
+    with matplotlib.rc_context({"font.size": 12}):
+        pngs = render_figures(data)
+    page = repurposing_page(records, pngs)
+    summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": {}}
+
+    def fill(staging: Path) -> None:
+        (staging / "index.html").write_text(page, encoding="utf-8")
+        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        for key, png in pngs.items():
+            (staging / f"{key}.png").write_bytes(png)
+
+    replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
+    logger.info("wrote the repurposing report of %d record(s) to %s", len(models), output)
+    return Path(output) / "index.html"

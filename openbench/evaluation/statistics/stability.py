@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from openbench.errors import UsageError
+from openbench.task_registry import DEFAULT_TASK
 
 __all__ = ["DEFAULT_STABILITY_AT", "spearman", "hypergeometric_tail", "stability"]
 
@@ -56,10 +57,10 @@ def hypergeometric_tail(observed: int, population: int, successes: int, draws: i
 
 
 def _pairs(record: dict, name: str) -> List[tuple]:
-    result = record.get("repurposing") if isinstance(record, dict) else None
-    if record.get("task") != "repurposing" or not isinstance(result, dict) or "top_pairs" not in result:
+    result = record.get("repurposing") if isinstance(record, dict) else None  # the block that keeps the best pairs
+    if not isinstance(result, dict) or "top_pairs" not in result:
         raise UsageError(f"{name}: a repurposing record (evaluate --task repurposing) keeps its best pairs; this is a "
-                         f"{record.get('task', 'ranking')} record")
+                         f"{record.get('task', DEFAULT_TASK) if isinstance(record, dict) else 'no'} record")
     return [(str(drug), str(disease), float(place)) for drug, disease, place in result["top_pairs"]]
 
 

@@ -32,17 +32,18 @@ import torch
 from scipy.stats import rankdata
 
 from openbench import __version__
+from openbench.evaluation.tasks.classification.options import THRESHOLD_METRICS
+from openbench.record import SCHEMA_VERSION
 from openbench._io.inputs import line_of_row
 from openbench.errors import InputError, UsageError, option
 from openbench.datasets.loader import map_labels, read_sample_rows
 from openbench.datasets.layouts import SAMPLE_FILES, resolve_layout
 
 __all__ = ["THRESHOLD_METRICS", "LabelledTriples", "auroc", "average_precision", "choose_threshold",
-           "threshold_metrics", "read_labelled_split", "classification_record"]
+           "threshold_metrics", "read_labelled_split", "classification_record", "summary_lines", "Classifying"]
 
 logger = logging.getLogger(__name__)
 
-THRESHOLD_METRICS = ("accuracy", "f1")
 CLASSIFICATION_SPLITS = ("valid", "test")
 NEGATIVE_FILES = {"valid": "negative_val_sample.csv", "test": "negative_test_sample.csv"}
 
@@ -237,7 +238,7 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
                          "dropped_rows": part.dropped}
     result["thresholds"] = thresholds
     result["global_threshold"] = _json_float(global_threshold)
-    record = {"written_by": "openbench", "schema_version": 1, "task": "classification", "classification": result,
+    record = {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": "classification", "classification": result,
               "protocol": {"threshold_metric": threshold_metric, "threshold_rule": "score >= threshold is true",
                            "thresholds_chosen_on": "valid", "negatives": "value-0 rows of the split files and "
                            "negative_*_sample.csv (true negatives and GENERATED corruptions)"},
@@ -288,3 +289,25 @@ def summary_lines(record: dict) -> List[str]:
         lines.append(f"  vs {kind.replace('_', ' ')} ({block['negatives']}): AUROC {show(block['auroc'])}  "
                      f"AUPRC {show(block['auprc'])}")
     return lines
+
+
+class Classifying:
+    """What :func:`classification_record` reads of a model: its scores of given triples (higher:
+    more plausible), the dataset, the run's settings."""
+
+    def __init__(self, setup, scorer):
+        self.setup, self.scorer = setup, scorer
+        self.dataset, self.seed, self.device, self.warnings = setup.dataset, setup.seed, setup.device, setup.warnings
+
+    def score_triples(self, triples: torch.Tensor, batch_size: Optional[int] = None) -> torch.Tensor:
+        """(n,) float64 scores of (n, 3) triples, higher is more plausible."""
+        scores = self.scorer.score_triples(triples)
+        return -scores if self.setup.lower_is_better else scores
+
+    def dataset_description(self) -> dict:
+        """The setup's dataset block."""
+        return self.setup.dataset_description()
+
+    def model_description(self) -> dict:
+        """The scorer's model block."""
+        return self.scorer.description()
