@@ -46,6 +46,7 @@ setup(
                  # PyG's KGE models (openbench.from_pyg) and their own test(): pure Python, no compiled extension
                  "torch-geometric>=2.6",
                  "sybil>=6",
+                 "pandas>=2",  # TxGNN's pickled results (DataFrames), built as a test fixture
                  # the documentation site is built by a test (tests/test_docs.py): the docs extra's tools
                  "sphinx>=7", "myst-parser>=2", "furo>=2024.1", "sphinx-click>=5"],
         "pyg": ["torch-geometric>=2.6"],  # runs the documentation's code blocks (tests/test_docs.py)

@@ -16,7 +16,7 @@ _PUBLIC = {"load_dataset": ".api", "embedding_model": ".api", "from_pykeen": ".a
            "load_model": ".api", "evaluate": ".api", "ResultRecord": ".api", "Dataset": ".api",
            "compare": ".evaluation.statistics.compare", "popularity_model": ".models.popularity", "rules_model": ".models.rules",
            "neighbour_model": ".models.structure", "from_pyg": ".models.pyg", "save_pyg": ".models.pyg",
-           "audit": "splits.audit", "Ranking": ".evaluation.tasks.ranking",
+           "audit": "splits.audit", "from_scores": ".models.tables", "Ranking": ".evaluation.tasks.ranking",
            "Classification": ".evaluation.tasks.classification", "Repurposing": ".evaluation.tasks.repurposing"}
 __all__ = ["__version__", *sorted(_PUBLIC)]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _PUBLIC)

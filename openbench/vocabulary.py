@@ -49,6 +49,9 @@ MODEL_SOURCES: Dict[str, str] = {
     "neighbours": "the structure baseline: each candidate scored by how many of the query entity's training "
                   "neighbours it answers under the query's relation, then popularity (--model neighbours, no "
                   "embeddings)",
+    "scores": "any model's predictions as a table of scores (--scores: Parquet, a Spark folder of part-files, "
+              "CSV/TSV, a dense .npy, TxGNN's pickled results) or a ranked list of names (--ranked-list with "
+              "--names); unlisted candidates rank below every scored one, tied",
 }
 POPULARITY = "popularity"  # --model popularity: the baseline, not a score function of embeddings
 RULES = "rules"  # --model rules: what the audit's leakage patterns alone score

@@ -262,7 +262,7 @@ OPTIONAL_TOOLS = {  # module -> (what it is, how to have it)
     "pybel": ("PyBEL", INSTALL_TEST_EXTRA), "rdflib": ("rdflib", INSTALL_TEST_EXTRA),
     "torch_geometric": ("PyTorch Geometric", INSTALL_TEST_EXTRA), "sybil": ("Sybil", INSTALL_TEST_EXTRA),
     "starlette": ("Starlette", INSTALL_TEST_EXTRA), "uvicorn": ("uvicorn", INSTALL_TEST_EXTRA),
-    "sphinx": ("Sphinx", INSTALL_TEST_EXTRA),
+    "sphinx": ("Sphinx", INSTALL_TEST_EXTRA), "pandas": ("pandas (TxGNN's pickled DataFrames)", INSTALL_TEST_EXTRA),
     "triton": ("Triton (its CPU interpreter runs the GPU counting kernel)", "pip install triton==3.6.0; .ci/run does"),
 }
 

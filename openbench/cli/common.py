@@ -17,7 +17,7 @@ from openbench.errors import INTERRUPTED, OpenbenchError, command_line_spelling
 from openbench.datasets.layouts import SPLITS
 from openbench.task_registry import task_names
 
-__all__ = ["TaskChoice", "one_line", "handle_errors", "model_file_options", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
+__all__ = ["TaskChoice", "score_table_options", "one_line", "handle_errors", "model_file_options", "Names", "FiniteFloat", "int_list", "split_list", "names_of", "write_json",
            "dataset_inputs", "quiet_pykeen", "PROGRESS"]
 
 PROGRESS = click.option("--progress/--no-progress", default=True, show_default=True, help="Progress bars on stderr.")
@@ -260,3 +260,33 @@ class TaskChoice(click.Choice):
     def get_metavar(self, *args, **kwargs):
         self.choices = tuple(task_names())
         return super().get_metavar(*args, **kwargs)
+
+
+def score_table_options(command):
+    """The options of a model given as its predictions (:mod:`openbench.models.tables`), defined
+    once for ``evaluate`` and ``leaderboard submit``: ``--scores``, ``--score-column``,
+    ``--id-columns``, ``--ranked-list``, ``--names``, ``--require-complete``."""
+    options = [
+        click.option("--scores", "scores_path", type=click.Path(exists=True), default=None,
+                     help="Any model's predictions as a table of scores: Parquet (a file, or a Spark folder of "
+                          "part-files, Every Cure's matrix_predictions), CSV/TSV (gzip, zstd), a dense .npy "
+                          "(--drugs × --diseases), or TxGNN's disease_centric_eval.pkl (--trust-pickle). Columns "
+                          "head, relation, tail or drug, disease (source, target) and a score; unlisted candidates "
+                          "rank below every scored one, tied."),
+        click.option("--score-column", default=None,
+                     help="The score column [default: score, 'treat score', transformed_treat_score, ...]; "
+                          "TxGNN's pickle: the relation (rev_indication)."),
+        click.option("--id-columns", default=None,
+                     help="The id columns where they are not head,relation,tail or drug,disease (comma-separated)."),
+        click.option("--ranked-list", "ranked_list_path", type=click.Path(dir_okay=False, exists=True), default=None,
+                     help="Ranked lists by name: a CSV/TSV of disease (or query), drug (or name), optional rank; "
+                          "names mapped through --names."),
+        click.option("--names", "names_path", type=click.Path(dir_okay=False, exists=True), default=None,
+                     help="A synonym table for --ranked-list: id,name rows (PrimeKG's nodes too) or Babel-style "
+                          "JSONL (curie, names); ambiguous and unknown names are listed, never guessed."),
+        click.option("--require-complete", is_flag=True,
+                     help="Refuse a table that leaves any candidate unscored."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from openbench.cli.common import (TaskChoice, command_seconds, dataset_inputs, handle_errors, int_list,
-                                  model_file_options, quiet_pykeen, split_list, write_json)
+                                  model_file_options, quiet_pykeen, score_table_options, split_list, write_json)
 from openbench import vocabulary
 from openbench.task_registry import DEFAULT_TASK, get_task, task_names
 
@@ -112,6 +112,7 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--fold", type=click.IntRange(min=0), default=None,
               help="Cross-validation fold (train_test_data/fold_<I>/).")
 @model_file_options
+@score_table_options
 @click.option("--entity-map", type=click.Path(dir_okay=False), help="id<TAB>label entity map (default: sorted "
                                                                     "training labels).")
 @click.option("--relation-map", type=click.Path(dir_okay=False), help="id<TAB>label relation map.")
@@ -213,7 +214,7 @@ def evaluate(ctx, dataset_path, fold, entity_embeddings, relation_embeddings, mo
              dglke_compat, pyg_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
              ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
              threshold_metric, treat_relations, negative_relations, drugs_path, diseases_path, recall_at, keep_top,
-             ground_truth):
+             ground_truth, scores_path, score_column, id_columns, ranked_list_path, names_path, require_complete):
     """Evaluate a model on a dataset under one task: filtered ranking (MRR, MR, hits@k, AMRI; the
     default), triple classification of its positives and negatives, or drug repurposing over the
     drug × disease matrix. Each task's own options are listed under its name."""
@@ -262,7 +263,9 @@ def evaluate(ctx, dataset_path, fold, entity_embeddings, relation_embeddings, mo
         return
     spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout,
                      model_dirs[0] if model_dirs else None, trust_pickle, dglke_data, dglke_compat, libkge_data,
-                     predictions_path, submission_path, pyg_compat)
+                     predictions_path, submission_path, pyg_compat, scores_path, score_column,
+                     split_list(id_columns) if id_columns else None, ranked_list_path, names_path, require_complete,
+                     drop_unknown, values["drugs"], values["diseases"])
     if pyg_compat and select_source(spec).name != "pyg":
         raise click.UsageError("--pyg-compat adds PyG's test() numbers to a ranking evaluation of a PyG model folder "
                                "(--model-dir written by openbench.save_pyg)")

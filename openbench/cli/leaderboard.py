@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import click
 
-from openbench.cli.common import TaskChoice, WholeHelpGroup, handle_errors, model_file_options
+from openbench.cli.common import (TaskChoice, WholeHelpGroup, handle_errors, model_file_options,
+                                  score_table_options, split_list)
 from openbench.leaderboard.render import TABLE_FORMATS
 from openbench.leaderboard.store import MODEL_TYPES, RANK_TYPES, SIDES
 from openbench.task_registry import DEFAULT_TASK
@@ -42,20 +43,22 @@ _DB_OPTION = click.option("--db", type=click.Path(dir_okay=False), default=None,
                    "name), on which the board re-evaluates the model and stores its own record and ranks "
                    "(verified: reproduced).")
 @model_file_options
+@score_table_options
 @click.option("--model-dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="A model folder to re-evaluate (arrays, PyG, PyKEEN, DGL-KE or LibKGE, as evaluate reads it).")
 @_DB_OPTION
 @handle_errors
 def leaderboard_submit(result_path, name, model_type, paper, code, notes, server, token, ranks_path, dataset_path,
                        entity_embeddings, relation_embeddings, model_name, complex_layout, trust_pickle, dglke_data,
-                       libkge_data, model_dir, db):
+                       libkge_data, scores_path, score_column, id_columns, ranked_list_path, names_path,
+                       require_complete, model_dir, db):
     """Validate RESULT_PATH (an openbench result JSON) and add it to the leaderboard (local, or --server).
 
     Given the model too (--model-dir, or --model with embedding files) and --dataset, the board
     re-evaluates it under the record's protocol, refuses it unless it gives the record, and stores
     the board's own record and ranks with a re-evaluation certificate: only such rows (and rows a
     served board scored) are compared with each other."""
-    model_given = any((entity_embeddings, relation_embeddings, model_name, model_dir))
+    model_given = any((entity_embeddings, relation_embeddings, model_name, model_dir, scores_path, ranked_list_path))
     if server and (ranks_path or model_given):
         raise click.UsageError("--ranks and the model's files go with a local board (--db); a served board keeps the "
                                "ranks of the rows it scores itself (submit-predictions)")
@@ -77,7 +80,9 @@ def leaderboard_submit(result_path, name, model_type, paper, code, notes, server
         from openbench.models.sources import ModelSpec
 
         spec = ModelSpec(entity_embeddings, relation_embeddings, model_name, complex_layout, model_dir, trust_pickle,
-                         dglke_data, False, libkge_data)
+                         dglke_data, False, libkge_data, scores=scores_path, score_column=score_column,
+                         id_columns=split_list(id_columns) if id_columns else None, ranked_list=ranked_list_path,
+                         names=names_path, require_complete=require_complete)
     path, row_id = submit_file(result_path, db, ranks_path, model=spec, dataset=dataset_path, name=name,
                                model_type=model_type, paper=paper, code=code, notes=notes)
     how = "reproduced by the board: its own record and ranks, with a re-evaluation certificate" if spec else \

@@ -99,4 +99,6 @@ def evaluate(dataset, model, task: Union[str, TaskOptions] = "ranking", *, devic
         dataset = load_dataset(dataset)
     chosen.check_settings(settings)
     loaded, load_seconds = _load(dataset, model, shard)
+    if hasattr(loaded, "rank_lower_first"):  # predictions whose unlisted candidates take the losing side
+        loaded.rank_lower_first(lower_is_better)
     return _with_model_load(chosen.run(dataset, loaded, task_options, settings), load_seconds)

@@ -35,7 +35,8 @@ __all__ = ["certificate", "reproduce"]
 
 _MODEL_FLAGS = (("entity_embeddings", "--entity-embeddings"), ("relation_embeddings", "--relation-embeddings"),
                 ("model", "--model"), ("model_dir", "--model-dir"), ("dglke_data", "--dglke-data"),
-                ("libkge_data", "--libkge-data"))
+                ("libkge_data", "--libkge-data"), ("scores", "--scores"), ("score_column", "--score-column"),
+                ("ranked_list", "--ranked-list"), ("names", "--names"))
 
 
 def _files_sha256(spec) -> Dict[str, str]:
@@ -56,6 +57,10 @@ def _model_words(spec) -> List[str]:
         value = getattr(spec, field)
         if value:
             words += [flag, str(value)]
+    if spec.id_columns:
+        words += ["--id-columns", ",".join(spec.id_columns)]
+    if spec.require_complete:
+        words.append("--require-complete")
     if spec.complex_layout != "halves":
         words += ["--complex-layout", spec.complex_layout]
     return words + (["--trust-pickle"] if spec.trust_pickle else [])

@@ -48,11 +48,21 @@ class ModelSpec:
     predictions: Optional[str] = None
     submission: Optional[str] = None
     pyg_compat: bool = False  # a PyG model: PyG's own test() numbers beside openbench's
+    # predictions as a table (openbench.models.tables), or a ranked list of names (openbench.models.names)
+    scores: Optional[str] = None
+    score_column: Optional[str] = None
+    id_columns: Optional[List[str]] = None
+    ranked_list: Optional[str] = None
+    names: Optional[str] = None
+    require_complete: bool = False
+    drop_unknown: bool = False
+    drugs: Optional[List[str]] = None  # a dense matrix's row labels
+    diseases: Optional[List[str]] = None  # and its column labels
 
     def files(self) -> List[str]:
         """Every path the spec names (the inputs an output may never replace)."""
         paths = (self.entity_embeddings, self.relation_embeddings, self.model_dir, self.dglke_data,
-                 self.libkge_data, self.predictions, self.submission)
+                 self.libkge_data, self.predictions, self.submission, self.scores, self.ranked_list, self.names)
         return [str(path) for path in paths if path]
 
 
@@ -222,6 +232,32 @@ def _load_neighbours(dataset: Dataset, spec: ModelSpec):
     return neighbour_model(dataset)
 
 
+def _scores(spec: ModelSpec) -> bool:
+    return bool(spec.scores or spec.ranked_list)
+
+
+def _load_scores(dataset: Dataset, spec: ModelSpec):
+    """A table of scores, TxGNN's pickled results or a ranked list of names, as a scorer."""
+    from openbench.models.tables import TableSpec, TableScorer, read_scores
+
+    if spec.scores and spec.ranked_list:
+        raise UsageError("give one table: --scores or --ranked-list")
+    if spec.ranked_list:
+        from openbench.models.names import ranked_list_table
+
+        table, name = ranked_list_table(spec.ranked_list, dataset, spec.names), "ranked list"
+    elif Path(spec.scores or "").suffix in (".pkl", ".pickle"):
+        from openbench.models.txgnn_results import read_txgnn_results
+
+        table = read_txgnn_results(spec.scores, dataset, spec.score_column, spec.trust_pickle)
+        name = "TxGNN results"
+    else:
+        table = read_scores(spec.scores, dataset, TableSpec(spec.score_column, spec.id_columns, spec.drugs,
+                                                            spec.diseases, spec.drop_unknown))
+        name = "score table"
+    return TableScorer(table, dataset.num_entities, dataset.num_relations, name, spec.require_complete)
+
+
 def _load_obl2021(dataset: Dataset, spec: ModelSpec):
     from openbench.models.lists import obl2021_submission
 
@@ -240,6 +276,7 @@ SOURCES: Dict[str, ModelSource] = {source.name: source for source in (
     ModelSource("popularity", _popularity, _load_popularity),
     ModelSource("rules", _rules, _load_rules),
     ModelSource("neighbours", _neighbours, _load_neighbours),
+    ModelSource("scores", _scores, _load_scores),
 )}
 vocabulary.check_names("model source", SOURCES, vocabulary.MODEL_SOURCES)
 
@@ -249,15 +286,17 @@ def select_source(spec: ModelSpec) -> ModelSource:
     kinds = {"embeddings": _embedding_inputs(spec), "--model popularity": _popularity(spec), "--model rules": _rules(spec),
              "--model neighbours": _neighbours(spec),
              "--model-dir": bool(spec.model_dir),
-             "--predictions": bool(spec.predictions), "--submission": bool(spec.submission)}
+             "--predictions": bool(spec.predictions), "--submission": bool(spec.submission),
+             "--scores": _scores(spec)}
     if sum(kinds.values()) > 1:
         raise UsageError("give one model: embeddings (--entity-embeddings, --relation-embeddings, --model), "
-                         "--model popularity, --model rules, --model neighbours, --model-dir, --predictions or "
-                         "--submission")
+                         "--model popularity, --model rules, --model neighbours, --model-dir, --predictions, "
+                         "--submission, --scores or --ranked-list")
     if not any(kinds.values()):
         raise UsageError("a model is needed: give --entity-embeddings, --relation-embeddings and --model "
                          "(missing: --entity-embeddings, --relation-embeddings, --model), or --model popularity, "
-                         "--model rules, --model neighbours, --model-dir, --predictions or --submission")
+                         "--model rules, --model neighbours, --model-dir, --predictions, --submission, --scores or "
+                         "--ranked-list")
     for source in SOURCES.values():
         if source.selects(spec):
             return source

@@ -48,6 +48,7 @@ class ClassificationTask(Task):
     page_metrics = ("auroc", "auprc")
     table_columns = ("auroc", "auprc", "accuracy", "precision", "recall", "f1")  # record.CLASSIFICATION_METRICS
     shards = (None,)
+    flag_aliases = ("--drugs", "--diseases")  # a dense matrix of scores' row and column labels
 
     def check_settings(self, settings: RunSettings) -> None:
         """One process."""

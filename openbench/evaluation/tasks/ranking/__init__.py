@@ -54,6 +54,7 @@ class RankingTask(Task):
     keeps_ranks = True
     draws_report = True
     shards = (None, "queries", "entities")
+    flag_aliases = ("--drugs", "--diseases")  # a dense matrix of scores' row and column labels
     sweeps = True
     shows_published = True
 
