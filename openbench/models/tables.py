@@ -241,20 +241,18 @@ def _row_error(message: str, path, row: int, lines: bool) -> InputError:
 
 
 def _mapped(frame, columns: List[str], dataset, spec: TableSpec, path, lines: bool):
-    """(ids (N, k) int64, kept rows (N,) bool, the unknown rows described) by a join of each id
-    column with the dataset's labels (the relation column with its relation labels)."""
+    """(ids (N, k) int64, kept rows (N,) bool, the unknown rows described): each id column cast to
+    an enum of the dataset's labels (the relation column to its relation labels), whose physical
+    code is the id: one hashed lookup per row, no Python loop, no sort."""
     import polars as pl
 
-    entity = pl.DataFrame({"label": list(dataset.entity_labels), "id": np.arange(dataset.num_entities)})
-    relation = pl.DataFrame({"label": list(dataset.relation_labels), "id": np.arange(dataset.num_relations)})
-    indexed = frame.select([pl.col(name).cast(pl.String) for name in columns]).with_row_index("row")
-    mapped = []
-    for position, name in enumerate(columns):
-        labels = relation if len(columns) == 3 and position == 1 else entity
-        joined = indexed.select("row", pl.col(name).alias("label")).join(labels, on="label", how="left").sort("row")
-        mapped.append(joined.get_column("id").to_numpy(allow_copy=True))
-    ids = np.stack([np.where(np.isnan(column.astype(np.float64)), -1, column) for column in mapped], axis=1) \
-        .astype(np.int64) if mapped else np.zeros((0, len(columns)), np.int64)
+    entity = pl.Enum(list(dataset.entity_labels))
+    relation = pl.Enum(list(dataset.relation_labels))
+    coded = frame.select([pl.col(name).cast(pl.String).cast(relation if len(columns) == 3 and position == 1
+                                                            else entity, strict=False).to_physical().alias(name)
+                          for position, name in enumerate(columns)])
+    ids = np.stack([coded.get_column(name).fill_null(-1).cast(pl.Int64).to_numpy() for name in columns], axis=1) \
+        if columns else np.zeros((0, 0), np.int64)
     known = (ids >= 0).all(axis=1)
     unknown = np.flatnonzero(~known)
     listed = [{**_where(path, int(row), lines), "ids": [frame[name][int(row)] for name in columns]}
@@ -267,16 +265,22 @@ def _mapped(frame, columns: List[str], dataset, spec: TableSpec, path, lines: bo
     return ids, known, {"unknown_rows": int(unknown.size), "unknown": listed}
 
 
-def _duplicates(ids: np.ndarray, path, lines: bool, rows: np.ndarray) -> None:
-    """A pair or triple listed twice is an error naming its rows."""
+def _duplicates(ids: np.ndarray, path, lines: bool, rows: np.ndarray, num_entities: int) -> None:
+    """A pair or triple listed twice is an error naming its rows (found by hashing, in polars)."""
+    import polars as pl
+
     if ids.shape[0] < 2:
         return
-    order = np.lexsort(ids.T[::-1])
-    ordered = ids[order]
-    same = (ordered[1:] == ordered[:-1]).all(axis=1)
-    if same.any():
-        first = int(np.flatnonzero(same)[0])
-        a, b = sorted((int(rows[order[first]]), int(rows[order[first + 1]])))
+    codes = ids[:, 0].astype(np.int64)
+    for column in range(1, ids.shape[1]):
+        codes = codes * np.int64(num_entities) + ids[:, column]
+    series = pl.Series(codes)
+    if series.n_unique() == series.len():  # a hashed count: the usual, fast answer
+        return
+    repeated = series.is_duplicated().to_numpy()
+    if repeated.any():
+        same = np.flatnonzero(codes == codes[np.flatnonzero(repeated)[0]])[:2]
+        a, b = (int(rows[i]) for i in same)
         where = f"lines {a + 2} and {b + 2}" if lines else f"rows {a} and {b}"
         raise InputError(f"the same {'triple' if ids.shape[1] == 3 else 'pair'} twice ({where}); expected one score "
                          "each", path)
@@ -295,7 +299,7 @@ def scores_from_frame(frame, dataset, spec: TableSpec = TableSpec(), path=None, 
     ids, known, unknown = _mapped(frame, columns, dataset, spec, path, lines)
     rows = np.flatnonzero(known)
     ids, values = ids[known], values[known]
-    _duplicates(ids, path, lines, rows)
+    _duplicates(ids, path, lines, rows, max(dataset.num_entities, dataset.num_relations))
     flags = {name: int(frame.get_column(name).cast(pl.Boolean, strict=False).sum() or 0)
              for name in frame.columns if name.lower() in EVERY_CURE_FLAGS}
     facts: Dict[str, Any] = {"format": source_format, "layout": kind, "id_columns": columns, "score_column": score,
@@ -405,7 +409,9 @@ class TableScorer(RowScorer):
 
     def _build_pairs(self, table: ScoreTable) -> None:
         """A dense (A, B) matrix over the first ends A and the second ends B (-inf unlisted)."""
-        first, second = np.unique(table.ids[:, 0]), np.unique(table.ids[:, 1])
+        # the ends present, by a count over the entities (no sort of the table's rows)
+        first = np.flatnonzero(np.bincount(table.ids[:, 0], minlength=self.num_entities))
+        second = np.flatnonzero(np.bincount(table.ids[:, 1], minlength=self.num_entities))
         self.first_position = np.full(self.num_entities, -1, np.int64)
         self.second_position = np.full(self.num_entities, -1, np.int64)
         self.first_position[first] = np.arange(first.size)
@@ -489,11 +495,29 @@ class TableScorer(RowScorer):
         """(B, W) float64: each query's own candidates, :attr:`unlisted` where unlisted (no (B, E)
         rows: the repurposing matrix asks for blocks of its columns)."""
         queries, chosen = batch.cpu().numpy(), candidates.cpu().numpy()
+        if self.table.kind == "pairs" and chosen.shape[0] and (chosen == chosen[:1]).all():
+            # the repurposing matrix: every query against the same columns, gathered as one block
+            anchors = queries[:, 0] if side == "tail" else queries[:, 2]
+            return torch.from_numpy(self._filled(self._block(anchors, chosen[0])))
         anchors = (queries[:, 0] if side == "tail" else queries[:, 2])[:, None].repeat(chosen.shape[1], axis=1)
         heads, tails = (anchors, chosen) if side == "tail" else (chosen, anchors)
         relations = queries[:, 1][:, None].repeat(chosen.shape[1], axis=1)
         values = self._lookup(heads.reshape(-1), relations.reshape(-1), tails.reshape(-1)).reshape(chosen.shape)
         return torch.from_numpy(self._filled(values))
+
+    def _block(self, anchors: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        """(B, W) float64 scores of each anchor (B,) against the same columns (W,), NaN where unlisted."""
+        values = np.full((anchors.size, columns.size), np.nan)
+        for rows, cols, transpose in ((self.first_position[anchors], self.second_position[columns], False),
+                                      (self.second_position[anchors], self.first_position[columns], True)):
+            listed_rows, listed_cols = np.flatnonzero(rows >= 0), np.flatnonzero(cols >= 0)
+            if not (listed_rows.size and listed_cols.size):
+                continue
+            part = (self.matrix[:, rows[listed_rows]].T if transpose else self.matrix[rows[listed_rows]])
+            part = part[:, cols[listed_cols]] if not transpose else part[:, cols[listed_cols]]
+            target = values[np.ix_(listed_rows, listed_cols)]
+            values[np.ix_(listed_rows, listed_cols)] = np.where(np.isnan(target), part, target)
+        return values
 
     def _lookup(self, heads: np.ndarray, relations: np.ndarray, tails: np.ndarray) -> np.ndarray:
         """(n,) float64 scores of triples, NaN where unlisted."""
