@@ -45,8 +45,10 @@ def commands(demo: Path, truth: Path) -> Dict[str, List[str]]:
 
 def _run(python_path: str, arguments: List[str], output: Path) -> str:
     environment = dict(os.environ, PYTHONPATH=python_path)
+    # run beside the output, not in the repository: ``python -m`` puts the working folder first on
+    # sys.path, ahead of PYTHONPATH, so a run from the repository root would import its tree twice
     done = subprocess.run([sys.executable, "-m", "openbench", *arguments, "--output", str(output)],
-                          env=environment, capture_output=True, text=True)
+                          env=environment, capture_output=True, text=True, cwd=output.parent)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(arguments)}: exit {done.returncode}\n{done.stderr[-2000:]}")
     record = json.loads(output.read_text())
