@@ -269,7 +269,7 @@ def test_the_matrix_counts_equal_plain_loops_on_planted_ties():
                 for b in range(40):
                     ka, kb = keys[(rows[a], cols[a])], keys[(rows[b], cols[b])]
                     assert (counted.groups[a] < counted.groups[b]) == (ka < kb)
-            greater, equal = count_rows(scorer, spec, rows, cols)
+            greater, equal, _ = count_rows(scorer, spec, rows, cols)
             for p in range(40):
                 k = keys[(rows[p], cols[p])]
                 row = [keys[(rows[p], j)] for j in range(23)]
@@ -785,3 +785,44 @@ def test_torchrun_gives_the_one_process_record(planted, tmp_path):
     one, two = (json.loads((tmp_path / name).read_text()) for name in ("one.json", "two.json"))
     one.pop("timing"), two.pop("timing")
     assert one == two
+
+
+def test_a_model_that_scores_a_disease_s_drugs_its_own_way_is_ranked_in_that_order(planted):
+    """The popularity baseline scores a disease's drugs by their degree as heads, a drug's diseases
+    by their degree as tails: the per-disease view ranks each disease's row as the model scores
+    that row (scikit-learn's AUROC and AUPRC, and the realistic MRR, per disease on those scores)."""
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    from openbench.models.popularity import popularity_model
+
+    scorer = popularity_model(planted)
+    record = openbench.evaluate(planted, scorer, task="repurposing", relations=["indication"], hits_at=[1]).to_dict()
+    labels = planted.entity_labels
+    drugs = [i for i, label in enumerate(labels) if label.startswith("drug::")]
+    relation = planted.relation_labels.index("indication")
+
+    def pairs(*splits):
+        return {(h, t) if labels[h].startswith("drug::") else (t, h) for split in splits
+                for h, r, t in planted.triples[split].tolist() if r == relation}
+
+    known = pairs("train", "valid")
+    test = sorted(pairs("test") - known)
+    excluded = known | set(test)
+    assert record["repurposing"]["matrix"]["scored_as"] == "(drug, relation, disease)"
+    disease = record["repurposing"]["views"]["test"]["disease_specific"]
+    checked = 0
+    for s in sorted({t for _, t in test}):
+        row = scorer.score_rows(torch.tensor([[0, relation, s]]), "head")[0].double().numpy()  # (?, r, s)
+        positives = [d for d, t in test if t == s]
+        negatives = [d for d in drugs if (d, s) not in excluded]
+        scores = [row[d] for d in positives + negatives]
+        truth = [1] * len(positives) + [0] * len(negatives)
+        ranks = [sum(row[n] > row[p] for n in negatives) + (sum(row[n] == row[p] for n in negatives) + 2) / 2
+                 for p in positives]
+        found = disease["per_disease"][labels[s]]
+        assert _close(found["mrr"], float(np.mean([1 / rank for rank in ranks])))
+        if negatives:
+            assert _close(found["auroc"], roc_auc_score(truth, scores))
+            assert _close(found["auprc"], average_precision_score(truth, scores))
+            checked += 1
+    assert checked >= 3

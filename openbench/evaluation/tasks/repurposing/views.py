@@ -122,23 +122,22 @@ def _disease_view(dataset, scorer, options: RepurposingOptions, matrix: Matrix, 
     local = np.searchsorted(diseases, cols)
     transposed = MatrixSpec(torch.from_numpy(matrix.diseases[diseases]), torch.from_numpy(matrix.drugs),
                             matrix.spec.relation, not matrix.spec.rows_are_heads)
-    greater, equal = count_rows(scorer, transposed, local, rows, options.ranks, options.lower_is_better,
-                                options.shard)  # type: ignore[arg-type]
-    groups = special.groups[special.index(positives)]
-    # the removed pairs of each positive's disease: those above its group, and those tied with it,
-    # by binary search over the removed pairs sorted by (disease, group)
-    removed_cols, removed_groups = excluded % matrix.width, special.groups[special.index(excluded)]
-    stride = int(special.groups.max(initial=0)) + 2  # (col, group) as one sortable code
-    removed_codes = np.sort(removed_cols * stride + removed_groups)
-    first = np.searchsorted(removed_codes, cols * stride, "left")
-    last = np.searchsorted(removed_codes, cols * stride + stride - 1, "right")
-    below_or_tied = np.searchsorted(removed_codes, cols * stride + groups, "right")
-    above = last - below_or_tied
-    level = below_or_tied - np.searchsorted(removed_codes, cols * stride + groups, "left")
+    # the removed pairs of each positive's disease (the view's other positives) are left out of its row's count
+    removed_rows, removed_cols = excluded // matrix.width, excluded % matrix.width
+    in_view = np.isin(removed_cols, diseases)
+    skip = (np.searchsorted(diseases, removed_cols[in_view]), removed_rows[in_view])
+    counted = count_rows(scorer, transposed, local, rows, options.ranks, options.lower_is_better,
+                         options.shard, skip=skip)  # type: ignore[arg-type]
+    # the positives' order within their disease: the keys as compared in its row (a model that scores a
+    # disease's drugs otherwise than a drug's diseases, like the popularity baseline, orders them its own
+    # way), or the matrix pass's exact groups (embeddings: one key per triple in either orientation)
+    groups = (special.groups[special.index(positives)] if counted.keys is None
+              else np.unique(counted.keys, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    removed_per_disease = np.bincount(np.searchsorted(diseases, removed_cols[in_view]), minlength=diseases.size)
     is_excluded = np.isin(positives, excluded)
-    greater = greater - above
-    equal = equal - level - np.where(is_excluded, 0, 1)
-    candidates = matrix.drugs.size - (last - first) + is_excluded.astype(np.int64)
+    greater = counted.greater
+    equal = counted.equal - 1  # itself
+    candidates = matrix.drugs.size - removed_per_disease[local] + is_excluded.astype(np.int64)
     blocks = disease_blocks(cols, greater, equal, candidates, groups, hits_at)
     labels = dataset.entity_labels
     disease_ids: np.ndarray = blocks["disease_ids"]  # type: ignore[assignment]
