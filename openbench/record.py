@@ -121,6 +121,9 @@ class ResultRecord:
     # another tool's own numbers of the same model, beside openbench's (``{"pyg": ...}``: PyG's
     # KGEModel.test(), openbench.models.pyg); None: not asked for
     compat: Optional[Dict[str, Any]] = None
+    # the headline metrics per period of a dated split's test edges (openbench.evaluation.statistics.periods);
+    # None: not asked for
+    by_period: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as the JSON document openbench writes (keys in their written order: the
@@ -145,7 +148,8 @@ class ResultRecord:
                    task=task.name, timing=timing,
                    block=record.get(task.block_key) if task.block_key is not None else None,
                    confidence=record.get("confidence"), by_degree=record.get("by_degree"),
-                   by_node_type=record.get("by_node_type"), compat=record.get("compat"))
+                   by_node_type=record.get("by_node_type"), compat=record.get("compat"),
+                   by_period=record.get("by_period"))
 
     def metric(self, path: str):
         """One value by its dotted path: ``"both.realistic.mrr"``, ``"tail.pessimistic.hits@10"``,
@@ -380,6 +384,8 @@ def check_ranking_record(record: dict) -> None:
         _check_confidence(record["confidence"], protocol.hits_at)
     if record.get("compat") is not None:
         _check_compat(record["compat"], entities)
+    if record.get("by_period") is not None:
+        _check_periods(record["by_period"], protocol.hits_at)
     for name in ("by_degree", "by_node_type"):
         groups = record.get(name)
         if groups is None:
@@ -391,6 +397,67 @@ def check_ranking_record(record: dict) -> None:
                 raise RecordError(f"by_degree.{label}: expected a degree bucket (0, 1, 2-3, 4-7, ...)")
             # a group may hold the answers of one side only (a degree no head answer has)
             _check_sides(f"{name}.{label}", sides, protocol.hits_at, entities, False, (), ("both",))
+
+
+PERIOD_LABEL = {"year": re.compile(r"[0-9]{4}"), "month": re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])")}
+DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _count(where: str, value, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise RecordError(f"{where} = {value!r}: expected an integer of at least {minimum}")
+    return value
+
+
+def _check_interval(where: str, interval) -> None:
+    if not isinstance(interval, list) or len(interval) != 2:
+        raise RecordError(f"{where}: expected [low, high]")
+    low, high = (float(_number(where, value) or 0.0) for value in interval)  # null refused by _number
+    if not -SLACK <= low <= high + SLACK or high > 1.0 + SLACK:
+        raise RecordError(f"{where} = [{low}, {high}]: expected 0 <= low <= high <= 1")
+
+
+def _check_periods(block, hits_at: Sequence[int]) -> None:
+    """The ``by_period`` block (:mod:`openbench.evaluation.statistics.periods`): a known period,
+    a cut-off date, and per period a label of that period, positive counts (at least as many
+    queries as triples, at most two per triple), days after the cut-off, and MRR and each hits@k
+    in [0, 1] with an interval."""
+    if not isinstance(block, dict):
+        raise RecordError("by_period must be an object")
+    period = block.get("period")
+    if period not in PERIOD_LABEL:
+        raise RecordError(f"by_period.period = {str(period)[:40]!r}: expected one of {', '.join(PERIOD_LABEL)}")
+    if not isinstance(block.get("cutoff"), str) or not DATE.fullmatch(block["cutoff"]):
+        raise RecordError(f"by_period.cutoff = {str(block.get('cutoff'))[:40]!r}: expected a date, YYYY-MM-DD")
+    _count("by_period.undated_triples", block.get("undated_triples"))
+    _count("by_period.resamples", block.get("resamples"), 1)
+    periods = block.get("periods")
+    if not isinstance(periods, dict):
+        raise RecordError("by_period.periods must be an object")
+    expected = ["mrr"] + [f"hits@{k}" for k in hits_at]
+    for label, entry in periods.items():
+        where = f"by_period.periods.{label}"
+        if not PERIOD_LABEL[period].fullmatch(str(label)):
+            raise RecordError(f"{where}: expected a {period} label")
+        if not isinstance(entry, dict):
+            raise RecordError(f"{where} must be an object")
+        triples = _count(f"{where}.triples", entry.get("triples"), 1)
+        queries = _count(f"{where}.queries", entry.get("queries"), 1)
+        if not triples <= queries <= 2 * triples:
+            raise RecordError(f"{where}: {queries} queries of {triples} triples; expected one or two per triple")
+        days = _number(f"{where}.days_after_cutoff", entry.get("days_after_cutoff"))
+        if days is None or days <= 0:
+            raise RecordError(f"{where}.days_after_cutoff = {days}: the test edges lie after the cut-off")
+        metrics, intervals = entry.get("metrics"), entry.get("intervals")
+        if not isinstance(metrics, dict) or sorted(metrics) != sorted(expected):
+            raise RecordError(f"{where}.metrics: expected {', '.join(expected)}")
+        if not isinstance(intervals, dict) or sorted(intervals) != sorted(expected):
+            raise RecordError(f"{where}.intervals: expected intervals of {', '.join(expected)}")
+        for name in expected:
+            value = _number(f"{where}.metrics.{name}", metrics[name])
+            if value is None or not -SLACK <= value <= 1 + SLACK:
+                raise RecordError(f"{where}.metrics.{name} = {value}: expected a value in [0, 1]")
+            _check_interval(f"{where}.intervals.{name}", intervals[name])
 
 
 def _check_confidence(block, hits_at: Sequence[int]) -> None:
@@ -412,12 +479,7 @@ def _check_confidence(block, hits_at: Sequence[int]) -> None:
         if not isinstance(intervals, dict) or sorted(intervals) != sorted(expected):
             raise RecordError(f"confidence.{side}: expected intervals of {', '.join(expected)}")
         for name, interval in intervals.items():
-            where = f"confidence.{side}.{name}"
-            if not isinstance(interval, list) or len(interval) != 2:
-                raise RecordError(f"{where}: expected [low, high]")
-            low, high = (float(_number(where, value) or 0.0) for value in interval)  # null refused by _number
-            if not -SLACK <= low <= high + SLACK or high > 1.0 + SLACK:
-                raise RecordError(f"{where} = [{low}, {high}]: expected 0 <= low <= high <= 1")
+            _check_interval(f"confidence.{side}.{name}", interval)
 
 
 
@@ -440,6 +502,10 @@ def _check_identity(record) -> None:
     if made_by is not None and (not isinstance(made_by, str) or not made_by or len(made_by) > 200):
         raise RecordError("dataset.made_by must be a short description of what wrote the split (1 to 200 "
                           "characters)")
+    time_cut = dataset.get("time_cut")
+    if time_cut is not None and (not isinstance(time_cut, dict) or not isinstance(time_cut.get("cutoff"), str)
+                                 or not DATE.fullmatch(time_cut["cutoff"])):
+        raise RecordError("dataset.time_cut must be null or an object whose cutoff is a date, YYYY-MM-DD")
     registry = dataset.get("registry")
     if registry is not None and (not isinstance(registry, dict) or any(
             registry.get(key) is not None and not isinstance(registry[key], str) for key in ("name", "version"))):

@@ -72,6 +72,8 @@ class AuditInput:
     # a split that states its kind: split_info.json, and its held-out entities (labels by role)
     split_info: Optional[dict] = None
     heldout: Optional[Dict[str, List[str]]] = None
+    # a time split: the strata of its two snapshots, or its cut-off and dates (split_info.json)
+    time: Optional[dict] = None
 
 
 # ------------------------------------------------------------------------------------------
@@ -123,7 +125,16 @@ def read_audit_input(path) -> AuditInput:
         from openbench.datasets.published.names import split_info_of
 
         return AuditInput(str(source), "split", frames, split_info_of(source) or {"kind": "inductive"}, None)
-    return AuditInput(str(source), "split", frames, *_split_kind(source))
+    return AuditInput(str(source), "split", frames, *_split_kind(source), time=_time_of(source))
+
+
+def _time_of(folder: Path) -> Optional[dict]:
+    """A time split's strata (two snapshots) and cut-off (a dated graph), where its split_info.json has them."""
+    from openbench.datasets.published.names import split_info_of
+
+    info = split_info_of(folder) or {}
+    found = {key: info[key] for key in ("strata", "dated") if isinstance(info.get(key), dict)}
+    return found or None
 
 
 def _split_kind(folder: Path) -> tuple:
@@ -451,6 +462,7 @@ def audit_frames(source: AuditInput, threshold: float = DEFAULT_THRESHOLD) -> di
               "trivially_inferable": _trivially_inferable(coded, patterns, codes) if split else None,
               "unseen": _unseen(coded, codes) if split else None}
     report["split"] = _kind_section(source, report["trivially_inferable"]) if split else None
+    report["time"] = source.time
     return report
 
 
@@ -586,6 +598,7 @@ def format_report(report: dict) -> str:
     for split, section in (report["unseen"] or {}).items():
         lines.append(f"unseen in {reference} ({split}): {section['entities']:,} entities, {section['relations']:,} "
                      f"relations, {section['triples']:,} triples")
+    lines += _time_lines(report.get("time"))
     kind = report.get("split")
     if kind is not None and kind["kind"] == "inductive":
         outside = ", ".join(f"{name} {count:,}" for name, count in kind["evaluation_outside_inference"].items())
@@ -601,3 +614,27 @@ def format_report(report: dict) -> str:
                      f"training under those relations {kind['heldout_in_training']:,}; held-out pairs restated in "
                      f"training: {restated}")
     return "\n".join(lines)
+
+
+def _time_lines(time: Optional[dict]) -> List[str]:
+    """A time split's section: its snapshots' strata per relation, or its cut-off and dates."""
+    if not time:
+        return []
+    lines = []
+    strata = time.get("strata")
+    if strata:
+        edges, entities = strata["edges"], strata["entities"]
+        lines.append(f"time split, two snapshots: {edges['added']:,} edges added, {edges['persistent']:,} persistent, "
+                     f"{edges['removed']:,} removed; {entities['appeared']:,} entities appeared, "
+                     f"{entities['vanished']:,} vanished")
+        lines += [f"  {relation}: added {counts['added']:,}, persistent {counts['persistent']:,}, removed "
+                  f"{counts['removed']:,}" for relation, counts in list(strata["per_relation"].items())[:20]]
+    dated = time.get("dated")
+    if dated:
+        valid = f", validation after {dated['valid_cutoff']}" if dated.get("valid_cutoff") else ""
+        years = ", ".join(f"{year} {count:,}" for year, count in dated.get("test_edges_by_year", {}).items())
+        lines.append(f"time split, dated edges (column {dated['date_column']}, {dated['earliest']} to "
+                     f"{dated['latest']}): cut-off {dated['cutoff']}{valid}; {dated['undated_edges_in_training']:,} "
+                     f"undated edge(s) in training; {dated['entities_first_seen_after_training']:,} entities first "
+                     f"seen after training; test edges by year: {years}")
+    return lines

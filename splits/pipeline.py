@@ -24,7 +24,7 @@ from splits.inductive_split import inductive_split
 from splits.random_split import random_split
 from splits.time_split import time_split
 
-__all__ = ["split_random", "split_time", "split_entity", "split_inductive", "read_entity_file"]
+__all__ = ["split_random", "split_time", "split_dated", "split_entity", "split_inductive", "read_entity_file"]
 
 
 def _read_graph(edges_path, tn_path, nodes_path, sep: str):
@@ -85,6 +85,14 @@ def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo
     tmo_positives, tmo_true_negatives, tmo_nodes, _ = _read_graph(tmo_edges_path, tmo_tn_path, tmo_nodes_path, sep)
     return time_split(positives, true_negatives, nodes, tmo_positives, tmo_true_negatives, tmo_nodes, output,
                       inputs=inputs, **parameters)
+
+
+def split_dated(edges_path, tn_path, nodes_path, output, *, cutoff, **parameters) -> dict:
+    """A time split of one graph by its edges' dates at ``cutoff`` (see
+    :func:`splits.dated_split.dated_split`); returns the split info."""
+    from splits.dated_split import dated_split
+
+    return dated_split(edges_path, output, cutoff=cutoff, tn_path=tn_path, nodes_path=nodes_path, **parameters)
 
 
 def read_entity_file(path) -> list:

@@ -1,5 +1,6 @@
 """Shared test bases: graphs, scorers and workers that several test modules use (tests never
 import other test modules; what they share lives here or in :mod:`tests.helpers`)."""
+import datetime
 import json
 from pathlib import Path
 import random
@@ -500,3 +501,43 @@ def planted_value_worker(rank, world, folder, rendezvous, out, value):
         Path(f"{out}{rank}").write_text(found)
     finally:
         dist.destroy_process_group()
+
+
+# -- dated graphs (a split by the edges' dates, issue 75) ------------------------------------------
+
+DRUGS = [f"DB{i:05d}" for i in range(12)]
+DISEASES = [f"MONDO:{i:07d}" for i in range(10)]
+GENES = [f"NCBIGENE:{i}" for i in range(30)]
+CUTOFF, VALID_CUTOFF = datetime.date(2020, 6, 30), datetime.date(2019, 12, 31)
+
+
+def dated_graph(seed: int):
+    """[(head, relation, tail)]: treats (drug → disease), targets (drug → gene), GENE_GENE."""
+    rng = np.random.default_rng(seed)
+    edges = set()
+    for _ in range(160):
+        edges.add((DRUGS[rng.integers(len(DRUGS))], "treats", DISEASES[rng.integers(len(DISEASES))]))
+        edges.add((DRUGS[rng.integers(len(DRUGS))], "targets", GENES[rng.integers(len(GENES))]))
+        a, b = rng.integers(len(GENES), size=2)
+        if a != b:
+            edges.add((GENES[a], "GENE_GENE", GENES[b]))
+    return sorted(edges)
+
+
+def dated_rows(edges, seed: int):
+    """[(head, relation, tail, date or "")]: dates from 2015 to 2022, a few undated, and some edges
+    listed twice with two dates (the earlier one counts)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for index, edge in enumerate(edges):
+        day = datetime.date(2015, 1, 1) + datetime.timedelta(days=int(rng.integers(0, 8 * 365)))
+        rows.append((*edge, "" if index % 23 == 0 else day.isoformat()))
+        if index % 17 == 0:  # listed again, later
+            rows.append((*edge, (day + datetime.timedelta(days=400)).isoformat()))
+    return rows
+
+
+def write_dated(path, rows, header=True):
+    lines = (["head\trelation\ttail\tdate"] if header else []) + ["\t".join(row) for row in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path

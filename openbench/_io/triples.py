@@ -19,7 +19,8 @@ import polars as pl
 from openbench._io.inputs import iter_lines, read_table
 from openbench.errors import InputError
 
-__all__ = ["HEADERS", "NODE_HEADERS", "Layout", "sniff", "is_plain_triples", "read_triples", "read_node_types"]
+__all__ = ["HEADERS", "NODE_HEADERS", "Layout", "sniff", "is_plain_triples", "read_triples", "read_node_types",
+           "read_dated_triples"]
 
 # first lines read as a header: the columns' names, in order (compared in lower case)
 HEADERS = (("head", "relation", "tail"), ("h", "r", "t"), ("subject", "predicate", "object"),
@@ -104,3 +105,35 @@ def read_node_types(path) -> pl.DataFrame:
     if layout is None:
         raise InputError("the node file is empty; expected id, type lines (tab- or comma-separated)", path)
     return _read(path, layout, ("id", "node_type"), "id, type")
+
+
+def read_dated_triples(path, date_column: str = "date") -> Tuple[pl.DataFrame, int]:
+    """(string columns h, r, t, date (empty: null), the 1-based line of the first data row) of a
+    plain triples file with a date: a header naming head, relation, tail (as :data:`HEADERS`) and
+    ``date_column``, or headerless lines of four fields (the fourth the date)."""
+    path = Path(path)
+    first = next(((number, line) for number, line in iter_lines(path) if line.strip()), None)
+    if first is None:
+        raise InputError("the file holds no triples; expected head, relation, tail, date lines", path)
+    number, line = first
+    separator = "\t" if "\t" in line else ","
+    quote = '"' if separator == "," else None
+    fields = [field.strip() for field in _fields(line, separator)]
+    lowered = [field.lower() for field in fields]
+    header = next((names for names in HEADERS if all(name in lowered for name in names)), None)
+    if header is not None:
+        if date_column.lower() not in lowered:
+            raise InputError(f"no {date_column!r} column in the header ({', '.join(fields)}); --date-column names "
+                             "the column holding each edge's date", path, number)
+        selection = {fields[lowered.index(name)]: short for name, short in zip(header, ("h", "r", "t"))}
+        selection[fields[lowered.index(date_column.lower())]] = "date"
+        frame = read_table(path, selection, separator=separator, header=True, comment_prefixes=(), quote_char=quote,
+                           required=("h", "r", "t"))
+        return frame, number + 1
+    if len(fields) != 4:
+        raise InputError(f"expected a header naming head, relation, tail and {date_column!r}, or four "
+                         f"{'tab' if separator == chr(9) else 'comma'}-separated fields (head, relation, tail, date); "
+                         f"found {len(fields)}", path, number)
+    frame = read_table(path, {0: "h", 1: "r", 2: "t", 3: "date"}, separator=separator, header=False,
+                       widths=(4,), comment_prefixes=(), quote_char=quote, required=("h", "r", "t"))
+    return frame, number

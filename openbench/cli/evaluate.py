@@ -10,6 +10,7 @@ import click
 from openbench.cli.common import (TaskChoice, command_seconds, dataset_inputs, handle_errors, int_list,
                                   model_file_options, quiet_pykeen, score_table_options, split_list, write_json)
 from openbench import vocabulary
+from openbench.evaluation.tasks.repurposing.options import DEFAULT_NEGATIVE_OUTCOMES, DEFAULT_POSITIVE_OUTCOMES, OUTCOMES
 from openbench.task_registry import DEFAULT_TASK, get_task, task_names
 
 __all__ = ["evaluate", "TaskOptionsCommand"]
@@ -62,6 +63,11 @@ def _check_flags(ctx, task) -> None:
         takers = owners.get(flag)
         if takers and task.name not in takers and flag not in task.flag_aliases:
             raise click.UsageError(f"{flag} belongs to --task {' and '.join(takers)}, not to --task {task.name}")
+
+
+def _names(text: str) -> list:
+    """The names of a comma-separated option (``--positive-outcomes``)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _entity_list(path) -> list:
@@ -179,6 +185,10 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--bootstrap", type=click.IntRange(min=1), default=None,
               help="Add 95 % bootstrap intervals of MRR and hits@k (both, head, tail, macro) to the record: this "
                    "many resamples of the test triples, seeded by --seed (1000 is common).")
+@click.option("--by-period", type=click.Choice(["year", "month"]), default=None,
+              help="On a split by dates (openbench split time --cutoff): MRR and hits@k per year (or month) of the "
+                   "test edges' dates, with 95 % bootstrap intervals (--bootstrap resamples, 1000 unless given); "
+                   "openbench report draws them against the time since the cut-off.")
 @click.option("--ranks-output", type=click.Path(dir_okay=False), default=None,
               help="Also write the per-query ranks to this Parquet file: one row per query (split, side, relation, "
                    "head, tail, n_greater, n_equal with the answer, n_candidates, realistic rank), for "
@@ -200,8 +210,18 @@ def _evaluate_several(dataset_path, fold, entity_map, relation_map, drop_unknown
 @click.option("--keep-top", type=click.IntRange(min=0), default=None,
               help="--task repurposing: the best pairs the record keeps, for compare --stability [default: 1000].")
 @click.option("--ground-truth", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="--task repurposing: a CSV or TSV of drug, disease, label (treat / not-treat), optional date and "
-                   "source: scored as an extra test set (a clinical-trials set, say).")
+              help="--task repurposing: a CSV or TSV of drug, disease, label (treat / not-treat) or a trial outcome "
+                   "(an outcome column, or Every Cure's four 0/1 outcome columns), optional date and source: scored "
+                   "as an extra test set (a clinical-trials set, say); rows dated on or before the graph's cut-off "
+                   "are scored apart.")
+@click.option("--cutoff", default=None,
+              help="--task repurposing: the graph's cut-off (YYYY-MM-DD): --ground-truth rows dated on or before it "
+                   "are scored as their own view [default: the cut-off of a split by dates].")
+@click.option("--positive-outcomes", default=",".join(DEFAULT_POSITIVE_OUTCOMES), show_default=True,
+              help="--task repurposing: the trial outcomes of --ground-truth that are positives (comma-separated; "
+                   "of " + ", ".join(OUTCOMES) + ").")
+@click.option("--negative-outcomes", default=",".join(DEFAULT_NEGATIVE_OUTCOMES), show_default=True,
+              help="--task repurposing: the trial outcomes that are negatives; the others are left out, counted.")
 @click.option("--task", type=TaskChoice(), default=DEFAULT_TASK, show_default=True,
               help="What to measure (the tasks, and the options each takes, are listed below).")
 @click.option("--threshold-metric", type=click.Choice(["accuracy", "f1"]), default="accuracy", show_default=True,
@@ -212,9 +232,9 @@ def evaluate(ctx, dataset_path, fold, entity_embeddings, relation_embeddings, mo
              relation_map, filter_text, no_filter, hits_at, lower_is_better, exclude_query_entity, distributed, shard,
              candidates, model_dirs, sweep_path, relations_text, sides, entities_path, trust_pickle, dglke_data,
              dglke_compat, pyg_compat, libkge_data, predictions_path, submission_path, drop_unknown, device, batch_size, protocol,
-             ogb_split, entity_offsets, fast, seed, bootstrap, output, fmt, ranks_output, progress, task,
+             ogb_split, entity_offsets, fast, seed, bootstrap, by_period, output, fmt, ranks_output, progress, task,
              threshold_metric, treat_relations, negative_relations, drugs_path, diseases_path, recall_at, keep_top,
-             ground_truth, scores_path, score_column, id_columns, ranked_list_path, names_path, require_complete):
+             ground_truth, cutoff, positive_outcomes, negative_outcomes, scores_path, score_column, id_columns, ranked_list_path, names_path, require_complete):
     """Evaluate a model on a dataset under one task: filtered ranking (MRR, MR, hits@k, AMRI; the
     default), triple classification of its positives and negatives, or drug repurposing over the
     drug × disease matrix. Each task's own options are listed under its name."""
@@ -239,14 +259,16 @@ def evaluate(ctx, dataset_path, fold, entity_embeddings, relation_embeddings, mo
         hits_at=int_list("--hits-at", hits_at), exclude_query_entity=exclude_query_entity or None,
         candidates=candidates, sides=["head", "tail"] if sides == "both" else [sides], relations=relations,
         entities=_entity_list(entities_path) if entities_path else None, ranks="fast" if fast else "exact",
-        protocol=protocol, bootstrap=bootstrap, threshold_metric=threshold_metric, fold=fold,
+        protocol=protocol, bootstrap=bootstrap, by_period=by_period, threshold_metric=threshold_metric, fold=fold,
         relation=list(treat_relations) or relations, negative_relations=list(negative_relations),
         drugs=_entity_list(drugs_path) if drugs_path else None,
         diseases=_entity_list(diseases_path) if diseases_path else None,
         recall_at=int_list("--recall-at", recall_at) if recall_at else None, keep_top=keep_top,
-        ground_truth=ground_truth)
+        ground_truth=ground_truth, cutoff=cutoff, positive_outcomes=_names(positive_outcomes),
+        negative_outcomes=_names(negative_outcomes))
     fields = chosen.options_type.field_names()
-    options = {name: value for name, value in values.items() if name in fields}
+    # None is "not given": a task's own default stands (a toy task's cutoff is not the repurposing task's)
+    options = {name: value for name, value in values.items() if name in fields and value is not None}
     dataset_options = {"ogb_split": ogb_split, "entity_offsets": entity_offsets}
     if ranks_output and (len(model_dirs) > 1 or sweep_path or not chosen.keeps_ranks):
         raise click.UsageError(f"--ranks-output writes the ranks of one --task {DEFAULT_TASK} evaluation: not with "

@@ -144,25 +144,59 @@ def _negative_options(eval_negatives, typed_negatives) -> dict:
 
 @split.command("time")
 @_GRAPH
-@click.option("--tmo-edges", "tmo_edges_path", required=True, type=click.Path(dir_okay=False, exists=True),
-              help="Positive edges of the older (t-1) graph.")
+@click.option("--tmo-edges", "tmo_edges_path", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="Two snapshots: positive edges of the older (t-1) graph (train on it, test on what is new at t).")
 @click.option("--tmo-tn-edges", "tmo_tn_path", default=None, type=click.Path(dir_okay=False, exists=True),
               help="True-negative edges of the older (t-1) graph (optional).")
 @click.option("--tmo-nodes", "tmo_nodes_path", default=None, type=click.Path(dir_okay=False, exists=True),
               help="Node types of the older (t-1) graph (optional, as --nodes).")
 @click.option("--val", type=FiniteFloat(0, 1, max_open=True), default=0.0, show_default=True,
-              help="Validation share carved from t-1.")
+              help="Two snapshots: the validation share carved from t-1.")
+@click.option("--removed-as-negatives", is_flag=True,
+              help="Two snapshots: write the edges of t-1 that t no longer holds (retracted facts) as test "
+                   "negatives (source REMOVED), which classification and the repurposing task read as known negatives.")
+@click.option("--cutoff", default=None,
+              help="One dated graph (--edges a plain triples file with a date per edge): train on the edges dated on "
+                   "or before this day (YYYY-MM-DD; the file's dates may be days, months or years, a month or year standing "
+                   "for its first day) and the undated ones, test on those after.")
+@click.option("--valid-cutoff", default=None,
+              help="With --cutoff: validation holds the edges dated after this date and on or before --cutoff.")
+@click.option("--date-column", default="date", show_default=True,
+              help="With --cutoff: the column of --edges holding each edge's date (a headerless file: the 4th).")
 @_COMMON
 @handle_errors
-def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, val, sep, output_dir,
-               seed, neg_ratio, no_neg_train_val, no_neg_test, undirected, seen_nodes, eval_negatives, typed_negatives):
-    """Time-slice split: train on the t-1 graph, test on the edges new at t."""
+def split_time(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, val, removed_as_negatives,
+               cutoff, valid_cutoff, date_column, sep, output_dir, seed, neg_ratio, no_neg_train_val, no_neg_test,
+               undirected, seen_nodes, eval_negatives, typed_negatives):
+    """Time split: two snapshots (train on t-1, test on the edges new at t; --tmo-edges), or one graph
+    whose edges carry dates (train up to a cut-off, test after it; --cutoff)."""
+    common = dict(seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val, neg_test=not no_neg_test,
+                  neg_ratio=neg_ratio, seen_nodes=seen_nodes, **_negative_options(eval_negatives, typed_negatives))
+    if (tmo_edges_path is None) == (cutoff is None):
+        raise click.UsageError("give two snapshots (--tmo-edges, the t-1 graph) or one dated graph and a cut-off "
+                               "(--cutoff), not both")
+    if cutoff is not None:
+        snapshot_only = [flag for flag, given in (("--tmo-tn-edges", tmo_tn_path), ("--tmo-nodes", tmo_nodes_path),
+                                                  ("--val", val), ("--removed-as-negatives", removed_as_negatives))
+                         if given]
+        if snapshot_only:
+            raise click.UsageError(f"{', '.join(snapshot_only)} go with two snapshots (--tmo-edges); a dated graph "
+                                   "carves validation with --valid-cutoff")
+        from splits.pipeline import split_dated
+
+        info = split_dated(edges_path, tn_path, nodes_path, output_dir, cutoff=cutoff, valid_cutoff=valid_cutoff,
+                           date_column=date_column, **common)
+        dated = info["dated"]
+        click.echo(f"split written to {output_dir}: cut-off {dated['cutoff']}; {info['split']['test']['positives']} test "
+                   f"positives dated after it; {dated['undated_edges_in_training']} undated edge(s) in training; "
+                   f"{dated['entities_first_seen_after_training']} entities first seen after training")
+        return
+    if valid_cutoff is not None:
+        raise click.UsageError("--valid-cutoff goes with --cutoff (a dated graph)")
     from splits.pipeline import split_time as run_time_split
 
     info = run_time_split(edges_path, tn_path, nodes_path, tmo_edges_path, tmo_tn_path, tmo_nodes_path, output_dir,
-                          sep=sep, val=val, seed=seed, directed=not undirected, neg_train_val=not no_neg_train_val,
-                          neg_test=not no_neg_test, neg_ratio=neg_ratio, seen_nodes=seen_nodes,
-                          **_negative_options(eval_negatives, typed_negatives))
+                          sep=sep, val=val, removed_as_negatives=removed_as_negatives, **common)
     click.echo(f"split written to {output_dir} ({info['input']['new_positives']} new positives)")
 
 

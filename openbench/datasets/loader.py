@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import hashlib
 import io
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,6 +84,9 @@ class Dataset:
     split: Optional[dict] = None
     # what wrote the split, in words, from its split_info.json ("openbench split rand, seed 0"), or None
     made_by: Optional[str] = None
+    # a split by the edges' dates (openbench split time --cutoff): {"cutoff", "valid_cutoff", "dates_file",
+    # "baseline"} from its split_info.json (time_cut_of); None for any other split
+    time_cut: Optional[dict] = field(default=None, compare=False)
     cache_entry: Optional[Path] = field(default=None, repr=False, compare=False)  # its dataset-cache folder
     load_seconds: Optional[float] = field(default=None, repr=False, compare=False)  # load_dataset's wall time
     # sampled evaluation negatives that come with the dataset: OGB's, or *_negatives.npz of a split
@@ -299,6 +303,7 @@ def _load_dataset(path, fold, entity_map, relation_map, drop_unknown, evaluation
         dataset.undirected_relations = undirected_relations_of(files_folder, dataset.relation_labels)
         dataset.split = split_description_of(files_folder)
         dataset.made_by = made_by_of(files_folder)
+        dataset.time_cut = time_cut_of(files_folder)
     return dataset
 
 
@@ -395,7 +400,34 @@ def made_by_of(folder: Path) -> Optional[str]:
     if not isinstance(kind, str):
         return None
     seed = parameters.get("seed")
-    return f"openbench split {kind}" + (f", seed {seed}" if isinstance(seed, int) else "")
+    dated = info.get("dated")
+    cutoff = dated.get("cutoff") if isinstance(dated, dict) else None
+    return (f"openbench split {kind}" + (f", cut-off {cutoff}" if isinstance(cutoff, str) else "")
+            + (f", seed {seed}" if isinstance(seed, int) else ""))[:200]
+
+
+POPULARITY_AT_CUTOFF = ("the popularity baseline of this split (--model popularity) counts the training edges, those "
+                        "dated on or before the cut-off: the popularity known at the cut-off, which every table of "
+                        "this split is read against")
+
+
+def time_cut_of(folder: Path) -> Optional[dict]:
+    """What a record says of a split by the edges' dates (:mod:`splits.dated_split`): its cut-offs,
+    the file of the test edges' dates and what its popularity baseline counts; None for any other
+    split. A cut-off that is not a date is an error naming the ``split_info.json``."""
+    info = split_info_of(folder)
+    dated = info.get("dated") if isinstance(info, dict) else None
+    if not isinstance(dated, dict):
+        return None
+    where = (Path(folder) if (Path(folder) / "split_info.json").is_file() else Path(folder).parent) / "split_info.json"
+    for key in ("cutoff", "valid_cutoff"):
+        value = dated.get(key)
+        if (value is not None or key == "cutoff") and not (isinstance(value, str)
+                                                         and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)):
+            raise InputError(f"dated.{key} = {str(value)[:40]!r}: expected a date, YYYY-MM-DD", where)
+    dates = where.parent / "test_dates.tsv"
+    return {"cutoff": dated["cutoff"], "valid_cutoff": dated.get("valid_cutoff"),
+            "dates_file": dates.name if dates.is_file() else None, "baseline": POPULARITY_AT_CUTOFF}
 
 
 def split_description_of(folder: Path) -> Optional[dict]:

@@ -369,6 +369,9 @@ class RankingSetup:
         made_by = getattr(self.dataset, "made_by", None)
         if made_by:
             described["made_by"] = made_by
+        time_cut = getattr(self.dataset, "time_cut", None)
+        if time_cut:
+            described["time_cut"] = dict(time_cut)
         return described
 
     def warn(self, message: str) -> None:

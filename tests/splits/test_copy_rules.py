@@ -2,7 +2,7 @@
 definitions. A graph is planted with the copies a model could read an evaluation edge back from:
 its reverse under the same relation, the same pair under a parent or a child relation (the pair in
 the same orientation and reversed), its copy under a duplicate relation and its reverse under an
-inverse one. After each split (rand, time, entity, inductive), no evaluation edge is restated by
+inverse one. After each split (rand, time, dated, entity, inductive), no evaluation edge is restated by
 what a model reads (training; and for the inductive split, the inference graph too)."""
 from collections import defaultdict
 
@@ -98,6 +98,13 @@ def planted(tmp_path_factory):
     rng = np.random.default_rng(4)
     older = [edge for edge in edges if rng.random() > 0.1]  # the t-1 graph: a tenth of the edges are new at t
     tmo = _write(root / "tmo", older)
+    # the same graph with a date per edge: about a tenth after the cut-off (2020-06-30), a twentieth
+    # between the validation cut-off and it, and a few undated
+    days = rng.integers(0, 2000, len(edges))
+    dated = ["head\trelation\ttail\tdate"] + [
+        f"{a}\t{r}\t{b}\t" + ("" if day % 97 == 0 else (np.datetime64("2015-07-01") + int(day)).astype(str))
+        for (a, r, b), day in zip(edges, days)]
+    (root / "graph" / "dated.tsv").write_text("\n".join(dated) + "\n")
     patterns = _patterns(edges)
     assert "GENE_EXPRESSION_GENE" in patterns[0]["GENE_BINDING_GENE"]
     assert "GENE_REACTION_GENE" in patterns[1]["GENE_PTMOD_GENE"]
@@ -116,6 +123,8 @@ def _split(kind, planted, out):
                "time": ["split", "time", *_files(graph), "--tmo-edges", str(tmo / "edges.csv"), "--tmo-tn-edges",
                         str(tmo / "TN_edges.csv"), "--tmo-nodes", str(tmo / "ALL_nodes.csv"), "--val", "0.05"],
                # held-out relations whose copies live under other relations, which training keeps
+               "dated": ["split", "time", "--edges", str(graph / "dated.tsv"), "--nodes", str(graph / "ALL_nodes.csv"),
+                         "--cutoff", "2020-06-30", "--valid-cutoff", "2020-04-30"],
                "entity": ["split", "entity", *_files(graph), "--node-type", "GENE", "--fraction", "0.15",
                           "--val-fraction", "0.1", "--relations", "GENE_GENE,GENE_BINDING_GENE,GENE_PTMOD_GENE"],
                "inductive": ["split", "inductive", "--edges", str(graph / "edges.csv"), "--inference-fraction",
@@ -131,7 +140,7 @@ def _split(kind, planted, out):
     evaluated = _positives(out / "test_sample.csv") + validation
     # whose patterns each split documents it cleans with: rand every non-test row, time its
     # training, entity the whole graph's and training's
-    sources = {"rand": [read + validation], "time": [read], "entity": [planted[3], read]}[kind]
+    sources = {"rand": [read + validation], "time": [read], "dated": [read], "entity": [planted[3], read]}[kind]
     return read, evaluated, _patterns(*sources)
 
 
@@ -152,7 +161,7 @@ def _instances(evaluated, graph_edges, patterns):
     return counts
 
 
-@pytest.mark.parametrize("kind", ["rand", "time", "entity", "inductive"])
+@pytest.mark.parametrize("kind", ["rand", "time", "dated", "entity", "inductive"])
 def test_no_split_kind_leaves_an_evaluation_edge_restated_in_either_orientation(planted, tmp_path, kind):
     read, evaluated, patterns = _split(kind, planted, tmp_path / kind)
     edges = planted[3]
@@ -165,7 +174,7 @@ def test_no_split_kind_leaves_an_evaluation_edge_restated_in_either_orientation(
                                               "duplicate", "inverse")), dict(met)
 
 
-@pytest.mark.parametrize("kind", ["rand", "time", "inductive"])
+@pytest.mark.parametrize("kind", ["rand", "time", "dated", "inductive"])
 def test_the_removed_evaluation_edges_were_restated(planted, tmp_path, kind):
     """The splits that clean the evaluation sets removed edges under each rule (counted in
     split_info.json), so the planted copies did reach them."""

@@ -17,7 +17,8 @@ What a ranks table (:data:`~openbench.evaluation.statistics.ranks_table.RANKS_SC
   metric it reports — each side, each rank type (adjusted metrics included), each relation, the
   macro average and the bootstrap intervals — recomputed from the rows with the evaluator's own
   reduction and equal to the record's within 1e-9 (relative for values above 1). The strata
-  (``by_degree``, ``by_node_type``) need the training graph and are not recomputed here.
+  (``by_degree``, ``by_node_type``) need the training graph, and the metrics per period
+  (``by_period``) the split's ``test_dates.tsv``: they are not recomputed here.
 
 Sizes are checked from the Parquet footer (:mod:`openbench._io.parquet`) before a row is read:
 at most the queries the record states (``MAX_ROWS`` without a record) and ``MAX_DECODED_BYTES``.

@@ -38,7 +38,7 @@ __all__ = ["FIGURES", "build_report", "relation_intervals", "paired_relation_int
 
 logger = logging.getLogger(__name__)
 
-FIGURES = ("per_relation", "rank_ecdf", "degree_strata", "paired_relations")
+FIGURES = ("per_relation", "rank_ecdf", "degree_strata", "paired_relations", "over_time")
 _TRIPLE = ["relation", "head", "tail"]
 
 
@@ -112,6 +112,15 @@ def _degree_strata(record: dict) -> Dict[str, float]:
     strata = record.get("by_degree") or {}
     return {bucket: block["both"]["realistic"]["mrr"] for bucket, block in strata.items()
             if (block.get("both") or {}).get("realistic", {}).get("mrr") is not None}
+
+
+def _over_time(record: dict) -> Dict[str, Dict[str, float]]:
+    """{period: {"years": after the cut-off, "mrr", "low", "high"}} of the record's ``by_period``
+    block (a split by dates, ``evaluate --by-period``); {} without one."""
+    block = record.get("by_period") or {}
+    return {label: {"years": entry["days_after_cutoff"] / 365.25, "mrr": entry["metrics"]["mrr"],
+                    "low": entry["intervals"]["mrr"][0], "high": entry["intervals"]["mrr"][1]}
+            for label, entry in (block.get("periods") or {}).items()}
 
 
 def _read_record(path: Path) -> Tuple[str, dict]:
@@ -253,6 +262,27 @@ def _plot_strata(data: Dict[str, Dict[str, float]]):
     return figure
 
 
+def _plot_over_time(data: Dict[str, Dict[str, Dict[str, float]]]):
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(9, 5))
+    for model, periods in data.items():
+        points = sorted(periods.items(), key=lambda item: item[1]["years"])
+        xs, ys = [p["years"] for _, p in points], [p["mrr"] for _, p in points]
+        errors = [[p["mrr"] - p["low"] for _, p in points], [p["high"] - p["mrr"] for _, p in points]]
+        line = axes.errorbar(xs, ys, yerr=errors, fmt="o-", capsize=3, label=model)
+        for (label, _), x, y in zip(points, xs, ys):
+            axes.annotate(label, (x, y), textcoords="offset points", xytext=(4, 6), fontsize=10,
+                          color=line[0].get_color())
+    axes.axvline(0, color="#888888", linewidth=1)
+    axes.set_xlim(left=0)
+    axes.set_ylim(bottom=0)
+    axes.set_xlabel("years after the cut-off (median date of the period's test edges)", fontsize=12)
+    axes.set_ylabel("realistic MRR (95 % bootstrap interval)", fontsize=12)
+    axes.legend(fontsize=12)
+    return figure
+
+
 def _plot_paired(data: Dict[str, Dict[str, float]], names: Sequence[str]):
     import matplotlib.pyplot as plt
 
@@ -280,6 +310,9 @@ def _figures(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], seed: int, 
         "rank_ecdf": {name: rank_ecdf(ranks) for name, ranks in with_ranks.items()},
         "degree_strata": {name: strata for name, (record, _) in models.items() if (strata := _degree_strata(record))},
     }
+    over_time = {name: points for name, (record, _) in models.items() if (points := _over_time(record))}
+    if over_time:
+        data["over_time"] = over_time
     for name, (record, ranks) in models.items():  # without ranks: the record's points, no interval
         if ranks is None:
             data["per_relation"][name] = {relation: {"mrr": block["both"]["realistic"]["mrr"]}
@@ -338,7 +371,7 @@ def ranking_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], outpu
     data, comparison = _figures(models, seed, resamples)
     pngs: Dict[str, bytes] = {}
     plotters: Dict[str, Callable[[Any], Any]] = {"per_relation": _plot_per_relation, "rank_ecdf": _plot_ecdf,
-                                                 "degree_strata": _plot_strata}
+                                                 "degree_strata": _plot_strata, "over_time": _plot_over_time}
     with matplotlib.rc_context({"font.size": 12}):
         for key, plot in plotters.items():
             if data.get(key):
@@ -373,6 +406,10 @@ _CAPTIONS = {
                  "left is better).",
     "degree_strata": "MRR by the training degree of the answer: a model that only scores hubs well is strong on "
                      "the right and weak on the left.",
+    "over_time": "Realistic MRR per period of the test edges' dates (a split by dates, evaluate --by-period), "
+                 "against the years from the cut-off to the period's median date, with 95 % bootstrap intervals "
+                 "over the period's test triples: a model that predicts what was found later holds its MRR as the "
+                 "periods move away from the cut-off.",
     "paired_relations": "Per-relation difference of the reciprocal rank between the two models on the same queries, "
                         "with 95 % bootstrap intervals; an interval crossing 0 is no clear difference.",
 }
@@ -394,15 +431,18 @@ def not_drawn(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], pngs: Dict
         "degree_strata": "no record holds MRR by training degree (by_degree: the evaluation reads the training "
                          "graph for it)",
         "paired_relations": f"a paired comparison needs two records with ranks; {with_ranks} given",
+        "over_time": "no record holds metrics per period (evaluate --by-period on a split by dates)",
     }
+    dated = any((record.get("dataset") or {}).get("time_cut") for record, _ in models.values())
     for key in FIGURES:
-        if key not in pngs:
+        if key not in pngs and (key != "over_time" or dated):  # time is asked of a split by dates only
             lines.append(f"Not drawn: {_TITLES[key]}: {reasons[key]}.")
     return lines
 
 
 _TITLES = {"per_relation": "MRR per relation", "rank_ecdf": "the rank distribution",
-           "degree_strata": "MRR by training degree", "paired_relations": "the per-relation paired comparison"}
+           "degree_strata": "MRR by training degree", "paired_relations": "the per-relation paired comparison",
+           "over_time": "MRR over the time since the cut-off"}
 
 
 def _page(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], comparison: Dict[str, Any],

@@ -56,9 +56,35 @@ def format_table(result: dict) -> str:
     headline = (result["metrics"].get("both") or {}).get(protocol.get("headline_rank_type", "realistic")) or {}
     lines += [f"reading: {line}" for line in ranking_readings(visible(model.get("name")), headline)]
     lines += _pyg_compat_lines(result)
+    lines += period_lines(result)
     for warning in result.get("warnings", []):
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def period_lines(result: dict) -> List[str]:
+    """The headline metrics per period of a dated split's test edges (the record's ``by_period``),
+    each with its interval, and what a split by dates is read against."""
+    block = result.get("by_period")
+    if not block:
+        return []
+    names = ["mrr"] + [f"hits@{k}" for k in result["protocol"]["hits_at"]]
+    level = int(round(100 * float(block.get("level", 0.95))))
+    lines = [f"by {block['period']} of the test edges' dates (cut-off {block['cutoff']}; realistic ranks, both sides; "
+             f"[{level} % bootstrap interval over the period's triples, {block['resamples']} resamples]):"]
+    header = f"{block['period']:<9}{'triples':>9}{'days':>7}" + "".join(f"{name:>24}" for name in names)
+    lines += [header, "-" * len(header)]
+    for label, entry in block["periods"].items():
+        cells = "".join(f"{_cell(entry['metrics'][name], 0).strip():>8} [{entry['intervals'][name][0]:.3f}, "
+                        f"{entry['intervals'][name][1]:.3f}]".rjust(24) for name in names)
+        lines.append(f"{label:<9}{entry['triples']:>9}{entry['days_after_cutoff']:>7.0f}{cells}")
+    if block.get("undated_triples"):
+        lines.append(f"{block['undated_triples']} test triple(s) have no date in {block['dates_file']['name']}: "
+                     "in no period")
+    time_cut = (result.get("dataset") or {}).get("time_cut") or {}
+    if time_cut.get("baseline"):
+        lines.append(f"read against: {time_cut['baseline']}")
+    return lines
 
 
 def _pyg_compat_lines(result: dict) -> List[str]:

@@ -51,12 +51,15 @@ NEGATIVE_FILES = {"valid": "negative_val_sample.csv", "test": "negative_test_sam
 @dataclass
 class LabelledTriples:
     """One split's triples to classify. ``triples`` (n, 3) int64 ids in the dataset's maps;
-    ``labels`` (n,) bool (True: positive); ``generated`` (n,) bool (a sampled corruption)."""
+    ``labels`` (n,) bool (True: positive); ``generated`` (n,) bool (a sampled corruption);
+    ``removed`` (n,) bool (an edge a later snapshot retracted: source ``REMOVED``, written by
+    ``openbench split time --removed-as-negatives``)."""
 
     triples: torch.Tensor
     labels: np.ndarray
     generated: np.ndarray
     dropped: int = 0  # rows whose labels the dataset's maps lack
+    removed: Optional[np.ndarray] = None
 
 
 # ------------------------------------------------------------------------------------------
@@ -181,10 +184,11 @@ def read_labelled_split(dataset, split: str, fold: Optional[int] = None) -> Labe
     triples = ids[torch.from_numpy(known)]
     labels = (frame.get_column("value") == "1").to_numpy()[known]
     generated = (frame.get_column("source") == "GENERATED").to_numpy()[known]
+    removed = (frame.get_column("source") == "REMOVED").to_numpy()[known]
     dropped = int((~known).sum())
     if dropped:
         logger.warning("%s: %d row(s) with labels missing from the label maps were left out", split, dropped)
-    return LabelledTriples(triples, labels, generated & ~labels, dropped)
+    return LabelledTriples(triples, labels, generated & ~labels, dropped, removed & ~labels)
 
 
 # ------------------------------------------------------------------------------------------
@@ -229,7 +233,11 @@ def classification_record(evaluator, threshold_metric: str = "accuracy", batch_s
         values, labels = scores[split], part.labels
         per_relation = _per_relation(values, labels, relations, names, per_triple)
         kinds = {}
-        for kind, mask in (("true_negatives", ~labels & ~part.generated), ("generated", part.generated)):
+        removed = part.removed if part.removed is not None else np.zeros(labels.size, bool)
+        negative_kinds = [("true_negatives", ~labels & ~part.generated & ~removed), ("generated", part.generated)]
+        if removed.any():  # a time split's retracted edges (--removed-as-negatives): a kind of their own
+            negative_kinds.append(("removed", removed))
+        for kind, mask in negative_kinds:
             keep = labels | mask
             kinds[kind] = {"auroc": auroc(values[keep], labels[keep]),
                            "auprc": average_precision(values[keep], labels[keep]), "negatives": int(mask.sum())}

@@ -46,7 +46,7 @@ class RankingTask(Task):
     options_type = Ranking
     flags = ("--filter", "--no-filter", "--candidates", "--relations", "--sides", "--entities", "--exclude-query-entity",
              "--protocol", "--ranks-output", "--dglke-compat", "--pyg-compat", "--predictions", "--submission",
-             "--hits-at", "--fast", "--bootstrap", "--distributed", "--shard", "--sweep")
+             "--hits-at", "--fast", "--bootstrap", "--by-period", "--distributed", "--shard", "--sweep")
     block_key = None
     headline = "mrr"
     page_metrics = ("mrr", "hits@10")
@@ -79,6 +79,7 @@ class RankingTask(Task):
                 **({"by_degree": record.by_degree, "by_node_type": record.by_node_type}
                    if record.by_degree is not None else {}),
                 **({"compat": record.compat} if record.compat is not None else {}),
+                **({"by_period": record.by_period} if record.by_period is not None else {}),
                 "protocol": protocol, "dataset": record.dataset, "model": record.model,
                 "diagnostics": record.diagnostics}
 
@@ -186,6 +187,8 @@ class RankingTask(Task):
             words.append("--lower-is-better")
         if options.ranks == "fast":
             words.append("--fast")
+        if options.by_period:
+            words += ["--by-period", options.by_period]
         return words + ["--hits-at", ",".join(map(str, options.hits_at))]
 
 

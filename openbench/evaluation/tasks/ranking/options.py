@@ -36,6 +36,9 @@ class Ranking(TaskOptions):
     :param entity_chunk: candidates per block (embeddings; default: by memory).
     :param bootstrap: resamples of the test triples for the record's ``confidence`` block (95 %
         percentile intervals of MRR and hits@k; :mod:`openbench.evaluation.statistics.intervals`).
+    :param by_period: ``"year"`` or ``"month"``: on a split by dates, the headline metrics per
+        period of the test edges' dates, with intervals (the record's ``by_period`` block;
+        :mod:`openbench.evaluation.statistics.periods`).
     """
 
     TASK: ClassVar[str] = "ranking"
@@ -53,3 +56,4 @@ class Ranking(TaskOptions):
     evaluation_split: str = "test"
     entity_chunk: Optional[int] = None
     bootstrap: Optional[int] = None
+    by_period: Optional[str] = None

@@ -6,6 +6,7 @@ the process group torchrun describes and wraps the producer in the sharded one."
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from openbench import __version__
@@ -177,14 +178,46 @@ def run_ranking(dataset, model, options, settings) -> ResultRecord:
                  seed=settings.seed, progress=settings.progress, candidates=options.candidates,
                  sides=options.sides, scope_relations=options.relations, scope_entities=options.entities,
                  sampled_negatives=negatives)
+    dates = _dates_file(dataset, options)
     if settings.shard is None:
         record = run(RankingSetup(dataset, **producer.options(given)), producer, settings.batch_size,
                      options.bootstrap)
-        return _with_compat(record, model, dataset, options.evaluation_split, options.hits_at)
-    from openbench.evaluation.producers.sharded import ShardedProducer, process_group
+        record = _with_compat(record, model, dataset, options.evaluation_split, options.hits_at)
+    else:
+        from openbench.evaluation.producers.sharded import ShardedProducer, process_group
 
-    device = settings.device if isinstance(settings.device, str) else str(settings.device)
-    with process_group(device) as given["device"]:
-        sharded = ShardedProducer(producer, settings.shard)
-        return run(RankingSetup(dataset, **sharded.options(given)), sharded, settings.batch_size,
-                   options.bootstrap)
+        device = settings.device if isinstance(settings.device, str) else str(settings.device)
+        with process_group(device) as given["device"]:
+            sharded = ShardedProducer(producer, settings.shard)
+            record = run(RankingSetup(dataset, **sharded.options(given)), sharded, settings.batch_size,
+                         options.bootstrap)
+    return _with_periods(record, dataset, dates, options, settings.seed)
+
+
+def _dates_file(dataset: Dataset, options) -> Optional[Path]:
+    """The ``test_dates.tsv`` that ``--by-period`` groups the test ranks by (checked before any
+    ranking); None where no period is asked for."""
+    if options.by_period is None:
+        return None
+    time_cut = getattr(dataset, "time_cut", None)
+    if not time_cut or not time_cut.get("dates_file"):
+        raise UsageError(f"{option('by_period', options.by_period)} groups the test edges by their dates: it needs "
+                         f"a split by dates (openbench split time --cutoff DATE writes test_dates.tsv); {dataset.path} "
+                         "is not one")
+    if options.evaluation_split != "test":
+        raise UsageError(f"{option('by_period', options.by_period)}: only the test edges are dated (test_dates.tsv)")
+    return Path(dataset.path) / time_cut["dates_file"]
+
+
+def _with_periods(record: ResultRecord, dataset: Dataset, dates: Optional[Path], options, seed) -> ResultRecord:
+    """``record`` with its ``by_period`` block (:mod:`openbench.evaluation.statistics.periods`)
+    where one is asked for."""
+    if dates is None or record.ranks is None:
+        return record
+    from openbench.evaluation.statistics.periods import period_block
+
+    started = time.perf_counter()
+    record.by_period = period_block(record.ranks, dates, dataset.time_cut["cutoff"],  # type: ignore[index]
+                                    options.by_period, options.hits_at, options.bootstrap, seed)
+    record.timing.setdefault("stages", {})["by_period"] = round(time.perf_counter() - started, 6)
+    return record

@@ -52,7 +52,7 @@ class RepurposingTask(Task):
     options_type = Repurposing
     aliases = {"relations": "relation"}
     flags = ("--relation", "--negative-relation", "--drugs", "--diseases", "--recall-at", "--keep-top",
-             "--ground-truth", "--hits-at", "--fast", "--protocol", "--bootstrap", "--distributed", "--shard")
+             "--ground-truth", "--cutoff", "--positive-outcomes", "--negative-outcomes", "--hits-at", "--fast", "--protocol", "--bootstrap", "--distributed", "--shard")
     flag_aliases = ("--relations",)  # the treats relations' older spelling
     block_key = "repurposing"
     headline = "auroc"
@@ -74,7 +74,8 @@ class RepurposingTask(Task):
         run_options = RepurposingOptions(
             relations=options.relations(), negative_relations=list(options.negative_relations), drugs=options.drugs,
             diseases=options.diseases, recall_at=options.recall_at, hits_at=options.hits_at,
-            ground_truth=options.ground_truth,
+            ground_truth=options.ground_truth, cutoff=options.cutoff,
+            positive_outcomes=tuple(options.positive_outcomes), negative_outcomes=tuple(options.negative_outcomes),
             keep_top=DEFAULT_KEEP_TOP if options.keep_top is None else options.keep_top,
             protocol=options.protocol or "full", bootstrap=options.bootstrap, seed=settings.seed, ranks=options.ranks,
             lower_is_better=settings.lower_is_better, progress=settings.progress)

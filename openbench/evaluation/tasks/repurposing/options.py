@@ -9,7 +9,7 @@ from typing import ClassVar, List, Optional, Sequence, Union
 from openbench.evaluation.tasks.base import TaskOptions
 
 __all__ = ["DEFAULT_RECALL_AT", "DEFAULT_KEEP_TOP", "PROTOCOLS", "DRUG_WORDS", "SPLIT_NAMES", "NAMED", "FLYERS_AT",
-           "Repurposing", "RepurposingOptions"]
+           "OUTCOMES", "DEFAULT_POSITIVE_OUTCOMES", "DEFAULT_NEGATIVE_OUTCOMES", "Repurposing", "RepurposingOptions"]
 
 DEFAULT_RECALL_AT = (10, 100, 1000, 10000)  # and 1 % of the matrix, added per matrix
 DEFAULT_KEEP_TOP = 1000
@@ -18,6 +18,10 @@ DRUG_WORDS = ("drug", "compound", "chemical")
 SPLIT_NAMES = ("train", "valid", "test")
 NAMED = 20  # entities or rows named in a record's lists (the count is always whole)
 FLYERS_AT = 100  # the best pairs whose drugs and diseases the frequent flyers count
+# Every Cure's clinical-trial outcomes, best first, and those its clinical-trials transformer labels 1 and 0
+OUTCOMES = ("significantly_better", "non_significantly_better", "non_significantly_worse", "significantly_worse")
+DEFAULT_POSITIVE_OUTCOMES = ("significantly_better",)
+DEFAULT_NEGATIVE_OUTCOMES = ("significantly_worse",)
 
 
 @dataclass
@@ -32,6 +36,9 @@ class RepurposingOptions:
     hits_at: Sequence[int] = (1, 3, 10)
     keep_top: int = DEFAULT_KEEP_TOP
     ground_truth: Optional[str] = None
+    cutoff: Optional[str] = None
+    positive_outcomes: Sequence[str] = DEFAULT_POSITIVE_OUTCOMES
+    negative_outcomes: Sequence[str] = DEFAULT_NEGATIVE_OUTCOMES
     protocol: str = "full"
     bootstrap: Optional[int] = None
     seed: Optional[int] = 0
@@ -53,7 +60,12 @@ class Repurposing(TaskOptions):
     :param recall_at: the n of Recall@n (default 10, 100, 1000, 10000 and 1 % of the matrix).
     :param hits_at: the k of the disease-specific Hit@k.
     :param keep_top: the best pairs the record keeps (default 1000).
-    :param ground_truth: a CSV/TSV of (drug, disease, label) scored as an extra test set.
+    :param ground_truth: a CSV/TSV of (drug, disease, label or trial outcome, optional date) scored
+        as an extra test set (:mod:`~openbench.evaluation.tasks.repurposing.ground_truth`).
+    :param cutoff: the graph's cut-off (``YYYY-MM-DD``): ground-truth rows dated on or before it are
+        scored apart (default: the cut-off of a split by dates).
+    :param positive_outcomes: the trial outcomes that are positives (default ``significantly_better``);
+        ``negative_outcomes`` those that are negatives (default ``significantly_worse``).
     :param protocol: ``"full"`` (default) or ``"txgnn"`` (TxGNN's own protocol beside the filtered numbers).
     :param bootstrap: resamples of the pairs and diseases for 95 % intervals.
     :param ranks: ``"exact"`` or ``"fast"``.
@@ -69,6 +81,9 @@ class Repurposing(TaskOptions):
     hits_at: Sequence[int] = (1, 3, 10)
     keep_top: Optional[int] = None
     ground_truth: Optional[str] = None
+    cutoff: Optional[str] = None
+    positive_outcomes: Sequence[str] = DEFAULT_POSITIVE_OUTCOMES
+    negative_outcomes: Sequence[str] = DEFAULT_NEGATIVE_OUTCOMES
     protocol: Optional[str] = None
     bootstrap: Optional[int] = None
     ranks: str = "exact"

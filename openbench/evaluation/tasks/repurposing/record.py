@@ -5,7 +5,7 @@ frequent flyers and the best pairs, the protocol and the timing."""
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -13,11 +13,12 @@ import torch
 from openbench import __version__
 from openbench.errors import UsageError, option
 from openbench.evaluation.counting.matrix import count_matrix
-from openbench.evaluation.tasks.repurposing.ground_truth import read_ground_truth
+from openbench.evaluation.tasks.repurposing.ground_truth import PART_VIEWS, GroundTruth, read_ground_truth
 from openbench.evaluation.tasks.repurposing.matrix import Matrix, define_matrix
 from openbench.evaluation.tasks.repurposing.metrics import entropy_at
 from openbench.evaluation.tasks.repurposing.options import (DEFAULT_RECALL_AT, FLYERS_AT, NAMED, PROTOCOLS,
                                                                 SPLIT_NAMES, RepurposingOptions)
+from openbench.evaluation.tasks.repurposing.split_negatives import split_negatives
 from openbench.evaluation.tasks.repurposing.views import Special, classification_block, confidence, view
 from openbench.record import SCHEMA_VERSION
 
@@ -46,14 +47,16 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
     hits_at = sorted({int(k) for k in options.hits_at})
     known = np.union1d(matrix.pairs["train"], matrix.pairs["valid"])
     test = np.setdiff1d(matrix.pairs["test"], known)
-    negatives_all = np.unique(np.concatenate([matrix.negatives[split] for split in SPLIT_NAMES]))
+    stated, stated_by_source = split_negatives(dataset, matrix, options.relations)
+    negatives_all = np.unique(np.concatenate([matrix.negatives[split] for split in SPLIT_NAMES] + [stated]))
     positives_all = np.union1d(known, test)
     negatives = np.setdiff1d(negatives_all, positives_all)
-    truth = read_ground_truth(options.ground_truth, dataset, matrix) if options.ground_truth else None
+    truth = _ground_truth(dataset, matrix, options)
     truth_positives = truth.positives if truth else np.zeros(0, np.int64)
-    truth_negatives = np.setdiff1d(truth.negatives, np.union1d(positives_all, truth_positives)) if truth else \
-        np.zeros(0, np.int64)
-    thresholds = np.unique(np.concatenate([test, negatives, truth_positives, truth_negatives]))
+    truth_parts = {name: (part.positives, np.setdiff1d(part.negatives, np.union1d(positives_all, truth_positives)))
+                   for name, part in (truth.parts.items() if truth else ())}
+    thresholds = np.unique(np.concatenate([test, negatives, truth_positives]
+                                          + [part_negatives for _, part_negatives in truth_parts.values()]))
     special = Special(np.unique(np.concatenate([known, thresholds])))
     is_threshold = np.isin(special.codes, thresholds)
     rows, cols = matrix.rows_cols(special.codes)
@@ -75,13 +78,19 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
                           hits_at, "test")}
     if truth is not None:
         excluded = np.union1d(positives_all, truth_positives)
-        views["ground_truth"] = view(dataset, scorer, options, matrix, special, truth_positives, truth_negatives,
-                                     excluded, recall_at, hits_at, "ground truth")
-        views["ground_truth"].block["file"] = {
+        file_block = {
             "path": truth.path, "sha256": truth.sha256, "rows": truth.rows,
             "unknown_rows": len(truth.unknown), "unknown": truth.unknown[:NAMED],
             "positive_pairs_in_training": len(truth.leaked), "in_training": truth.leaked[:NAMED],
-            "negatives_that_are_known_positives": truth.conflicting}
+            "negatives_that_are_known_positives": truth.conflicting, "labels": truth.labels,
+            **({"dates": {**truth.dates, "rows_by_part": {PART_VIEWS[name]: part.rows
+                                                          for name, part in truth.parts.items()}}}
+               if truth.dates is not None else {})}
+        for name, (part_positives, part_negatives) in truth_parts.items():
+            shown = PART_VIEWS[name]
+            views[shown] = view(dataset, scorer, options, matrix, special, part_positives, part_negatives, excluded,
+                                recall_at, hits_at, shown.replace("_", " "))
+            views[shown].block["file"] = file_block
     classification = classification_block(matrix, special, known, test, negatives)
     if classification is not None:
         views["test"].block["classification"] = classification
@@ -91,6 +100,7 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
     description.update({"known_positive_pairs": int(known.size), "test_pairs": int(test.size),
                         "test_pairs_known_from_training": int(np.intersect1d(matrix.pairs["test"], known).size),
                         "known_negative_pairs": int(negatives.size),
+                        **({"known_negative_rows_from_split_files": stated_by_source} if stated_by_source else {}),
                         "negative_pairs_also_positive": int(np.intersect1d(negatives_all, positives_all).size),
                         "triples_outside_matrix": {split: int(matrix.outside[split].shape[0])
                                                    for split in SPLIT_NAMES},
@@ -121,6 +131,27 @@ def repurposing_record(dataset, scorer, options: RepurposingOptions, setup_descr
     return {"written_by": "openbench", "schema_version": SCHEMA_VERSION, "task": "repurposing", "repurposing": result,
             "protocol": protocol, "dataset": setup_description, "model": scorer.description(),
             "seed": options.seed, "device": device, "version": __version__, "timing": timing, "warnings": warnings}
+
+
+def _ground_truth(dataset, matrix: Matrix, options: RepurposingOptions) -> Optional[GroundTruth]:
+    """The ground-truth file read against the cut-off: ``--cutoff`` where given, else the one a
+    split by dates states (:attr:`~openbench.datasets.loader.Dataset.time_cut`), else none."""
+    if not options.ground_truth:
+        if options.cutoff is not None:
+            raise UsageError(f"{option('cutoff')} dates a ground-truth file's rows against the graph: give "
+                             f"{option('ground_truth')} FILE with a date column")
+        return None
+    from openbench._io.dates import parse_date
+
+    time_cut = getattr(dataset, "time_cut", None) or {}
+    if options.cutoff is not None:
+        cutoff, cutoff_from = parse_date(options.cutoff, option("cutoff")), "given"
+    elif time_cut.get("cutoff"):
+        cutoff, cutoff_from = parse_date(time_cut["cutoff"], "split_info.json's cutoff"), "split_info.json"
+    else:
+        cutoff, cutoff_from = None, None
+    return read_ground_truth(options.ground_truth, dataset, matrix, cutoff=cutoff, cutoff_from=cutoff_from,
+                             positive_outcomes=options.positive_outcomes, negative_outcomes=options.negative_outcomes)
 
 
 def _progress_bar(enabled: bool, total: int):
