@@ -308,3 +308,36 @@ def test_bad_outcome_and_cutoff_options_are_refused(dated, tmp_path, extra, mess
                     "--relation", "treats", "--drugs", root / "drugs.txt", "--diseases", root / "diseases.txt",
                     *[part.format(gt=path) for part in extra], "--no-progress"])
     assert done.exit_code != 0 and message in done.output, done.output
+
+
+@pytest.mark.parametrize("change, message, line", [
+    (lambda lines: [lines[0], lines[1], lines[1]] + lines[2:], "is dated twice", 3),
+    (lambda lines: [lines[0], lines[1].rsplit("\t", 1)[0] + "\t2021-02-30"] + lines[2:], "expected YYYY-MM-DD", 2),
+    (lambda lines: ["id1\trelation\tid2\tdate"] + lines[1:], "expected head, relation, tail, date", 1),
+])
+def test_a_damaged_dates_file_is_one_line_naming_its_line(dated, tmp_path, change, message, line):
+    import shutil
+
+    root, _ = dated
+    shutil.copytree(root / "split", tmp_path / "split")
+    dates = tmp_path / "split" / "test_dates.tsv"
+    dates.write_text("\n".join(change(dates.read_text().splitlines())) + "\n")
+    done = _invoke(["evaluate", "--dataset", tmp_path / "split", "--model", "popularity", "--by-period", "year",
+                    "--no-progress"])
+    assert done.exit_code != 0
+    text = done.output.strip()
+    assert len(text.splitlines()) == 1 and "test_dates.tsv" in text and message in text and f"line {line}" in text, text
+
+
+def test_a_damaged_cutoff_in_split_info_is_named(dated, tmp_path):
+    import shutil
+
+    root, _ = dated
+    shutil.copytree(root / "split", tmp_path / "split")
+    info_path = tmp_path / "split" / "split_info.json"
+    info = json.loads(info_path.read_text())
+    info["dated"]["cutoff"] = "mid-2020"
+    info_path.write_text(json.dumps(info))
+    done = _invoke(["evaluate", "--dataset", tmp_path / "split", "--model", "popularity", "--no-progress"])
+    assert done.exit_code != 0
+    assert "split_info.json" in done.output and "dated.cutoff" in done.output, done.output

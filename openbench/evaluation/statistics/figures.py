@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import html
 import io
-import json
 import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -32,7 +31,7 @@ import polars as pl
 from openbench.errors import InputError, UsageError
 from openbench.task_registry import get_task, task_names, task_of
 from openbench.evaluation.statistics.describe import (AMRI_READING, ranking_readings, record_protocol_line)
-from openbench.evaluation.statistics.pages import figure_html, report_html
+from openbench.evaluation.statistics.pages import figure_html, report_html, write_report
 
 __all__ = ["FIGURES", "build_report", "relation_intervals", "paired_relation_intervals", "rank_ecdf"]
 
@@ -366,7 +365,6 @@ def ranking_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], outpu
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from openbench._io import replace_folder
 
     data, comparison = _figures(models, seed, resamples)
     pngs: Dict[str, bytes] = {}
@@ -386,15 +384,9 @@ def ranking_report(models: Dict[str, Tuple[dict, Optional[pl.DataFrame]]], outpu
     summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": comparison,
                "not_drawn": not_drawn(models, pngs)}
 
-    def fill(staging: Path) -> None:
-        (staging / "index.html").write_text(page, encoding="utf-8")
-        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        for key, png in pngs.items():
-            (staging / f"{key}.png").write_bytes(png)
-
-    replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
+    written = write_report(output, page, summary, pngs, inputs)
     logger.info("wrote the report of %d record(s) to %s", len(models), output)
-    return Path(output) / "index.html"
+    return written
 
 
 _CAPTIONS = {

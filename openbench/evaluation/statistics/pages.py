@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Dict, List, Sequence
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
 
-__all__ = ["figure_html", "report_html"]
+__all__ = ["figure_html", "report_html", "write_report"]
 
 
 def figure_html(pngs: Dict[str, bytes], order: Sequence[str], captions: Dict[str, str]) -> List[str]:
@@ -40,3 +42,18 @@ figcaption, p.note {{ color: #333; }}
 <p class="generated">openbench {escape(__version__)}</p>
 </body></html>
 """
+
+
+def write_report(output, page: str, summary: Dict[str, Any], pngs: Dict[str, bytes], inputs: Sequence) -> Path:
+    """The report folder ``output``: ``index.html``, ``figures.json`` (``summary``) and one PNG per
+    figure, replaced atomically, only over a folder openbench wrote; returns the page."""
+    from openbench._io import replace_folder
+
+    def fill(staging: Path) -> None:
+        (staging / "index.html").write_text(page, encoding="utf-8")
+        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        for key, png in pngs.items():
+            (staging / f"{key}.png").write_bytes(png)
+
+    replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
+    return Path(output) / "index.html"

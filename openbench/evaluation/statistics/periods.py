@@ -62,7 +62,7 @@ def read_test_dates(path) -> pl.DataFrame:
     if len(bad):
         row = int(bad[0])
         raise InputError(f"date {frame['date'][row]!r}; expected YYYY-MM-DD", path, row + 2)
-    repeated = frame.select(pl.struct(_KEY).is_duplicated()).to_series().arg_true()
+    repeated = frame.select(~pl.struct(_KEY).is_first_distinct()).to_series().arg_true()  # the repeat, not the first
     if len(repeated):
         row = int(repeated[0])
         raise InputError("the edge " + " ".join(str(frame[name][row]) for name in _KEY) + " is dated twice; expected "

@@ -12,7 +12,6 @@ evaluations looks for, one page (:func:`repurposing_page`; :mod:`.figures` build
 from __future__ import annotations
 
 import html
-import json
 import logging
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -151,7 +150,8 @@ def repurposing_report(models: Dict[str, Tuple[dict, Optional[Any]]], output: Pa
     """The report folder of repurposing records (:mod:`.repurposing_figures`)."""
     import matplotlib
 
-    from openbench._io import replace_folder
+    from openbench.evaluation.statistics.pages import write_report
+
     records = {name: record for name, (record, _) in models.items()}
     data = repurposing_figures(records)
     with matplotlib.rc_context({"font.size": 12}):
@@ -159,12 +159,6 @@ def repurposing_report(models: Dict[str, Tuple[dict, Optional[Any]]], output: Pa
     page = repurposing_page(records, pngs)
     summary = {"seed": seed, "resamples": resamples, "figures": data, "comparison": {}}
 
-    def fill(staging: Path) -> None:
-        (staging / "index.html").write_text(page, encoding="utf-8")
-        (staging / "figures.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        for key, png in pngs.items():
-            (staging / f"{key}.png").write_bytes(png)
-
-    replace_folder(Path(output), fill, inputs=list(inputs), kind="report")
+    written = write_report(output, page, summary, pngs, inputs)
     logger.info("wrote the repurposing report of %d record(s) to %s", len(models), output)
-    return Path(output) / "index.html"
+    return written

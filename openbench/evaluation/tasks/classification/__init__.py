@@ -1,22 +1,7 @@
-"""Triple classification on a split's positives and negatives: AUROC, AUPRC and thresholds.
-
-OpenBioLink's splits carry negatives beside the positives of validation and test: the value-0 rows
-of ``val_sample.csv``/``test_sample.csv`` and ``negative_val_sample.csv``/``negative_test_sample.csv``
-(true negatives from the sources, and corruptions marked ``GENERATED`` in the source column). This
-module scores them with any model that scores given triples and reports, per split:
-
-* threshold-free: AUROC as the Mann–Whitney statistic (a tied positive–negative pair counts ½) and
-  AUPRC as average precision, scikit-learn's definition (tied scores form one threshold:
-  ``AP = Σ_n (R_n - R_{n-1}) P_n`` over the distinct scores, highest first);
-* with thresholds: one per relation chosen on validation (a triple is predicted true when its score
-  is at least the threshold; the threshold maximises accuracy, or F1, over the relation's distinct
-  validation scores and +inf, the highest on ties), applied to both splits: accuracy, precision,
-  recall, F1 (null where undefined). A relation without both positives and negatives in
-  validation uses the global threshold chosen over all validation triples (recorded as such);
-* the same threshold-free metrics per negative kind: true negatives and generated corruptions,
-  each against all positives.
-
-All metrics are sorts and cumulative sums over numpy arrays: no Python loop over triples.
+"""The triple classification task: a split's validation and test positives against its negatives
+(true negatives, GENERATED corruptions, a time split's REMOVED edges), AUROC, AUPRC and thresholds
+chosen per relation on validation. Its definitions, and what each number means, are in
+:mod:`.metrics`; its options are :class:`Classification`.
 """
 from __future__ import annotations
 

@@ -14,7 +14,8 @@ module scores them with any model that scores given triples and reports, per spl
   recall, F1 (null where undefined). A relation without both positives and negatives in
   validation uses the global threshold chosen over all validation triples (recorded as such);
 * the same threshold-free metrics per negative kind: true negatives and generated corruptions,
-  each against all positives.
+  each against all positives, and the retracted edges of a time split (source ``REMOVED``,
+  ``openbench split time --removed-as-negatives``) where the split has them.
 
 All metrics are sorts and cumulative sums over numpy arrays: no Python loop over triples.
 """
