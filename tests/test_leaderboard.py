@@ -445,7 +445,13 @@ def test_html_export_renders_the_store_in_a_browser(tmp_path, records, classific
     assert sorted(reader.headings["h3"]) == sorted(["ranking", "classification", "ranking; scope: relations REL_A",
                                                     "ranking (published)"])
     assert "† published result" in dom and "* protocol differs" in dom
-    assert dom.count('class="bar-mrr"') == len(every)
+    # each table's bars are its task's page metrics: MRR and hits@10 for ranking, AUROC and AUPRC for
+    # classification, one bar of each per row
+    ranked = len(expected["ranking"]) + len(expected["scoped"])
+    assert dom.count('class="bar-mrr"') == dom.count('class="bar-hits10"') == ranked
+    assert dom.count('class="bar-auroc"') == dom.count('class="bar-auprc"') == len(expected["classification"])
+    auroc = expected["classification"][0]["metrics"]["auroc"]["mean"]
+    assert f">{auroc:.3f}</text>" in dom  # the classification bar is labelled with its value
     # each table says what it holds, in the words the CLI uses; the page says when and by what it was made
     from openbench import __version__
 
