@@ -35,18 +35,21 @@ from openbench.demo import planted_graph, write_samples  # noqa: E402
 
 
 PACKAGES = ("openbench", "graphgen", "splits")  # the project's own code: anything else is a library
+# the project's pure arithmetic (γ_n, unit roundoff, outward rounding): called as numpy is, holding no
+# stage of the query's way down, so traced as a library
+ARITHMETIC = ("openbench.evaluation.counting.rounding",)
 
 
 def module_of(code) -> str | None:
     """The project module a code object belongs to (None outside the project's packages: a
     virtual environment inside the checkout, beside it under a name sharing its prefix, or
-    anywhere else holds libraries, never the project)."""
+    anywhere else holds libraries, never the project; and None for :data:`ARITHMETIC`)."""
     path = Path(code.co_filename)
     for package in PACKAGES:
         folder = ROOT / package
         if path.is_relative_to(folder):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            return ".".join(parts)
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            return None if name in ARITHMETIC else name
     return None
 
 

@@ -375,7 +375,7 @@ def fused_matrix_pass_available() -> bool:
     """Whether the repurposing matrix's fused pass runs here (the C helper, AVX-512 chosen)."""
     from openbench.evaluation.counting import matrix
 
-    library = matrix._library()
+    library = matrix.passes._library()
     return library is not None and hasattr(library, "openbench_matrix_fused_f32") and \
         bool(library.openbench_matrix_fused_available())
 
@@ -413,7 +413,7 @@ def counted_in_parts(monkeypatch, function: str, keys_of_call, limit: int, *coun
     held to ``limit`` keys a call (COUNTER_LIMIT), each call's keys read by ``keys_of_call(args)``."""
     from openbench.evaluation.counting import matrix
 
-    library = matrix._library()
+    library = matrix.passes._library()
     sizes = []
     real = getattr(library, function)
 
@@ -422,7 +422,7 @@ def counted_in_parts(monkeypatch, function: str, keys_of_call, limit: int, *coun
         return real(*arguments)
 
     monkeypatch.setattr(library, function, spy)
-    monkeypatch.setattr(matrix, "COUNTER_LIMIT", limit)
+    monkeypatch.setattr(matrix.core, "COUNTER_LIMIT", limit)
     return matrix.count_matrix(*count_args, **count_options), sizes
 
 

@@ -206,3 +206,23 @@ def test_one_door_into_the_engine():
     reaching = sorted(f"{user} -> {target}" for user in users for target in graph[user]
                       if target.startswith(inner) and target not in shared)
     assert not reaching, reaching
+
+
+def test_the_matrix_pass_is_in_rooms_and_its_numerics_are_defined_once():
+    """Issue 76: the repurposing matrix pass is a package of modules of at most ~600 lines, none of
+    whose functions is over ~80 lines; the rounding facts it shares with exact ranks (the bound
+    widening, outward rounding, unit roundoff, the grid criterion) are written once, in
+    ``counting/rounding.py``."""
+    rooms = sorted((PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "matrix").glob("*.py"))
+    assert len(rooms) >= 8
+    long_modules = [path.name for path in rooms if len(path.read_text(encoding="utf-8").splitlines()) > 600]
+    long_functions = [f"{path.name}:{node.name}" for path in rooms
+                      for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.end_lineno - node.lineno + 1 > 80]
+    assert not long_modules and not long_functions, (long_modules, long_functions)
+    counting = PROJECT_ROOT / "openbench" / "evaluation" / "counting"
+    for fact in ("2.0 ** -30", "def round_outwards", "def unit_roundoff", "significand - 3", "SUBNORMAL_SPACING = "):
+        holders = sorted(str(path.relative_to(counting)) for path in counting.rglob("*.py")
+                         if fact in path.read_text(encoding="utf-8"))
+        assert holders == ["rounding.py"], (fact, holders)

@@ -202,14 +202,14 @@ def test_the_matrix_pass_places_every_key_alike_under_every_scan():
     from openbench.errors import ScoreError
     from openbench.evaluation.counting import matrix
 
-    library = matrix._library()
+    library = matrix.passes._library()
     if library is None:
         pytest.skip("no compiled helper here")
     rng = np.random.default_rng(3)
     centres = np.sort(rng.normal(size=40))
-    windows = matrix._Windows(torch.from_numpy((centres - 1e-3).astype(np.float32)),
+    windows = matrix.windows._Windows(torch.from_numpy((centres - 1e-3).astype(np.float32)),
                               torch.from_numpy((centres + 1e-3).astype(np.float32)), False)
-    count_pass = matrix._BlockPass(windows, True, library)
+    count_pass = matrix.passes._BlockPass(windows, True, library)
     grid = count_pass.grid
     keys = rng.normal(size=(7, 301)).astype(np.float32)
     edges = np.float32(grid.base) + np.arange(-3, 40, dtype=np.float32) / np.float32(grid.scale)

@@ -47,9 +47,9 @@ def _emulated_key(query, column, chunk, l2_terms=None) -> np.float32:
 
 
 def _fused_of(scorer, spec):
-    blocks = matrix._EmbeddingBlocks(scorer, spec)
-    windows = matrix._Windows(torch.zeros(1), torch.zeros(1), True)
-    return blocks, matrix._FusedPass(matrix._BlockPass(windows, False, matrix._library()), blocks)
+    blocks = matrix.blocks._EmbeddingBlocks(scorer, spec)
+    windows = matrix.windows._Windows(torch.zeros(1), torch.zeros(1), True)
+    return blocks, matrix.fused._FusedPass(matrix.passes._BlockPass(windows, False, matrix.passes._library()), blocks)
 
 
 def _tables(drugs, diseases, dim, seed, spread=0.0, relation_scale=1.0):
@@ -122,7 +122,7 @@ def test_the_fused_bound_covers_every_key_and_is_narrower_than_a_gemm_s(name, sp
     spec = MatrixSpec(torch.arange(drugs), torch.arange(drugs, drugs + diseases), 0, True)
     blocks, fused = _fused_of(scorer, spec)
     grid_bits = ExactRanks(scorer).grid_bits
-    inputs = matrix._fused_inputs(blocks, grid_bits)
+    inputs = matrix.fused._fused_inputs(blocks, grid_bits)
     bound, gemm = inputs.delta, blocks.fast_bound(grid_bits)
     assert 0 < bound < gemm / 2 and inputs.centred == (name == "TransE-L2")
     terms, norms = inputs.terms, blocks.column_norms()
@@ -238,8 +238,8 @@ def test_the_matrix_s_columns_are_the_stored_rows_whatever_their_ids():
     for ids in ([4, 5, 6, 7], [4, 6, 7, 8], [7, 6, 5, 4], [4, 4, 5, 6], [9], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                                                              12, 13, 14, 15, 16, 17, 18, 19]):
         index = torch.tensor(ids)
-        assert torch.equal(matrix._stored_rows(table, index), table[index]), ids
-    assert matrix._stored_rows(table, torch.tensor([4, 5, 6])).data_ptr() == table[4].data_ptr()  # no copy
+        assert torch.equal(matrix.core._stored_rows(table, index), table[index]), ids
+    assert matrix.core._stored_rows(table, torch.tensor([4, 5, 6])).data_ptr() == table[4].data_ptr()  # no copy
 
 
 def test_the_bound_polynomials_are_their_stated_sums():

@@ -1,4 +1,4 @@
-"""The repurposing matrix pass's grid (matrix._built_grid): a key is counted among the windows
+"""The repurposing matrix pass's grid (matrix.windows._built_grid): a key is counted among the windows
 where it lies, whatever cell the pass's float arithmetic puts it in."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 from openbench.evaluation.counting import matrix
 from openbench.evaluation.counting.kernels import chunk_scan
 
-needs_library = pytest.mark.skipif(matrix._library() is None, reason="the matrix pass needs the C helper")
+needs_library = pytest.mark.skipif(matrix.passes._library() is None, reason="the matrix pass needs the C helper")
 
 
 def _steps_around(values: np.ndarray, steps: int) -> np.ndarray:
@@ -37,7 +37,7 @@ def _assert_counted_as_defined(windows, keys: np.ndarray) -> None:
     (windows whose low is at most it) as the definition does, and records the keys inside a window
     (a < b) by position with their a and b."""
     lows, highs = windows.lows.numpy(), windows.highs.numpy()
-    beyond, reached, recorded, _ = matrix._BlockPass(windows, True, matrix._library())(torch.from_numpy(keys), None)
+    beyond, reached, recorded, _ = matrix.passes._BlockPass(windows, True, matrix.passes._library())(torch.from_numpy(keys), None)
     flat = keys.reshape(-1)
     a, b = np.searchsorted(highs, flat, side="left"), np.searchsorted(lows, flat, side="right")
     assert np.array_equal(beyond, np.bincount(a, minlength=lows.size + 1))
@@ -63,8 +63,8 @@ def test_keys_beside_every_cell_edge_are_counted_where_they_lie(scan, dtype):
     try:
         lows, highs, base, scale = _edge_windows(dtype, matrix.MAX_GRID_CELLS, 13)
         assert (np.diff(lows) >= 0).all() and (np.diff(highs) >= 0).all() and (lows <= highs).all()
-        windows = matrix._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
-        grid = matrix._grid(windows, True)
+        windows = matrix.windows._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
+        grid = matrix.windows._grid(windows, True)
         assert grid.cells == matrix.MAX_GRID_CELLS and grid.base == base and grid.scale == scale
         keys = _steps_around(np.unique(np.concatenate([lows, highs])), 24)
         keys = keys[: keys.size - keys.size % 64].reshape(-1, 64)
@@ -82,7 +82,7 @@ def test_windows_too_close_for_a_float32_grid_are_still_counted_where_they_lie()
     lows = np.array([1e-36, 1e-36 + 2e-41, 1e-36 + 5e-41], dtype=np.float32)
     highs = np.array([1e-36 + 1e-41, 1e-36 + 4e-41, 1e-36 + 1e-40], dtype=np.float32)
     assert (np.diff(lows) > 0).all() and (np.diff(highs) > 0).all() and (lows <= highs).all()
-    windows = matrix._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
-    assert np.isfinite(np.float32(matrix._grid(windows, True).scale))
+    windows = matrix.windows._Windows(torch.from_numpy(lows), torch.from_numpy(highs), False)
+    assert np.isfinite(np.float32(matrix.windows._grid(windows, True).scale))
     keys = np.concatenate([_steps_around(np.unique(np.concatenate([lows, highs])), 6), [0.0, 1.0, -1.0]])
     _assert_counted_as_defined(windows, keys.astype(np.float32)[None, :])

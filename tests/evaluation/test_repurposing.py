@@ -288,7 +288,7 @@ def test_a_matrix_wider_than_a_span_counted_in_parts_equals_the_definition(name,
     monkeypatch.setenv(matrix.PASS_VARIABLE, "plain")
     scorer, spec, keys, rows, cols = _wide_matrix(name)
     diseases, drugs = spec.shape[1], spec.shape[0]
-    if matrix._library() is None:
+    if matrix.passes._library() is None:
         pytest.skip("no compiled helper here")
     counted, sizes = counted_in_parts(monkeypatch, "openbench_matrix_count_f32", lambda a: a[2] * a[3], 3 * diseases,
                                       scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
@@ -308,8 +308,8 @@ def test_the_device_pass_counts_what_the_definition_counts(name, monkeypatch):
     monkeypatch.setenv(matrix.BLOCK_VARIABLE, "1000")  # several blocks
     scorer, spec, keys, rows, cols = _wide_matrix(name)
     calls = []
-    real = matrix._TorchPass.__call__
-    monkeypatch.setattr(matrix._TorchPass, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    real = matrix.passes._TorchPass.__call__
+    monkeypatch.setattr(matrix.passes._TorchPass, "__call__", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     counted = count_matrix(scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert len(calls) >= 3 and counted.stats["pass"] == "torch on cpu"  # the blocks went through the device pass
     assert_matrix_counts_are_the_definition(counted, keys, rows, cols)
@@ -324,7 +324,7 @@ def test_the_device_pass_names_a_nan_key_it_meets():
     from openbench.evaluation.counting import matrix
 
     thresholds = torch.tensor([0.5, 1.5], dtype=torch.float64)
-    device_pass = matrix._TorchPass(matrix._Windows(thresholds, thresholds, True), False, torch.device("cpu"))
+    device_pass = matrix.passes._TorchPass(matrix.windows._Windows(thresholds, thresholds, True), False, torch.device("cpu"))
     keys = torch.zeros((3, 40), dtype=torch.float64)
     keys[2, 17] = float("nan")
     with pytest.raises(ScoreError, match=r"NaN score to pair \(row 2 of a block, column 17\)"):
@@ -342,7 +342,7 @@ def test_the_device_pass_gives_the_c_pass_s_record(planted, monkeypatch):
     entities = rng.normal(size=(planted.num_entities, 6)).astype(np.float32)
     relations = rng.normal(size=(planted.num_relations, 6)).astype(np.float32)
     records, bounds = [], {}
-    monkeypatch.setattr(matrix, "CROWDED", 1.1)  # a float32 pass on this small, crowded matrix: most keys decided exactly
+    monkeypatch.setattr(matrix.decisions, "CROWDED", 1.1)  # a float32 pass on this small, crowded matrix: most keys decided exactly
     passes = {"plain": "C on cpu", "torch": "torch on cpu"}
     if fused_matrix_pass_available():
         passes["fused"] = "fused C on cpu"  # the default where the CPU runs it

@@ -44,6 +44,8 @@ import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
+from openbench.evaluation.counting.rounding import (SUBNORMAL_SPACING, U64, gamma, on_exact_grid,
+                                                    round_outwards, subnormal_spacing, unit_roundoff, widened)
 from openbench.evaluation.counting.tally import Blocks, TallyPlan, count_blocks
 from openbench.models.finite import refuse_nonfinite
 from openbench.models.scorers import ExactQueries
@@ -61,12 +63,6 @@ logger = logging.getLogger(__name__)
 
 RANK_MODES = ("exact", "fast")
 ctypes_double, ctypes_int64, ctypes_address = ctypes.c_double, ctypes.c_int64, ctypes.addressof
-UNIT_ROUNDOFF = {torch.float16: 2.0 ** -11, torch.bfloat16: 2.0 ** -8, torch.float32: 2.0 ** -24,
-                 torch.float64: 2.0 ** -53}
-# the spacing of subnormal numbers: the absolute error one operation may add near underflow
-SUBNORMAL_SPACING = {torch.float16: 2.0 ** -24, torch.bfloat16: 2.0 ** -133, torch.float32: 2.0 ** -149,
-                     torch.float64: 2.0 ** -1074}
-U64 = 2.0 ** -53
 # float64 computes a key exactly when its abs-evaluation, on the values' common grid, stays below
 # 2**50: three bits below float64's 53 leave room for SimplE's ½ and L2's factor 2
 EXACT_GRID_LIMIT = 2.0 ** 50
@@ -109,16 +105,6 @@ def finite_bounds(function: Callable) -> Callable:
         return found
 
     return checked
-
-
-def unit_roundoff(dtype: torch.dtype) -> float:
-    """u of a floating dtype (complex: of its real part)."""
-    return UNIT_ROUNDOFF[torch.empty(0, dtype=dtype).real.dtype]
-
-
-def gamma(n: float, u: float) -> float:
-    """γ_n = n·u / (1 - n·u): bounds the relative error of n roundings (Higham, §3.1)."""
-    return n * u / (1.0 - n * u)
 
 
 def real_rows(rows: torch.Tensor) -> np.ndarray:
@@ -579,7 +565,7 @@ class ExactRanks:
         self.kind = scorer.kind
         dtype = scorer.entities.dtype
         self.unit = unit_roundoff(dtype)
-        self.tiny = SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]
+        self.tiny = subnormal_spacing(dtype)
         self.lower_is_better = lower_is_better
         self._tables = (scorer.entities, scorer.relations)
         self._grid_bits: Optional[int] = None
@@ -812,21 +798,13 @@ class ExactRanks:
         rows = query_norms[0].shape[0]
         if self.grid_bits is None or self.kind not in ("dot", "l2", "l1"):
             return np.zeros(rows, dtype=bool)
-        significand = 53 if dtype == torch.float64 else 24
         if self.kind == "dot":
             size, degree = query_norms[0] * c2, scorer.query_degree + 1
         elif self.kind == "l2":  # ‖q‖² + ‖c‖² - 2 q·c: every partial sum below (‖|q|‖ + C₂)²
             size, degree = (query_norms[0] + c2) ** 2, 2 * scorer.query_degree
         else:
             size, degree = query_norms[1] + c1, scorer.query_degree
-        # a key's terms are multiples of 2^-(degree · f): the fast precision holds them exactly only
-        # down to its own subnormal spacing (float32: 2^-149), below which a product underflows
-        # (a subnormal entry squared rounds to 0, tying what the definition orders)
-        finest = -int(np.log2(SUBNORMAL_SPACING[torch.empty(0, dtype=dtype).real.dtype]))
-        if degree * self.grid_bits >= min(1000, finest + 1):
-            return np.zeros(rows, dtype=bool)
-        with np.errstate(over="ignore"):  # a size beyond float64 is simply not on an exact grid
-            return size * 2.0 ** (degree * self.grid_bits) < 2.0 ** (significand - 3)
+        return np.broadcast_to(on_exact_grid(size, degree, self.grid_bits, dtype), (rows,)).copy()
 
     # -- one batch: the window, the count, the settling -------------------------------------
     def count_batch(self, scorer, side: str, given: ExactQueries, queries: torch.Tensor, true_scores: torch.Tensor,
@@ -1018,7 +996,7 @@ def _window_margin(delta: np.ndarray, true_bound: np.ndarray, true_key: np.ndarr
     """(B,) the half-width of each window around its true key (B,): the fast keys' bound ``delta``
     (B,) widened for its own float64 evaluation, the true key's float64 bound (B,), the
     ``subnormal`` term and the true key's own rounding; a true key that is not finite is refused."""
-    return delta * (1 + 2.0 ** -30) + true_bound + subnormal + 4 * U64 * np.abs(true_key)
+    return widened(delta) + true_bound + subnormal + 4 * U64 * np.abs(true_key)
 
 
 def _tensor(values: np.ndarray) -> torch.Tensor:
@@ -1038,22 +1016,3 @@ def _exact_key(kind: str, query, candidate):
     if kind == "l2":
         return -(difference * difference).sum()
     return -np.abs(difference).sum()
-
-
-def round_outwards(lows: np.ndarray, highs: np.ndarray, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:
-    """float64 ``lows`` rounded down and ``highs`` rounded up to ``dtype``, as torch tensors."""
-    if dtype == torch.float64:
-        return torch.from_numpy(lows), torch.from_numpy(highs)
-    if dtype == torch.float32:
-        with np.errstate(over="ignore"):  # beyond float32's range: ±inf, and the outward step below
-            down, up = lows.astype(np.float32), highs.astype(np.float32)
-        down = np.where(down > lows, np.nextafter(down, np.float32(-np.inf)), down)
-        up = np.where(up < highs, np.nextafter(up, np.float32(np.inf)), up)
-        return torch.from_numpy(down), torch.from_numpy(up)
-    low, high = torch.from_numpy(lows), torch.from_numpy(highs)
-    rounded_down, rounded_up = low.to(dtype), high.to(dtype)
-    rounded_down = torch.where(rounded_down.double() > low,
-                               torch.nextafter(rounded_down, torch.full_like(rounded_down, -np.inf)), rounded_down)
-    rounded_up = torch.where(rounded_up.double() < high,
-                             torch.nextafter(rounded_up, torch.full_like(rounded_up, np.inf)), rounded_up)
-    return rounded_down, rounded_up
