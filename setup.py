@@ -56,7 +56,9 @@ setup(
     # plain C (no Python headers used), loaded with ctypes; optional: without a compiler the
     # torch (counting), polars (row writing), numpy/polars (edge order) and polars (label coding)
     # implementations of the same contracts are used
-    ext_modules=[Extension("openbench.evaluation.counting._counting", sources=["openbench/evaluation/counting/_counting.c"],
+    ext_modules=[Extension("openbench.evaluation.counting._counting",
+                           sources=sorted(str(path) for path in Path("openbench/evaluation/counting/csrc").glob("*.c")),
+                           depends=sorted(str(path) for path in Path("openbench/evaluation/counting/csrc").glob("*.h")),
                            # no fused multiply-adds: exact.py's C and numpy query formulas agree bit for bit
                            extra_compile_args=["-O3", "-ffp-contract=off"], optional=True),
                  Extension("graphgen.writers._rows", sources=["graphgen/writers/_rows.c"],

@@ -38,18 +38,23 @@ PACKAGES = ("openbench", "graphgen", "splits")  # the project's own code: anythi
 # the project's pure arithmetic (γ_n, unit roundoff, outward rounding): called as numpy is, holding no
 # stage of the query's way down, so traced as a library
 ARITHMETIC = ("openbench.evaluation.counting.rounding",)
+# rooms of one stage: exact ranks' keys, bounds and table facts are the exact stage's own helpers,
+# traced as that stage (a call among them is no crossing)
+ROOMS = {f"openbench.evaluation.counting.{room}": "openbench.evaluation.counting.exact"
+         for room in ("exact_keys", "key_bounds", "table_facts")}
 
 
 def module_of(code) -> str | None:
     """The project module a code object belongs to (None outside the project's packages: a
     virtual environment inside the checkout, beside it under a name sharing its prefix, or
-    anywhere else holds libraries, never the project; and None for :data:`ARITHMETIC`)."""
+    anywhere else holds libraries, never the project; and None for :data:`ARITHMETIC`); a room of
+    a stage (:data:`ROOMS`) as its stage."""
     path = Path(code.co_filename)
     for package in PACKAGES:
         folder = ROOT / package
         if path.is_relative_to(folder):
             name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            return None if name in ARITHMETIC else name
+            return None if name in ARITHMETIC else ROOMS.get(name, name)
     return None
 
 

@@ -410,16 +410,17 @@ def near_tie_matrix(name, drugs, diseases=300, dim=6, seed=5):
 
 def counted_in_parts(monkeypatch, function: str, keys_of_call, limit: int, *count_args, **count_options):
     """(count_matrix's result, the keys each call of the C helper ``function`` counted): the pass
-    held to ``limit`` keys a call (COUNTER_LIMIT), each call's keys read by ``keys_of_call(args)``."""
+    held to ``limit`` keys a call (COUNTER_LIMIT), each call's keys read by ``keys_of_call(args)`` from
+    its one argument (a :class:`~openbench.evaluation.counting.matrix.c_pass.MatrixPassArgs`)."""
     from openbench.evaluation.counting import matrix
 
     library = matrix.passes._library()
     sizes = []
     real = getattr(library, function)
 
-    def spy(*arguments):
-        sizes.append(keys_of_call(arguments))
-        return real(*arguments)
+    def spy(arguments):
+        sizes.append(keys_of_call(arguments._obj))  # the struct behind ctypes.byref
+        return real(arguments)
 
     monkeypatch.setattr(library, function, spy)
     monkeypatch.setattr(matrix.core, "COUNTER_LIMIT", limit)

@@ -2,6 +2,7 @@
 (the design notes' "Layers" section, kept beside the project). Imports inside functions count as well: a lazy import is still
 a dependency."""
 import ast
+import re
 import pathlib
 from typing import Dict, List, Set
 
@@ -209,12 +210,13 @@ def test_one_door_into_the_engine():
 
 
 def test_the_matrix_pass_is_in_rooms_and_its_numerics_are_defined_once():
-    """Issue 76: the repurposing matrix pass is a package of modules of at most ~600 lines, none of
+    """Issue 76: the repurposing matrix pass is a package of rooms, and no module of the counting
+    engine (exact ranks' steps, keys, bounds and table facts included) is over ~600 lines, none of
     whose functions is over ~80 lines; the rounding facts it shares with exact ranks (the bound
     widening, outward rounding, unit roundoff, the grid criterion) are written once, in
     ``counting/rounding.py``."""
-    rooms = sorted((PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "matrix").glob("*.py"))
-    assert len(rooms) >= 8
+    assert len(sorted((PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "matrix").glob("*.py"))) >= 8
+    rooms = sorted((PROJECT_ROOT / "openbench" / "evaluation" / "counting").rglob("*.py"))  # the whole engine
     long_modules = [path.name for path in rooms if len(path.read_text(encoding="utf-8").splitlines()) > 600]
     long_functions = [f"{path.name}:{node.name}" for path in rooms
                       for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
@@ -226,3 +228,22 @@ def test_the_matrix_pass_is_in_rooms_and_its_numerics_are_defined_once():
         holders = sorted(str(path.relative_to(counting)) for path in counting.rglob("*.py")
                          if fact in path.read_text(encoding="utf-8"))
         assert holders == ["rounding.py"], (fact, holders)
+
+
+def test_the_c_helpers_are_in_rooms_and_the_matrix_entry_points_take_one_struct():
+    """Issue 76: the C kernels are one file per concern under ``counting/csrc`` (none over ~600
+    lines), and each matrix entry point takes one ``const ob_matrix_pass *``, the struct Python
+    mirrors in ``c_pass.MatrixPassArgs`` (no positional argument lists kept in step by hand)."""
+    csrc = PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "csrc"
+    sources = sorted(path.name for path in csrc.iterdir())
+    assert {"counting.h", "matrix.h", "dispatch.c", "rank_scan.c", "exact_keys.c", "table_summary.c",
+            "matrix_pass.c", "fused_pass.c"} <= set(sources)
+    assert not (PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "_counting.c").exists()
+    long_files = [name for name in sources if len((csrc / name).read_text(encoding="utf-8").splitlines()) > 600]
+    assert not long_files
+    text = "\n".join((csrc / name).read_text(encoding="utf-8") for name in sources)
+    for entry in ("openbench_matrix_fused_f32", "openbench_matrix_fused_keys_f32"):
+        assert re.search(rf"int64_t {entry}\(const ob_matrix_pass \*args\)", text), entry
+    assert re.search(r"int64_t NAME\(const ob_matrix_pass \*args\)", text)  # the plain pass's f32 and f64
+    python = (PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "matrix").glob("*.py")
+    assert not [path.name for path in python if "argtypes = [pointer" in path.read_text(encoding="utf-8")]

@@ -125,7 +125,8 @@ def test_one_pass_over_the_table_gives_its_norms_largest_value_and_grid(scan, dt
     norm_bounds, the largest magnitude and fraction_bits (its float32 grid vectorised where the
     AVX-512 scan is chosen), on tables with subnormals, negative zeros, exact
     binary fractions, an infinity and a NaN (in the second half of the rows, another thread's)."""
-    from openbench.evaluation.counting.exact import fraction_bits, norm_bounds, table_summary
+    from openbench.evaluation.counting.exact_keys import norm_bounds
+    from openbench.evaluation.counting.table_facts import fraction_bits, table_summary
 
     generator = torch.Generator().manual_seed(4)
     rows, width = 3000, 100  # 300,000 values: split over the threads

@@ -11,7 +11,8 @@ import torch
 
 from openbench.evaluation.counting import kernels
 from openbench.datasets.loader import load_dataset
-from openbench.evaluation.counting.exact import fraction_bits, norm_bounds, pair_keys, query_rows, real_rows
+from openbench.evaluation.counting.exact_keys import norm_bounds, pair_keys, query_rows, real_rows
+from openbench.evaluation.counting.table_facts import fraction_bits
 from openbench.models.scorers import DistMult, build_scorer
 from tests.helpers import missing_implementation, random_labelled_graph, write_samples
 from tests.bases import evaluated

@@ -14,7 +14,7 @@ from openbench.datasets.loader import Dataset, load_dataset
 from openbench.evaluation.candidates import RankingSetup
 from openbench.evaluation.evaluate import evaluate
 from openbench.evaluation.producers.full import FullRanking
-from openbench.evaluation.counting.exact import fraction_bits
+from openbench.evaluation.counting.table_facts import fraction_bits
 from openbench.models.scorers import build_scorer
 from tests.bases import COMPLEX_MODELS, near_tie_embeddings as near_tie_embeddings_for, near_tie_scorer
 from tests.bases import exact_score_key, exact_stats, fractions as _fractions, rational_counts as reference_counts

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from openbench.evaluation.counting import matrix
-from openbench.evaluation.counting.exact import ExactRanks, UnboundedKeys
+from openbench.evaluation.counting.exact import ExactRanks
+from openbench.evaluation.counting.key_bounds import UnboundedKeys
 from openbench.evaluation.counting.matrix import MatrixSpec, count_matrix, fused_chain, fused_chunk
 from openbench.models.scorers import build_scorer
 from tests.bases import (assert_matrix_counts_are_the_definition, counted_in_parts, exact_embedding_key,
@@ -154,7 +155,7 @@ def test_the_fused_pass_counts_what_the_definition_counts_in_parts(name, monkeyp
     monkeypatch.delenv(matrix.PASS_VARIABLE, raising=False)
     monkeypatch.setenv(matrix.BLOCK_VARIABLE, str(5 * 300))
     scorer, spec, keys, rows, cols = _wide(name)
-    counted, sizes = counted_in_parts(monkeypatch, "openbench_matrix_fused_f32", lambda a: a[1] * a[4], 3 * 300,
+    counted, sizes = counted_in_parts(monkeypatch, "openbench_matrix_fused_f32", lambda a: a.rows * a.width, 3 * 300,
                                       scorer, spec, rows, cols, np.ones(rows.size, bool), top_k=5)
     assert counted.stats["pass"] == "fused C on cpu"
     assert sizes and max(sizes) <= 3 * 300 and sum(sizes) >= 29 * 300  # rows * width a call
@@ -247,7 +248,8 @@ def test_the_bound_polynomials_are_their_stated_sums():
     its docstring states, written out here term by term (for the centred L2 form: the chunked dot
     product, ŝ's double rounding, the float64 query's error, T's and R's roundings, the two
     additions'); and fast_key_bound's dot polynomial is γ(n_q + chain)·‖|q|‖·C₂."""
-    from openbench.evaluation.counting.exact import U64, centred_l2_bound_terms, fast_key_bound_terms, gamma
+    from openbench.evaluation.counting.key_bounds import centred_l2_bound_terms, fast_key_bound_terms
+    from openbench.evaluation.counting.rounding import U64, gamma
 
     u, width, chain = 2.0 ** -24, 200, 28
     g, g2, eta = gamma(chain, u), gamma(2, u), gamma(width + 2, U64)

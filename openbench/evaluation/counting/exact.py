@@ -29,23 +29,31 @@ sums of moduli) or the negated squared distance (TransE-L2, RotatE), which order
 the distance does; the fast pass computes that key too (``score_chunk(..., keys=True)``), which
 spares it the square root and its clamp and sign passes over every block. Subnormal results are
 covered by an absolute term per operation.
+
+The rooms: this module holds the steps (:class:`ExactRanks`); the keys in float64 and in exact
+arithmetic are in :mod:`~openbench.evaluation.counting.exact_keys`, their rounding bounds in
+:mod:`~openbench.evaluation.counting.key_bounds`, what is read of a candidate table once in
+:mod:`~openbench.evaluation.counting.table_facts`, and the floating-point facts they all rest on in
+:mod:`~openbench.evaluation.counting.rounding`.
 """
 from __future__ import annotations
 
-import ctypes
 import decimal
-import functools
 import logging
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, Dict, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import torch
 
 from openbench.errors import ScoreError
-from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
-from openbench.evaluation.counting.rounding import (SUBNORMAL_SPACING, U64, gamma, on_exact_grid,
-                                                    round_outwards, subnormal_spacing, unit_roundoff, widened)
+from openbench.evaluation.counting.exact_keys import (DECIMAL_EXACT, QueryRows, decimals, exact_key, norm_bounds,
+                                                      pair_keys, query_rows, real_rows)
+from openbench.evaluation.counting.key_bounds import (UnboundedKeys, fast_key_bound, float64_key_bound,
+                                                      window_margin)
+from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
+from openbench.evaluation.counting.rounding import on_exact_grid, round_outwards, subnormal_spacing, unit_roundoff
+from openbench.evaluation.counting.table_facts import TableSummary, fraction_bits, table_summary
 from openbench.evaluation.counting.tally import Blocks, TallyPlan, count_blocks
 from openbench.models.finite import refuse_nonfinite
 from openbench.models.scorers import ExactQueries
@@ -53,443 +61,13 @@ from openbench.models.scorers import ExactQueries
 if TYPE_CHECKING:
     from openbench.evaluation.candidates import SideCandidates
 
-__all__ = ["RANK_MODES", "ExactStats", "ExactRanks", "PairKeys", "QueryRows", "unit_roundoff", "gamma",
-           "fast_key_bound", "fast_key_bound_terms", "centred_l2_bound_terms", "float64_key_bound", "exact_key",
-           "round_outwards",
-           "real_rows", "fraction_bits", "norm_bounds", "pair_keys", "query_rows", "TableSummary", "table_summary",
-           "UnboundedKeys", "finite_bounds"]
+__all__ = ["RANK_MODES", "ExactStats", "ExactRanks"]
 
 logger = logging.getLogger(__name__)
 
 RANK_MODES = ("exact", "fast")
-ctypes_double, ctypes_int64, ctypes_address = ctypes.c_double, ctypes.c_int64, ctypes.addressof
-# float64 computes a key exactly when its abs-evaluation, on the values' common grid, stays below
-# 2**50: three bits below float64's 53 leave room for SimplE's ½ and L2's factor 2
-EXACT_GRID_LIMIT = 2.0 ** 50
 PAIR_CHUNK_ELEMENTS = 1 << 22  # (pairs × width) float64 elements per re-scoring chunk
-NORM_CHUNK_ELEMENTS = 1 << 22  # candidate-table values converted to float64 at a time
-DECIMAL_EXACT = decimal.Context(prec=100_000, traps=[decimal.Inexact, decimal.Overflow, decimal.InvalidOperation])
 MODULI_DIGITS = 100
-
-
-class UnboundedKeys(ScoreError):
-    """A rounding bound (or the key it bounds) that is not finite: no window built from it may
-    decide anything, so the evaluation stops. ``row``: the first such key's row in the bound's
-    arrays (None: the bound's arithmetic itself overflowed)."""
-
-    def __init__(self, what: str, row: Optional[int]):
-        self.what, self.row = what, row
-        at = "" if row is None else f" (row {row})"
-        super().__init__(f"exact ranks: {what}{at} is not finite, so no window built from it can decide any "
-                         "comparison; the stored values reach the end of float64's range, or a query overflowed "
-                         "the embeddings' precision: rescale the embeddings (or give them as float64)")
-
-
-def finite_bounds(function: Callable) -> Callable:
-    """Decorates a bound function: its arithmetic runs under ``np.errstate`` that raises (no NumPy
-    warning reaches a terminal), and every array it returns must be finite; either failure is
-    :class:`UnboundedKeys` (one line), never a NaN or infinite window."""
-
-    @functools.wraps(function)
-    def checked(*args, **kwargs):
-        what = f"the rounding bound of {function.__name__.replace('_', ' ')}"
-        try:
-            with np.errstate(over="raise", invalid="raise", divide="raise"):
-                found = function(*args, **kwargs)
-        except FloatingPointError:
-            raise UnboundedKeys(what, None) from None
-        for values in (found if isinstance(found, tuple) else (found,)):
-            bad = ~np.isfinite(np.asarray(values, dtype=np.float64))
-            if bad.any():
-                raise UnboundedKeys(what, int(np.flatnonzero(bad.reshape(-1))[0]))
-        return found
-
-    return checked
-
-
-def real_rows(rows: torch.Tensor) -> np.ndarray:
-    """Stored rows as a float64 numpy array (exact); complex rows as [Re | Im] halves on the last axis."""
-    rows = rows.detach().cpu()
-    if rows.is_complex():
-        rows = torch.cat([rows.real, rows.imag], dim=-1)
-    return rows.to(torch.float64).numpy()
-
-
-KEY_KINDS = {"dot": 0, "l2": 1, "l1": 2}  # the C kernel's codes; "moduli" keys are computed by torch
-
-
-class PairKeys(NamedTuple):
-    """:func:`pair_keys` of P pairs: float64 ``keys`` (P,) (higher ranks first), upper bounds
-    ``norm2``/``norm1`` (P,) on the exact norms of the candidate vectors, and ``identical`` (P,)
-    bool (the candidate vector equals the true answer's; None when no truths were given)."""
-
-    keys: torch.Tensor
-    norm2: torch.Tensor
-    norm1: torch.Tensor
-    identical: Optional[torch.Tensor]
-
-
-def _widened(two: torch.Tensor, one: torch.Tensor, width: int) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Norms summed in float64 over ``width`` values (the C helpers', or torch's), widened by that
-    sum's rounding: upper bounds on the exact norms."""
-    widen = 1 + gamma(width + 2, U64)
-    return two * widen, one * widen
-
-
-def norm_bounds(vectors: torch.Tensor, library=LOOKUP) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(‖v‖₂ (N,), ‖v‖₁ (N,)) float64 upper bounds on the exact norms of the rows of ``vectors``
-    (N, d): float64 sums widened by their rounding, and a subnormal term per square (which may
-    underflow to 0 for float64 values below 2^-537). On the same device as ``vectors``.
-    ``library``: the C helpers as the caller resolved them (default: looked up here)."""
-    width = vectors.shape[1]
-    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
-    if (library is not None and vectors.device.type == "cpu" and vectors.dtype in (torch.float32, torch.float64)
-            and vectors.shape[0] and (width <= 1 or vectors.stride(1) == 1)):
-        two, one = (torch.empty(vectors.shape[0], dtype=torch.float64) for _ in range(2))
-        function = library.openbench_row_norms_f32 if vectors.dtype == torch.float32 else library.openbench_row_norms_f64
-        function(vectors.data_ptr(), vectors.stride(0), width, vectors.shape[0], two.data_ptr(), one.data_ptr())
-        return _widened(two, one, width)
-    values = vectors.to(torch.float64)
-    two = ((values * values).sum(dim=1) + width * SUBNORMAL_SPACING[torch.float64]).sqrt()
-    return _widened(two, values.abs().sum(dim=1), width)
-
-
-def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
-              truths: Optional[torch.Tensor] = None, library=LOOKUP) -> PairKeys:
-    """float64 keys of the pairs (queries[rows[p]], table[cols[p]]), p < P, read in one pass.
-
-    :param kind: ``"dot"`` (q·c), ``"l2"`` (-‖q - c‖²), ``"l1"`` (-‖q - c‖₁) or ``"moduli"``
-        (-Σ|q_k - c_k| over complex coordinates given as [Re | Im] halves).
-    :param queries: (B, d') float64 on the CPU; ``table`` (N, d') candidate vectors of any
-        floating dtype and device (converted to float64 exactly); ``rows``, ``cols`` (P,) int64.
-    :param truths: optional (B, d') (the true answers' candidate vectors): ``identical[p]`` tells
-        whether table[cols[p]] equals truths[rows[p]] value for value.
-
-    The C kernel (``_counting.c``) does it without gathering the rows; the torch path is the
-    same arithmetic up to the order of the additions, which the bounds of :class:`ExactRanks`
-    allow (``OPENBENCH_KERNEL=torch`` forces it); ``library`` as for :func:`norm_bounds`."""
-    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
-    usable = (library is not None and kind in KEY_KINDS and table.device.type == "cpu"
-              and table.dtype in (torch.float32, torch.float64) and table.shape[0] and table.stride(1) == 1
-              and (truths is None or (truths.dtype == table.dtype and truths.device.type == "cpu")))
-    width = queries.shape[1]
-    if not usable:
-        candidates = table[cols.to(table.device)].to(torch.float64).cpu()
-        picked = queries[rows]
-        if kind == "dot":
-            keys = (picked * candidates).sum(dim=1)
-        elif kind == "l2":
-            difference = picked - candidates
-            keys = -(difference * difference).sum(dim=1)
-        elif kind == "l1":
-            keys = -(picked - candidates).abs().sum(dim=1)
-        else:
-            half = width // 2
-            difference = picked - candidates
-            keys = -torch.hypot(difference[:, :half], difference[:, half:]).sum(dim=1)
-        two, one = norm_bounds(candidates, library)
-        identical = None if truths is None else (candidates == truths.cpu()[rows].to(torch.float64)).all(dim=1)
-        return PairKeys(keys, two, one, identical)
-    count = rows.shape[0]
-    queries, rows, cols = queries.contiguous(), rows.contiguous(), cols.contiguous()
-    keys, two, one = (torch.empty(count, dtype=torch.float64) for _ in range(3))
-    identical = None if truths is None else torch.empty(count, dtype=torch.uint8)
-    assert library is not None  # usable
-    function = library.openbench_pair_keys_f32 if table.dtype == torch.float32 else library.openbench_pair_keys_f64
-    if truths is not None:
-        truths = truths.contiguous()
-    truths_pointer = None if truths is None else truths.data_ptr()
-
-    def run(bounds):  # pairs begin .. end - 1 (the OpenMP workers of the score GEMMs sleep: OMP_WAIT_POLICY)
-        begin, end = bounds
-        function(KEY_KINDS[kind], queries.data_ptr(), truths_pointer, width, table.data_ptr(), table.stride(0),
-                 rows.data_ptr() + 8 * begin, cols.data_ptr() + 8 * begin, end - begin, keys.data_ptr() + 8 * begin,
-                 two.data_ptr() + 8 * begin, one.data_ptr() + 8 * begin,
-                 None if identical is None else identical.data_ptr() + begin)
-
-    split_rows(count, count * width, run)
-    return PairKeys(keys, *_widened(two, one, width), None if identical is None else identical.bool())
-
-
-@finite_bounds
-def fast_key_bound(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
-                   candidate_norms: Tuple[float, float], rewrite: Optional[np.ndarray] = None,
-                   chain: Optional[int] = None) -> np.ndarray:
-    """(B,) float64 bound δ on |fast key - exact key| of any candidate of B queries whose keys the
-    fast pass computes in the precision of unit roundoff ``u`` (the formulas of
-    :meth:`ExactRanks.prepare_queries`, before its margin for the bound's own evaluation).
-
-    :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (B,) on the exact queries' magnitudes;
-        ``fast_norms`` (‖q̂‖₂, ‖q̂‖₁) (B,) on the computed queries' norms; ``fast_magnitudes`` the
-        magnitudes the query's own error is relative to (``query_norms``, or the rewritten
-        formula's); ``candidate_norms`` (C₂, C₁) the largest candidate norms; ``rewrite`` (B,) the
-        rewritten formula's difference, where the fast pass scores one.
-    :param chain: the most roundings a term of the fast dot products goes through, where the pass
-        sums in a known order (the matrix's fused pass: ``chunk + ceil(width / chunk) - 1``); None:
-        ``width``, the bound for a sum in any order (a GEMM's)."""
-    own = gamma(scorer.query_rounding, u)  # |q̂_k - q_k| <= own · |q|_k, the query's own error
-    (c2, c1), fast_one = candidate_norms, fast_norms[1]
-    if kind in ("l1", "moduli"):
-        extra = 2 if kind == "l1" else 4
-        delta = gamma(width + extra, u) * (fast_one + c1) + own * fast_magnitudes[1]
-    else:
-        quadratic, linear, constant = fast_key_bound_terms(kind, scorer, u, width, query_norms, fast_norms,
-                                                           fast_magnitudes, chain)
-        delta = (quadratic * c2 + linear) * c2 + constant
-    return delta + rewrite if rewrite is not None else delta
-
-
-@finite_bounds
-def fast_key_bound_terms(kind: str, scorer, u: float, width: int, query_norms, fast_norms, fast_magnitudes,
-                         chain: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A, B, C) (B,) each: :func:`fast_key_bound` of dot and L2 keys as a polynomial in the
-    candidate's norm bound C₂, δ = (A·C₂ + B)·C₂ + C, every coefficient >= 0; so a pass can bound
-    each pair's own rounding from its own candidate's norm (the fused matrix pass narrows its
-    windows pair by pair). The arguments are :func:`fast_key_bound`'s.
-
-    dot: δ = γ(n_q + chain)·‖|q|‖₂·C₂. L2, the key 2 q̂·c - ‖c‖² - ‖q̂‖² with f = ‖q̂‖₂ and e the
-    query's own error: δ = γ(chain + 2)(C₂² + 2fC₂) + η(f² + C₂²) + 2u(f + C₂)² + e(2(f + C₂) + e),
-    η = u + 2γ_d(float64) the squared norms' rounding (scorers.squared_norms)."""
-    own = gamma(scorer.query_rounding, u)
-    chain = width if chain is None else chain
-    fast_two = np.asarray(fast_norms[0], dtype=np.float64)
-    zero = np.zeros_like(fast_two)
-    if kind == "dot":
-        return zero, gamma(scorer.query_rounding + chain, u) * np.asarray(query_norms[0], np.float64), zero
-    if kind != "l2":
-        raise ValueError(f"no polynomial bound for {kind!r} keys")
-    g = gamma(chain + 2, u)
-    error = own * np.asarray(fast_magnitudes[0], np.float64)
-    norm_error = u + 2 * gamma(width, U64)
-    quadratic = zero + (g + norm_error + 2 * u)
-    linear = 2 * g * fast_two + 4 * u * fast_two + 2 * error
-    constant = (norm_error + 2 * u) * fast_two ** 2 + 2 * error * fast_two + error ** 2
-    return quadratic, linear, constant
-
-
-@finite_bounds
-def centred_l2_bound_terms(u: float, width: int, chain: int, shifted, centre: float, exact_two, exact_error
-                           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(A, B, C) (B,) each, δ = (A·C₂ + B)·C₂ + C: the bound on |fast key - exact key| of L2 keys
-    (-‖Q - c‖², Q the exact query) counted centred on a vector m shared by every row (the fused
-    matrix pass): key = fl(fl(2·D + T) + R) with D the chain-ordered dot product of ŝ = fl(Q̃ - m)
-    and c (Q̃ the float64 query, m float32), T = fl(2 m·c - ‖c‖²) and R = -fl(‖Q̃‖²), both summed
-    in float64 and rounded once. The query's own fast rounding never enters; the dot product's
-    error scales with ‖ŝ‖, not ‖Q‖ (a relation vector every row carries drops out).
-
-    :param shifted: (B,) bounds on ‖ŝ‖₂; ``centre`` a bound on ‖m‖₂; ``exact_two`` (B,) bounds on
-        ‖Q̃‖₂; ``exact_error`` (B,) bounds on ‖Q̃ - Q‖₂ (the float64 query's own rounding).
-
-    The terms, with s, M, F, e those norms, η = γ_{d+2} in float64:
-    2(γ_chain + γ₂)·s·C₂ + 2e·C₂ (the dot product: its sum, ŝ's double rounding, Q̃'s error);
-    (u + 2η)(2M·C₂ + C₂²) (T's); (u + 2η)F² + e(2F + e) (R's); and the two additions' roundings,
-    u|2D + T| and u|fl(2D + T) + R|, with |2D + T| <= 2s·C₂(1 + γ_chain) + (1 + 2u)(2M·C₂ + C₂²)
-    and |R| <= (1 + 2u)F²."""
-    s = np.asarray(shifted, np.float64)
-    f = np.asarray(exact_two, np.float64)
-    e = np.asarray(exact_error, np.float64)
-    eta = gamma(width + 2, U64)
-    g = gamma(chain, u)
-    rounded = u + 2 * eta
-    sum_linear = 2 * s * (1 + g) + (1 + 2 * u) * 2 * centre  # |2D + T| <= sum_linear·C₂ + (1 + 2u)·C₂²
-    sum_quadratic = 1 + 2 * u
-    first, second = u, u * (1 + u)  # the first addition's rounding, the second's (|V| <= (1 + u)|2D + T|)
-    quadratic = np.zeros_like(s) + rounded + (first + second) * sum_quadratic
-    linear = 2 * (g + gamma(2, u)) * s + 2 * e + rounded * 2 * centre + (first + second) * sum_linear
-    constant = rounded * f ** 2 + e * (2 * f + e) + u * (1 + 2 * u) * f ** 2
-    return quadratic, linear, constant
-
-
-@finite_bounds
-def float64_key_bound(kind: str, scorer, grid_bits: Optional[int], key: np.ndarray, width: int, query_norms,
-                      candidate_norms) -> np.ndarray:
-    """(P,) float64 numpy bound on |key - exact key| for keys computed in float64 (:func:`pair_keys`)
-    from float64 queries and candidate vectors of ``width`` components; 0 where float64
-    computed the key without rounding (the grid criterion, with the tables' ``grid_bits``).
-
-    :param query_norms: bounds (‖|q|‖₂, ‖|q|‖₁) (P,) on the queries' magnitudes;
-        ``candidate_norms`` likewise. The bounds use only these norms (Cauchy-Schwarz and
-        the triangle inequality), so they cost O(P): ‖e‖ <= γ_nq ‖|q|‖ + γ_nc ‖|c|‖ bounds
-        the inputs' own error, and each computed difference x̂ is off by at most e + 2u|x̂|."""
-    gq, gc = gamma(scorer.query_rounding, U64), gamma(scorer.candidate_rounding, U64)
-    (q2, q1), (c2, c1) = query_norms, candidate_norms
-    if kind == "dot":
-        size = q2 * c2
-        bound = gamma(scorer.query_rounding + scorer.candidate_rounding + width + 2, U64) * size
-        degree = scorer.query_degree + 1
-    elif kind == "l2":
-        squared = -key
-        length = np.sqrt(squared)
-        off = gq * q2 + gc * c2 + 2 * U64 * length
-        bound = off * (2 * length + off) + gamma(width + 2, U64) * squared
-        size, degree = (q2 + c2) ** 2, 2 * scorer.query_degree
-    elif kind == "l1":
-        total = -key
-        bound = gq * q1 + gc * c1 + gamma(width + 3, U64) * total
-        size, degree = q1 + c1, scorer.query_degree
-    else:
-        # Σ(|x_re| + |x_im|) <= √2 Σ|x_k|: the differences' rounding, then the moduli's
-        bound = gq * q1 + gc * c1 + gamma(width // 2 + 8, U64) * -key
-        size, degree = None, None
-    bound = 2 * bound + 4 * (width + scorer.query_rounding + 8) * 2.0 ** -1074
-    if size is not None and grid_bits is not None and degree * grid_bits < 1000:
-        with np.errstate(over="ignore"):  # a size beyond float64 is simply not on an exact grid
-            exact = size * 2.0 ** (degree * grid_bits) < EXACT_GRID_LIMIT
-        bound = np.where(exact, 0.0, bound)
-    return bound
-
-
-def exact_key(scorer, kind: str, anchor: np.ndarray, relation: np.ndarray, side: str, candidate: np.ndarray):
-    """The exact key (a Decimal) of one query (its stored anchor and relation rows, float64) on
-    ``side`` against one stored candidate row, by the scorer's own formulas in exact decimal
-    arithmetic (an operation that would round raises decimal.Inexact); dot, L2 and L1 kinds."""
-    with decimal.localcontext(DECIMAL_EXACT):
-        relation_row = _decimals(relation)[None]
-        query = scorer.query_formula(_decimals(anchor)[None], relation_row, side, np.subtract)[0]
-        vector = scorer.candidate_formula(_decimals(candidate)[None], side, relation_row, np.subtract)[0]
-        return _exact_key(kind, query, vector)
-
-
-QUERY_CODES = {"add": 0, "sub": 1, "mul": 2, "cmul": 3, "cmul_conj": 4}  # the C kernel's formula codes
-
-
-class QueryRows(NamedTuple):
-    """:func:`query_rows` of B queries: float64 ``query`` vectors (B, d'), bounds ``norms``
-    (‖|q|‖₂, ‖|q|‖₁) (B,) on the norms of their magnitudes, and, when the true answers' candidate
-    vectors were given, their float64 keys ``true_key`` (B,) and norm bounds ``truth_norms``."""
-
-    query: torch.Tensor
-    norms: Tuple[torch.Tensor, torch.Tensor]
-    true_key: Optional[torch.Tensor]
-    truth_norms: Optional[Tuple[torch.Tensor, torch.Tensor]]
-
-
-def query_rows(scorer, side: str, anchor_ids: torch.Tensor, relation_ids: torch.Tensor, kind: str = "dot",
-               truths: Optional[torch.Tensor] = None, library=LOOKUP, code=LOOKUP) -> Optional[QueryRows]:
-    """The ``side`` queries with anchors ``anchor_ids`` and relations ``relation_ids`` (B,),
-    computed by the C kernel as ``scorer.query_formula`` computes them (:meth:`~openbench.
-    evaluation.scorers.EmbeddingScorer.query_code`), and with ``truths`` (B, d') (the true answers'
-    candidate vectors, in the tables' real precision) their ``kind`` keys, in the same pass.
-    None where the scorer has no code, the kernel is not built or the tables are not
-    float32/float64 (or complex) on the CPU. ``library`` as for :func:`norm_bounds`; ``code``:
-    ``scorer.query_code(side)`` where the caller has it."""
-    code = scorer.query_code(side) if code is LOOKUP else code
-    library = COUNTING_LIBRARY.get() if library is LOOKUP else library
-    entities, relations = scorer.entities, scorer.relations
-    if code is None or library is None or entities.device.type != "cpu" or relations.device.type != "cpu":
-        return None
-    complex_rows = QUERY_CODES[code] >= 3
-    if complex_rows != entities.is_complex() or entities.dtype != relations.dtype:
-        return None
-    if complex_rows:
-        entities, relations = torch.view_as_real(entities), torch.view_as_real(relations)
-    if entities.dtype not in (torch.float32, torch.float64) or not (entities.is_contiguous()
-                                                                   and relations.is_contiguous()):
-        return None
-    count, width = anchor_ids.shape[0], scorer.entities.shape[1]
-    out_width = 2 * width if complex_rows else width
-    if truths is not None and (kind not in KEY_KINDS or truths.dtype != entities.dtype
-                               or tuple(truths.shape) != (count, out_width)):
-        return None
-    anchor_ids, relation_ids = anchor_ids.cpu().contiguous(), relation_ids.cpu().contiguous()
-    if count and not (0 <= int(anchor_ids.min()) and int(anchor_ids.max()) < entities.shape[0]
-                      and 0 <= int(relation_ids.min()) and int(relation_ids.max()) < relations.shape[0]):
-        raise IndexError("exact ranks: an anchor or relation id outside the embedding tables")
-    query = torch.empty((count, out_width), dtype=torch.float64)
-    two, one, key, true_two, true_one = (torch.empty(count, dtype=torch.float64) for _ in range(5))
-    truths = None if truths is None else truths.cpu().contiguous()
-    function = library.openbench_query_rows_f32 if entities.dtype == torch.float32 else library.openbench_query_rows_f64
-    if count:
-        function(QUERY_CODES[code], entities.data_ptr(), entities.stride(0), relations.data_ptr(), relations.stride(0),
-                 anchor_ids.data_ptr(), relation_ids.data_ptr(), count, width, query.data_ptr(), two.data_ptr(),
-                 one.data_ptr(), KEY_KINDS.get(kind, 0), None if truths is None else truths.data_ptr(),
-                 key.data_ptr(), true_two.data_ptr(), true_one.data_ptr())
-    norms = _widened(two, one, out_width)
-    if truths is None:
-        return QueryRows(query, norms, None, None)
-    return QueryRows(query, norms, key, _widened(true_two, true_one, out_width))
-
-
-def fraction_bits(*tables: torch.Tensor, chunk: int = 1 << 20) -> Optional[int]:
-    """The fewest binary fraction digits f such that every value of ``tables`` is a multiple of 2^-f
-    (0 for integers); None when a value is not finite. Reads ``chunk`` values at a time."""
-    bits = 0
-    library = COUNTING_LIBRARY.get()
-    for table in tables:
-        flat = table.detach().reshape(-1)
-        if flat.is_complex():
-            flat = torch.view_as_real(flat).reshape(-1)
-        if (library is not None and flat.device.type == "cpu" and flat.dtype in (torch.float32, torch.float64)
-                and flat.is_contiguous()):  # one pass over the bit patterns
-            function = (library.openbench_fraction_bits_f32 if flat.dtype == torch.float32
-                        else library.openbench_fraction_bits_f64)
-            found = int(function(flat.data_ptr(), flat.numel())) if flat.numel() else 0
-            if found < 0:
-                return None
-            bits = max(bits, found)
-            continue
-        for start in range(0, flat.numel(), chunk):
-            values = flat[start:start + chunk].cpu().to(torch.float64).numpy()
-            if not np.isfinite(values).all():
-                return None
-            values = values[values != 0]
-            if not values.size:
-                continue
-            mantissa, exponent = np.frexp(values)  # value = mantissa · 2^exponent, 0.5 <= |mantissa| < 1
-            integer = np.abs(mantissa * 2.0 ** 53).astype(np.int64)  # exact: 53 significant bits
-            lowest = integer & -integer  # the lowest set bit, a power of two
-            _, lowest_exponent = np.frexp(lowest.astype(np.float64))
-            # value = integer · 2^(exponent - 53), and integer's lowest bit is 2^(lowest_exponent - 1)
-            bits = max(bits, int((53 - exponent - (lowest_exponent - 1)).max()))
-    return bits
-
-
-class TableSummary(NamedTuple):
-    """What evaluation needs of a candidate table once, from :func:`table_summary`: bounds
-    ``norm2``/``norm1`` (N,) float64 on each row's norms (as :func:`norm_bounds`), the
-    ``largest`` magnitude (NaN when a value is NaN) and the table's :func:`fraction_bits`."""
-
-    norm2: torch.Tensor
-    norm1: torch.Tensor
-    largest: float
-    bits: Optional[int]
-
-
-def table_summary(table: torch.Tensor) -> TableSummary:
-    """:class:`TableSummary` of the rows of ``table`` (N, d): one read of the table by the C
-    kernel (rows split over threads), else :func:`norm_bounds` in chunks, a min/max pass and
-    :func:`fraction_bits`."""
-    rows, width = table.shape
-    library = COUNTING_LIBRARY.get()
-    if (library is None or table.device.type != "cpu" or table.dtype not in (torch.float32, torch.float64)
-            or not rows or (width > 1 and table.stride(1) != 1)):
-        norm2 = torch.zeros(rows, dtype=torch.float64, device=table.device)
-        norm1 = torch.zeros_like(norm2)
-        step = max(1, NORM_CHUNK_ELEMENTS // max(1, width))
-        for start in range(0, rows, step):
-            norm2[start:start + step], norm1[start:start + step] = norm_bounds(table[start:start + step])
-        if not table.numel():
-            largest = 0.0
-        else:
-            extremes = torch.aminmax(table)
-            low, high = float(extremes.min), float(extremes.max)
-            largest = float("nan") if np.isnan(low) or np.isnan(high) else max(-low, high)
-        return TableSummary(norm2, norm1, largest, fraction_bits(table.contiguous()))
-    norm2, norm1 = torch.empty(rows, dtype=torch.float64), torch.empty(rows, dtype=torch.float64)
-    function = library.openbench_table_summary_f32 if table.dtype == torch.float32 else library.openbench_table_summary_f64
-    parts: list = []
-
-    def run(bounds):
-        largest, bits = ctypes_double(), ctypes_int64()
-        function(table.data_ptr(), table.stride(0) if rows > 1 else width, width, bounds[0], bounds[1],
-                 norm2.data_ptr(), norm1.data_ptr(), ctypes_address(largest), ctypes_address(bits))
-        parts.append((largest.value, bits.value))
-
-    split_rows(rows, rows * width, run)
-    largest = float("nan") if any(np.isnan(part[0]) for part in parts) else max(part[0] for part in parts)
-    bits = None if any(part[1] < 0 for part in parts) else max(part[1] for part in parts)
-    two, one = _widened(norm2, norm1, width)
-    return TableSummary(two, one, largest, bits)
 
 
 @dataclass
@@ -760,7 +338,7 @@ class ExactRanks:
             fast_magnitudes = (rewritten_two.numpy(), rewritten_one.numpy())
         delta = fast_key_bound(self.kind, scorer, u, width, query_norms, (fast_two, fast_one), fast_magnitudes,
                                (c2, c1), rewrite)
-        margin = _window_margin(delta, true_bound, true_key, 4 * (width + scorer.query_rounding + 8) * self.tiny)
+        margin = window_margin(delta, true_bound, true_key, 4 * (width + scorer.query_rounding + 8) * self.tiny)
         lows, highs = true_key - margin, true_key + margin
         lows, highs = round_outwards(lows, highs, dtype)
         # rows the fast pass computes without any rounding (values on a coarse enough grid): their
@@ -958,9 +536,9 @@ class ExactRanks:
         try:
             if self.kind == "moduli":
                 with decimal.localcontext(DECIMAL_EXACT):
-                    relation_row = _decimals(relation)[None]
-                    query = scorer.query_formula(_decimals(anchor)[None], relation_row, side, np.subtract)[0]
-                    candidate, truth = (scorer.candidate_formula(_decimals(row)[None], side, relation_row,
+                    relation_row = decimals(relation)[None]
+                    query = scorer.query_formula(decimals(anchor)[None], relation_row, side, np.subtract)[0]
+                    candidate, truth = (scorer.candidate_formula(decimals(row)[None], side, relation_row,
                                                                  np.subtract)[0] for row in (candidate, truth))
                 return self._moduli_sign(query, candidate, truth)
             with decimal.localcontext(DECIMAL_EXACT):
@@ -991,28 +569,6 @@ class ExactRanks:
         return 0
 
 
-@finite_bounds
-def _window_margin(delta: np.ndarray, true_bound: np.ndarray, true_key: np.ndarray, subnormal: float) -> np.ndarray:
-    """(B,) the half-width of each window around its true key (B,): the fast keys' bound ``delta``
-    (B,) widened for its own float64 evaluation, the true key's float64 bound (B,), the
-    ``subnormal`` term and the true key's own rounding; a true key that is not finite is refused."""
-    return widened(delta) + true_bound + subnormal + 4 * U64 * np.abs(true_key)
-
-
 def _tensor(values: np.ndarray) -> torch.Tensor:
     """A float64 numpy array as a contiguous torch tensor (shared memory where already contiguous)."""
     return torch.from_numpy(np.ascontiguousarray(values))
-
-
-def _decimals(values: np.ndarray) -> np.ndarray:
-    """An object array of exact Decimals (every float64 converts exactly)."""
-    return np.array([decimal.Decimal(float(x)) for x in values.ravel()], dtype=object).reshape(values.shape)
-
-
-def _exact_key(kind: str, query, candidate):
-    if kind == "dot":
-        return (query * candidate).sum()
-    difference = query - candidate
-    if kind == "l2":
-        return -(difference * difference).sum()
-    return -np.abs(difference).sum()

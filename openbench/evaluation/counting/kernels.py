@@ -3,7 +3,7 @@
 
 Three implementations of one contract:
 
-* a small C kernel (``_counting.c``, built at install time, loaded with ctypes) that does it in a
+* a small C kernel (``csrc/``, built at install time, loaded with ctypes) that does it in a
   single read pass, rows split over threads (ctypes releases the GIL), for CPU tensors;
 * a Triton kernel (:mod:`openbench.evaluation.counting._triton`), also one read pass, for CUDA tensors
   where Triton is importable (it ships with CUDA builds of torch);

@@ -12,7 +12,7 @@ the matrix, does not scale to PrimeKG's 1.36e8 pairs; this module counts it in o
    the ranking pass's own arithmetic on the matrix's columns), then counted by every core, a share
    of its rows each. Narrow per-thread GEMMs stream the column table once per block and ran at half
    the machine's speed.
-2. **One C pass per block** (``openbench_matrix_count_*`` in ``_counting.c``): every key is
+2. **One C pass per block** (``openbench_matrix_count_*`` in ``csrc/matrix_pass.c``): every key is
    placed among the T sorted thresholds' windows [low, high] by a grid of cells over their span
    and a short binary search, two histograms of T + 1 counters record how many keys lie beyond
    each threshold and how many reach it, and the keys inside a window are recorded by position;
@@ -51,7 +51,8 @@ same decisions. Counts are int64 sums over blocks: the order the workers finish 
 
 The rooms, in the order the data flows: :mod:`.core` (the matrix, its counts, shards, blocks and
 the limits every pass shares), :mod:`.windows` (the thresholds' windows and the grid),
-:mod:`.blocks` (the keys of a block of rows), :mod:`.passes` (one block counted: C, numpy, torch),
+:mod:`.blocks` (the keys of a block of rows), :mod:`.passes` (one block counted: C, numpy, torch;
+the C passes take one struct, :mod:`.c_pass`'s ``MatrixPassArgs``, checked against the C at load),
 :mod:`.fused` (keys and count in one pass), :mod:`.tops` (the best pairs), :mod:`.decisions`
 (exact decisions, the probe, the settling), :mod:`.exact_pass` and :mod:`.values_pass` (a whole
 matrix, exact or as computed), :mod:`.rows` (pairs counted in their own row); this package's
@@ -65,7 +66,7 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from openbench.evaluation.counting.exact import UnboundedKeys
+from openbench.evaluation.counting.key_bounds import UnboundedKeys
 from openbench.evaluation.counting.matrix.blocks import _ValueBlocks
 from openbench.evaluation.counting.matrix.core import (BLOCK_KEYS, BLOCK_VARIABLE, COUNTER_LIMIT, TOP_SLACK,
                                                        MatrixCounts, MatrixSpec, Shard, block_keys,

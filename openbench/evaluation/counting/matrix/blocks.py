@@ -10,8 +10,11 @@ from typing import Callable, List, Optional, Tuple
 import numpy as np
 import torch
 
+from openbench.evaluation.counting.exact_keys import exact_key, norm_bounds, pair_keys, query_rows, real_rows
+from openbench.evaluation.counting.key_bounds import fast_key_bound, fast_key_bound_terms, float64_key_bound
 from openbench.evaluation.counting.rounding import on_exact_grid, subnormal_slack, unit_roundoff
 from openbench.evaluation.counting.matrix.core import MatrixSpec, _stored_rows
+from openbench.models.scorers import candidate_scores, squared_norms
 
 __all__ = []
 
@@ -28,8 +31,6 @@ class _EmbeddingBlocks:
 
     def __init__(self, scorer, spec: MatrixSpec, columns: Optional[torch.Tensor] = None):
         """``columns``: :func:`_matrix_columns` where the caller has them."""
-        from openbench.evaluation.counting.exact import query_rows
-        from openbench.models.scorers import squared_norms
 
         self.scorer, self.spec, self.kind = scorer, spec, scorer.kind
         side = spec.side
@@ -41,7 +42,6 @@ class _EmbeddingBlocks:
         relations = triples[:, 1]
         built = query_rows(scorer, side, ids, relations, self.kind)
         if built is None:
-            from openbench.evaluation.counting.exact import norm_bounds, real_rows
 
             anchor = real_rows(scorer.entities[ids])
             relation = real_rows(scorer.relations[relations])
@@ -59,14 +59,12 @@ class _EmbeddingBlocks:
     _device_tables: Optional[tuple] = None  # the fast tables copied there
 
     def keys(self, first: int, last: int, out: torch.Tensor) -> torch.Tensor:
-        from openbench.models.scorers import candidate_scores
 
         queries, columns, squared = self.fast_tables()
         return candidate_scores(self.kind, queries[first:last], columns, squared, out, keys=True)
 
     def keys_at(self, rows: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         """(B, S) the fast keys of the rows ``rows`` (B,) int64 (matrix indexes)."""
-        from openbench.models.scorers import candidate_scores
 
         queries, columns, squared = self.fast_tables()
         return candidate_scores(self.kind, queries[rows.to(queries.device)], columns, squared, out, keys=True)
@@ -91,7 +89,6 @@ class _EmbeddingBlocks:
         """The same matrix whose fast pass runs in float64 from the exact queries (the query formula
         in float64, not a rewritten one) and the stored columns: twice a float32 GEMM's work, but
         windows some 10^9 times narrower, for a matrix whose float32 windows hold many keys."""
-        from openbench.models.scorers import squared_norms
 
         other = object.__new__(_EmbeddingBlocks)
         other.__dict__.update(self.__dict__)
@@ -107,7 +104,6 @@ class _EmbeddingBlocks:
         """The largest bound on a fast key's rounding over the matrix's rows (0 where the grid
         criterion says the fast pass computes every key exactly); ``chain``: the fused pass's
         roundings per term (:func:`fused_chain`), None for a GEMM's sum in any order."""
-        from openbench.evaluation.counting.exact import fast_key_bound
 
         inputs = self._bound_inputs(grid_bits)
         if inputs is None:
@@ -123,7 +119,6 @@ class _EmbeddingBlocks:
         the subnormal term in the constant): a pair's own bound, at most :meth:`fast_bound`'s. None
         where the keys are exact, or the fast pass scores a rewritten query formula (its error is
         bounded for the largest column only)."""
-        from openbench.evaluation.counting.exact import fast_key_bound_terms
 
         inputs = self._bound_inputs(grid_bits)
         if inputs is None or self.rewritten or self.kind not in ("dot", "l2"):
@@ -140,7 +135,6 @@ class _EmbeddingBlocks:
     def column_norm_bounds(self) -> Tuple[np.ndarray, np.ndarray]:
         """((S,), (S,)) float64 upper bounds on the columns' 2-norms and 1-norms (computed once; two
         setup threads that ask at once may both compute them, to the same values)."""
-        from openbench.evaluation.counting.exact import norm_bounds
 
         found = self._column_norms
         if found is None:
@@ -155,7 +149,6 @@ class _EmbeddingBlocks:
         the width, the fast queries' norms, the magnitudes their own error is relative to, the
         largest column norms (C₂, C₁), the rewritten formula's error (or None), the subnormal
         term. Computed once per grid."""
-        from openbench.evaluation.counting.exact import norm_bounds
 
         if self._bound_cache is not None and self._bound_cache[0] == grid_bits:
             return self._bound_cache[1]
@@ -168,7 +161,6 @@ class _EmbeddingBlocks:
             fast_two, fast_one = (n.numpy() for n in norm_bounds(self.fast_queries))
             rewrite, magnitudes = None, self.query_norms
             if self.rewritten:
-                from openbench.evaluation.counting.exact import real_rows
 
                 anchor = real_rows(scorer.entities[self.anchor_ids])
                 relation = real_rows(scorer.relations[self.relation_ids])
@@ -194,7 +186,6 @@ class _EmbeddingBlocks:
 
     def pair_keys(self, rows: np.ndarray, cols: np.ndarray, grid_bits: Optional[int]) -> Tuple[np.ndarray, np.ndarray]:
         """(float64 keys (P,), bounds (P,)) of the pairs (rows, cols) (matrix indexes)."""
-        from openbench.evaluation.counting.exact import float64_key_bound, pair_keys
 
         computed = pair_keys(self.kind, self.exact_queries, self.columns, torch.from_numpy(rows),
                              torch.from_numpy(cols))
@@ -206,7 +197,6 @@ class _EmbeddingBlocks:
 
     def decimal_key(self, row: int, col: int):
         """The exact key of pair (row, col) in decimal arithmetic."""
-        from openbench.evaluation.counting.exact import exact_key, real_rows
 
         anchor = real_rows(self.scorer.entities[self.anchor_ids[row]][None])[0]
         relation = real_rows(self.scorer.relations[self.relation_ids[row]][None])[0]
@@ -221,7 +211,6 @@ class _ValueBlocks:
         self.scorer, self.spec, self.sign = scorer, spec, -1.0 if lower_is_better else 1.0
         self.fast = fast and hasattr(scorer, "query_vectors") and hasattr(scorer, "candidate_rows")
         if self.fast:
-            from openbench.models.scorers import squared_norms
 
             self.columns = _matrix_columns(scorer, spec)
             self.squared = squared_norms(self.columns) if scorer.kind == "l2" else None
@@ -230,7 +219,6 @@ class _ValueBlocks:
 
     def keys(self, first: int, last: int, out: Optional[torch.Tensor] = None) -> torch.Tensor:
         if self.fast:
-            from openbench.models.scorers import candidate_scores
 
             queries = self.scorer.query_vectors(self.spec.queries(first, last), self.spec.side)
             return candidate_scores(self.scorer.kind, queries, self.columns, self.squared, out, keys=True)

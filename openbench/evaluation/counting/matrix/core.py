@@ -4,11 +4,15 @@ how the rows are cut into blocks. The limits every pass shares live here, once: 
 and the keys one C call may count (``COUNTER_LIMIT``: its cells' counters are int32)."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
+import torch.distributed as dist
+
+from openbench.models.scorers import EmbeddingScorer
 
 
 __all__ = ["MatrixSpec", "MatrixCounts", "Shard", "BLOCK_KEYS", "BLOCK_VARIABLE", "COUNTER_LIMIT", "TOP_SLACK", "exact_mode_applies", "block_keys"]
@@ -93,7 +97,6 @@ class Shard:
     def sum(self, values: np.ndarray) -> np.ndarray:
         """The element-wise sum over the ranks (int64 or float64; float64 only where one rank holds
         each value and the others 0, so that the sum is exact)."""
-        import torch.distributed as dist
 
         tensor = torch.from_numpy(np.ascontiguousarray(values)).clone()
         dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
@@ -101,7 +104,6 @@ class Shard:
 
     def gather(self, value) -> list:
         """Every rank's ``value``, in rank order."""
-        import torch.distributed as dist
 
         gathered: list = [None] * self.world
         dist.all_gather_object(gathered, value)
@@ -120,7 +122,6 @@ def _stored_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
 def exact_mode_applies(scorer) -> bool:
     """Whether ``scorer``'s keys can be decided exactly here: an embedding scorer of dot, L2 or L1
     keys whose candidate vectors are stored values (no rounding formula), on the CPU."""
-    from openbench.models.scorers import EmbeddingScorer
 
     return (isinstance(scorer, EmbeddingScorer) and scorer.kind in ("dot", "l2", "l1") and scorer.exact_keys
             and not scorer.candidate_rounding and scorer.entities.device.type == "cpu"
@@ -135,7 +136,6 @@ def block_keys() -> int:
 
 def _given_block_keys() -> Optional[int]:
     """The environment's :data:`BLOCK_VARIABLE` where it names a positive number of keys, else None."""
-    import os
 
     given = os.environ.get(BLOCK_VARIABLE, "").strip()
     return int(given) if given.isdigit() and int(given) > 0 else None

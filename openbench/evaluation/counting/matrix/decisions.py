@@ -11,11 +11,13 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
+from openbench.evaluation.counting.key_bounds import float64_key_bound
 from openbench.evaluation.counting.rounding import U64, widened
-from openbench.evaluation.counting.matrix import core
+from openbench.evaluation.counting.matrix import c_pass, core
 from openbench.evaluation.counting.matrix.blocks import _EmbeddingBlocks
 from openbench.evaluation.counting.matrix.passes import _TorchPass
 from openbench.evaluation.counting.matrix.windows import _grid, _Windows
+from openbench.models.scorers import candidate_scores
 
 __all__ = ["PROBE_KEYS", "CROWDED", "PROBE_COLUMNS"]
 
@@ -107,7 +109,6 @@ def _probe_keys(blocks: _EmbeddingBlocks, rows: int) -> Tuple[np.ndarray, torch.
     spread = np.unique(np.linspace(0, rows - 1, max(1, count // 2)).round().astype(np.int64))
     chosen = spread
     if count > spread.shape[0]:
-        from openbench.models.scorers import candidate_scores
 
         queries, columns, squared = blocks.fast_tables()
         sampled = torch.from_numpy(np.unique(np.linspace(0, width - 1, min(width, PROBE_COLUMNS)).round()
@@ -131,12 +132,10 @@ def _crowded(blocks: _EmbeddingBlocks, windows: _Windows, library, keys: torch.T
     grid = _grid(windows, True)
     beyond, reached = np.zeros(count + 1, np.int64), np.zeros(count + 1, np.int64)
     counts = np.empty(grid.cells + 2, np.int32)
-    inside = library.openbench_matrix_count_f32(
-        keys.data_ptr(), keys.stride(0), rows, keys.shape[1], windows.lows.data_ptr(), windows.highs.data_ptr(),
-        count, grid.codes.ctypes.data, grid.impure.ctypes.data, grid.ranges.ctypes.data, grid.cells,
-        ctypes.c_float(grid.base),
-        ctypes.c_float(grid.scale), counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, 1, None, 0,
-        ctypes.c_float(np.inf), None, 0, None, 0, None, 0, None, None, None)
+    inside = library.openbench_matrix_count_f32(ctypes.byref(c_pass.MatrixPassArgs(
+        keys=keys.data_ptr(), stride=keys.stride(0), rows=rows, width=keys.shape[1], lows=windows.lows.data_ptr(),
+        highs=windows.highs.data_ptr(), count=count, **grid.arguments(), cell_counts=counts.ctypes.data,
+        beyond=beyond.ctypes.data, reached=reached.ctypes.data, record=1, floor=np.inf)))
     return inside < 0 or inside > CROWDED * keys.numel()
 
 
@@ -145,7 +144,6 @@ def _float64_windows(blocks: _EmbeddingBlocks, scorer, grid_bits, keys: np.ndarr
     """The thresholds' float64 windows for the pass's float64 step: each sorted key widened by the
     largest bound on any matrix pair's float64 key (the largest norms on both sides) plus the
     thresholds' own, rounded outwards (non-decreasing, as the keys)."""
-    from openbench.evaluation.counting.exact import float64_key_bound
 
     q2, q1 = (float(n.max(initial=0.0)) for n in blocks.query_norms)
     c2, c1 = (float(n.max()) if n.size else 0.0 for n in blocks.column_norm_bounds())

@@ -4,6 +4,8 @@ written and read again. Its sums run in chunks (:func:`fused_chain`), whose boun
 some seven times narrower than a GEMM's."""
 from __future__ import annotations
 
+import os
+import ctypes
 import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -13,18 +15,21 @@ import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.exact import ExactRanks
+from openbench.evaluation.counting.exact_keys import norm_bounds
+from openbench.evaluation.counting.key_bounds import centred_l2_bound_terms
 from openbench.evaluation.counting.rounding import U64, gamma, subnormal_slack, unit_roundoff
-from openbench.evaluation.counting.matrix import core
+from openbench.evaluation.counting.matrix import c_pass, core
 from openbench.evaluation.counting.matrix.blocks import _EmbeddingBlocks
 from openbench.evaluation.counting.matrix.core import BLOCK_KEYS, _given_block_keys
 from openbench.evaluation.counting.matrix.passes import _BlockPass, _merged_parts, PASS_VARIABLE, _TorchPass
 from openbench.evaluation.counting.matrix.windows import _floor_in
+from openbench.models.scorers import squared_norms
 
 __all__ = ["FUSED_BLOCKS", "FUSED_COLS", "fused_chunk", "fused_chain", "fused_applies"]
 
 
 FUSED_BLOCKS = 4  # the fused pass's blocks hold this many times BLOCK_KEYS keys (fewer rounds of the threads)
-FUSED_COLS = 32  # the fused pass's tile width (``_counting.c``'s FUSED_COLS): the columns are packed in panels of it
+FUSED_COLS = 32  # the fused pass's tile width (``csrc/fused_pass.c``'s FUSED_COLS): the columns are packed in panels of it
 
 
 def fused_chunk(dims: int) -> int:
@@ -53,7 +58,6 @@ def fused_applies(blocks: "_EmbeddingBlocks", library) -> bool:
 def _fused_columns(kind: str, columns: torch.Tensor, library) -> bool:
     """:func:`fused_applies` as far as the keys' kind and the columns (S, d') tell, before the queries
     are computed (the columns' packing starts then)."""
-    import os
 
     if library is None or not hasattr(library, "openbench_matrix_fused_f32"):
         return False
@@ -101,8 +105,6 @@ def _fused_inputs(blocks: "_EmbeddingBlocks", grid_bits) -> _FusedInputs:
     multiplies ŝ = fl(Q̃ - m) by the columns and adds T = fl(2 m·c - ‖c‖²) and R = -fl(‖Q̃‖²)
     (:func:`~openbench.evaluation.counting.exact.centred_l2_bound_terms`). TransE's queries h + r
     all carry r, so its bound scales with ‖h‖ instead of ‖h + r‖."""
-    from openbench.evaluation.counting.exact import centred_l2_bound_terms, norm_bounds
-    from openbench.models.scorers import squared_norms
 
     chain = fused_chain(blocks.fast_queries.shape[1])
     queries, columns, squared = blocks.fast_tables()
@@ -188,10 +190,11 @@ class _FusedPass:
         same tiles, sums and finishing; the tests hold them to the order the bound assumes)."""
         out = torch.empty((last - first, self.width), dtype=torch.float32)
         row_terms = self.row_terms[first:last].data_ptr() if self.row_terms is not None else None
-        found = self.plain.library.openbench_matrix_fused_keys_f32(
-            self.queries[first:last].data_ptr(), last - first, self.packed.ctypes.data, self.width, self.dims,
-            self.chunk, row_terms, self.col_terms.data_ptr() if self.col_terms is not None else None, self.kind,
-            out.data_ptr())
+        found = self.plain.library.openbench_matrix_fused_keys_f32(ctypes.byref(c_pass.MatrixPassArgs(
+            queries=self.queries[first:last].data_ptr(), rows=last - first, packed=self.packed.ctypes.data,
+            width=self.width, dims=self.dims, chunk=self.chunk, row_terms=row_terms,
+            col_terms=self.col_terms.data_ptr() if self.col_terms is not None else None, kind=self.kind,
+            out=out.data_ptr())))
         if found < 0:
             raise MemoryError(f"the fused matrix keys could not be computed (code {found})")
         return out
@@ -206,15 +209,17 @@ class _FusedPass:
                                  [(r0 - first) * width for r0 in range(first, last, most)])
         plain, grid = self.plain, self.plain.grid
         floor = _floor_in(torch.float32, floor)
-        refine: tuple = (None, None, None)
+        refine: dict = {}
         if plain.queries64 is not None and plain.lows64 is not None and plain.highs64 is not None:
-            refine = (plain.queries64[first:last].data_ptr(), plain.lows64.ctypes.data, plain.highs64.ctypes.data)
+            refine = dict(queries64=plain.queries64[first:last].data_ptr(), keys64_lo=plain.lows64.ctypes.data,
+                          keys64_hi=plain.highs64.ctypes.data)
         rows = last - first
-        pair: tuple = (None, None, None, 0.0)
+        pair: dict = {}
         if self.pair_windows is not None and plain.record:
             terms, norms, centers, extra = self.pair_windows
-            pair = (terms[first:last].ctypes.data, norms.ctypes.data, centers.ctypes.data, extra)
-        counts = np.empty(grid.cells + 3, np.int32)  # the cells' counters and a spare (``_counting.c``)
+            pair = dict(pair_terms=terms[first:last].ctypes.data, pair_norms=norms.ctypes.data,
+                        centers=centers.ctypes.data, pair_extra=extra)
+        counts = np.empty(grid.cells + 3, np.int32)  # the cells' counters and a spare (``csrc/fused_pass.c``)
         # a pass repeated costs a pass: room for the best pairs over the first floor (untouched pages cost nothing)
         capacity, top_capacity = 1 << 16, max(1 << 16, (last - first) * width // 64)
         queries = self.queries[first:last]
@@ -224,14 +229,15 @@ class _FusedPass:
             beyond, reached = np.zeros(plain.count + 1, np.int64), np.zeros(plain.count + 1, np.int64)
             pairs, tops = np.empty(3 * capacity, np.int64), np.empty(top_capacity, np.int64)
             top_keys, top_count = np.empty(top_capacity, np.float32), np.zeros(1, np.int64)
-            found = plain.library.openbench_matrix_fused_f32(
-                queries.data_ptr(), rows, self.packed.ctypes.data, self.columns.data_ptr(), width, self.dims,
-                self.chunk, row_terms, col_terms, self.lows.data_ptr(), self.highs.data_ptr(), plain.count,
-                grid.codes.ctypes.data, grid.impure.ctypes.data, grid.ranges.ctypes.data, grid.cells, grid.base,
-                grid.scale, counts.ctypes.data, beyond.ctypes.data, reached.ctypes.data, int(plain.record),
-                pairs.ctypes.data, capacity, -np.inf if floor is None else floor,
-                tops.ctypes.data if floor is not None else None, top_keys.ctypes.data, top_capacity,
-                top_count.ctypes.data, self.kind, *refine, *pair)
+            found = plain.library.openbench_matrix_fused_f32(ctypes.byref(c_pass.MatrixPassArgs(
+                queries=queries.data_ptr(), rows=rows, packed=self.packed.ctypes.data, columns=self.columns.data_ptr(),
+                width=width, dims=self.dims, chunk=self.chunk, row_terms=row_terms, col_terms=col_terms,
+                lows=self.lows.data_ptr(), highs=self.highs.data_ptr(), count=plain.count, **grid.arguments(),
+                cell_counts=counts.ctypes.data, beyond=beyond.ctypes.data, reached=reached.ctypes.data,
+                record=int(plain.record), pairs=pairs.ctypes.data, capacity=capacity,
+                floor=-np.inf if floor is None else floor, tops=tops.ctypes.data if floor is not None else None,
+                top_keys=top_keys.ctypes.data, top_capacity=top_capacity, top_count=top_count.ctypes.data,
+                kind=self.kind, **refine, **pair)))
             if found == -1:  # a NaN key: the plain pass over these rows' GEMM names it
                 keys = self.blocks.keys(first, last, torch.empty((rows, width), dtype=torch.float32))
                 plain(keys, floor, first)

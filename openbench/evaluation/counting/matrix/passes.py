@@ -1,9 +1,10 @@
 """One block's count against the windows: the C pass (:class:`_BlockPass`, ``openbench_matrix_count_*``
-in ``_counting.c``, with the float64 step inside it), its contract in numpy (no compiled helper) and in
+in ``csrc/matrix_pass.c``, one :class:`~openbench.evaluation.counting.matrix.c_pass.MatrixPassArgs` each call, with the float64 step inside it), its contract in numpy (no compiled helper) and in
 torch (:class:`_TorchPass`: a GPU, or ``OPENBENCH_MATRIX_PASS=torch``), and the choice among them
 (:func:`_passes`). Each returns (beyond (T + 1,), reached (T + 1,), undecided (n, 3), top positions)."""
 from __future__ import annotations
 
+import os
 import ctypes
 from typing import List, Optional
 
@@ -12,7 +13,7 @@ import torch
 
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
-from openbench.evaluation.counting.matrix import core
+from openbench.evaluation.counting.matrix import c_pass, core
 from openbench.evaluation.counting.matrix.windows import _floor_in, _grid, _Windows
 
 __all__ = ["PASS_VARIABLE", "DEVICE_STEP_KEYS"]
@@ -23,25 +24,8 @@ DEVICE_STEP_KEYS = 1 << 16  # keys per float64 step of the device pass (their ro
 
 
 def _configure(library) -> None:
-    for name in ("openbench_matrix_count_f32", "openbench_matrix_count_f64"):
-        function = getattr(library, name)
-        real = ctypes.c_float if name.endswith("f32") else ctypes.c_double
-        pointer, count = ctypes.c_void_p, ctypes.c_int64
-        function.argtypes = [pointer, count, count, count, pointer, pointer, count, pointer, pointer, pointer, count,
-                             real, real, pointer, pointer, pointer, ctypes.c_int, pointer, count, real, pointer,
-                             count, pointer, ctypes.c_int, pointer, count, pointer, pointer, pointer]
-        function.restype = ctypes.c_int64
-    if hasattr(library, "openbench_matrix_fused_f32"):
-        pointer, count = ctypes.c_void_p, ctypes.c_int64
-        library.openbench_matrix_fused_f32.argtypes = [
-            pointer, count, pointer, pointer, count, count, count, pointer, pointer, pointer, pointer, count, pointer,
-            pointer, pointer, count, ctypes.c_float, ctypes.c_float, pointer, pointer, pointer, ctypes.c_int, pointer,
-            count, ctypes.c_float, pointer, pointer, count, pointer, ctypes.c_int, pointer, pointer, pointer,
-            pointer, pointer, pointer, ctypes.c_double]
-        library.openbench_matrix_fused_f32.restype = ctypes.c_int64
-        library.openbench_matrix_fused_keys_f32.argtypes = [pointer, count, pointer, count, count, count, pointer,
-                                                             pointer, ctypes.c_int, pointer]
-        library.openbench_matrix_fused_keys_f32.restype = ctypes.c_int64
+    c_pass.configure(library)
+    if hasattr(library, "openbench_matrix_fused_available"):
         library.openbench_matrix_fused_available.argtypes = []
         library.openbench_matrix_fused_available.restype = ctypes.c_int
 
@@ -89,26 +73,25 @@ class _BlockPass:
         capacity, top_capacity = 1 << 16, 1 << 16  # untouched pages cost nothing; a pass repeated costs a pass
         f32 = keys.dtype == torch.float32
         function = self.library.openbench_matrix_count_f32 if f32 else self.library.openbench_matrix_count_f64
-        real = ctypes.c_float if f32 else ctypes.c_double
         floor = _floor_in(keys.dtype, floor)
-        refine: tuple = (None, 0, None, None, None)  # the float64 step's queries, width, columns, windows
+        refine: dict = {}  # the float64 step's queries, width, columns, windows
         if self.queries64 is not None and self.columns is not None and self.lows64 is not None \
                 and self.highs64 is not None:
-            refine = (self.queries64[first:first + rows].data_ptr(), self.queries64.shape[1], self.columns.data_ptr(),
-                      self.lows64.ctypes.data, self.highs64.ctypes.data)
+            refine = dict(queries64=self.queries64[first:first + rows].data_ptr(), dims=self.queries64.shape[1],
+                          columns=self.columns.data_ptr(), keys64_lo=self.lows64.ctypes.data,
+                          keys64_hi=self.highs64.ctypes.data)
         counts = np.empty(grid.cells + 2, np.int32)  # this call's own counters (calls run on several threads)
         while True:
             beyond, reached = np.zeros(self.count + 1, np.int64), np.zeros(self.count + 1, np.int64)
             pairs, tops = np.empty(3 * capacity, np.int64), np.empty(top_capacity, np.int64)
             top_count = np.zeros(1, np.int64)
-            found = function(keys.data_ptr(), keys.stride(0), rows, width, windows.lows.data_ptr(),
-                             windows.highs.data_ptr(), self.count, grid.codes.ctypes.data, grid.impure.ctypes.data,
-                             grid.ranges.ctypes.data,
-                             grid.cells, real(grid.base), real(grid.scale), counts.ctypes.data, beyond.ctypes.data,
-                             reached.ctypes.data, int(self.record), pairs.ctypes.data, capacity,
-                             real(-np.inf if floor is None else floor),
-                             tops.ctypes.data if floor is not None else None, top_capacity, top_count.ctypes.data,
-                             self.kind, *refine)
+            found = function(ctypes.byref(c_pass.MatrixPassArgs(
+                keys=keys.data_ptr(), stride=keys.stride(0), rows=rows, width=width, lows=windows.lows.data_ptr(),
+                highs=windows.highs.data_ptr(), count=self.count, **grid.arguments(), cell_counts=counts.ctypes.data,
+                beyond=beyond.ctypes.data, reached=reached.ctypes.data, record=int(self.record),
+                pairs=pairs.ctypes.data, capacity=capacity, floor=-np.inf if floor is None else floor,
+                tops=tops.ctypes.data if floor is not None else None, top_capacity=top_capacity,
+                top_count=top_count.ctypes.data, kind=self.kind, **refine)))
             if found < 0:
                 position = -1 - found
                 raise ScoreError(f"the model gave a NaN score to pair (row {position // width} of a block, column "
@@ -233,7 +216,6 @@ class _TorchPass:
 
 def _pass_on_device(device: Optional[torch.device]) -> bool:
     """Whether the blocks are counted by :class:`_TorchPass`: on a GPU, or forced on the CPU."""
-    import os
 
     return (device is not None and device.type != "cpu") or os.environ.get(PASS_VARIABLE, "").lower() == "torch"
 

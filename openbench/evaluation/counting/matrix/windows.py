@@ -42,6 +42,11 @@ class _Grid:
     base: float
     scale: float
 
+    def arguments(self) -> dict:
+        """The grid's fields of a C pass's :class:`~openbench.evaluation.counting.matrix.c_pass.MatrixPassArgs`."""
+        return dict(codes=self.codes.ctypes.data, impure=self.impure.ctypes.data, ab=self.ranges.ctypes.data,
+                    cells=self.cells, base=self.base, scale=self.scale)
+
 
 def _grid(windows: _Windows, record: bool) -> _Grid:
     """:func:`_built_grid` of ``windows``, built once (the probe and the pass share it)."""

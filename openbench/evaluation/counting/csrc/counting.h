@@ -1,0 +1,90 @@
+/* One read pass over score rows: how many candidates score better than a row's window, inside
+ * it, or NaN. The window of row i is [low_i, high_i]; with low == high it is the target score
+ * itself, and "inside" means "tied". Exact ranks (see exact.py) widen it by a rounding-error
+ * bound and re-score only the candidates inside, whose columns this pass also records (the
+ * first `capacity` of each row) so that nobody has to read the block again to find them.
+ * Loaded with ctypes (no Python headers needed); the caller splits rows across threads, and
+ * ctypes releases the GIL during the call.
+ *
+ * `nans` NULL: the caller proved every score finite, and the pass makes two comparisons per
+ * candidate instead of three (no NaN count). Comparisons are IEEE-exact: compile without -ffast-math. Counters are 32-bit inside a row
+ * (rows are at most 2^31 - 1 wide), which lets the compiler vectorise the inner loop; columns are
+ * taken in spans of SPAN, and only a span holding an inside candidate is read a second time
+ * (from cache) to record where.
+ *
+ * The kernels live in one file per concern, all built into one library (setup.py):
+ *   rank_scan.c      the ranking passes: windows over score rows, the fused chunk count (AVX-512,
+ *                    AVX2 and portable scans)
+ *   exact_keys.c     exact ranks' float64 keys of pairs, row norms, queries, fraction bits
+ *   table_summary.c  what evaluation reads of a candidate table once
+ *   matrix_pass.c    the repurposing matrix's count of a block of keys (matrix.h: what it shares
+ *                    with the fused pass)
+ *   fused_pass.c     the matrix's fused pass: keys computed a tile at a time and counted in cache
+ *   dispatch.c       which instruction set the passes use, chosen once by the CPU
+ * This header holds what they share: the build's instruction-set switches, the norm terms, the
+ * dispatch and the library's cross-file entry points.
+ */
+#ifndef OPENBENCH_COUNTING_H
+#define OPENBENCH_COUNTING_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Columns per span: long enough that the per-span sums of the three counters cost little (64
+ * made them a third of the pass), short enough that the spans read again to record positions
+ * stay few and in L1 (1024 doubled the pass at exact ranks' usual 1e-4 of candidates inside). */
+#define SPAN 256
+
+/* The counting pass is compiled for AVX-512 and AVX2 as well, chosen at load time by the CPU
+ * (GCC's function multi-versioning on Linux; elsewhere the one baseline build). The comparisons
+ * are the same IEEE comparisons in every version. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define COUNT_TARGETS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define COUNT_TARGETS
+#endif
+
+
+
+/* AVX-512 and AVX2 code paths (x86-64 with GCC or clang), each chosen at run time by the CPU. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define HAVE_AVX512_SCAN 1
+#include <immintrin.h>
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define OB_INTERNAL __attribute__((visibility("hidden"))) /* shared between the files, not exported */
+#else
+#define OB_INTERNAL
+#endif
+
+#define SUBNORMAL_MIN 4.9406564584124654e-324
+
+/* One coordinate c[K] into the partial sums LANE of its square (sq) and its magnitude (ab): the
+ * row norms of exact_keys.c and table_summary.c, the same additions in the same order. */
+#define NORM_TERM(K, LANE)                                                                          \
+    {                                                                                               \
+        const double x = (double)c[K];                                                              \
+        sq##LANE += x * x;                                                                          \
+        ab##LANE += fabs(x);                                                                        \
+    }
+
+/* -- the CPU dispatch (dispatch.c) ------------------------------------------------------------
+ * 0: the portable passes; 1: AVX-512; 2: AVX2. -1 until the first pass asks. */
+OB_INTERNAL extern int ob_scan_isa;
+OB_INTERNAL int ob_choose_isa(void);
+OB_INTERNAL int ob_best_isa(void);
+
+static inline int chosen_isa(void)
+{
+    return ob_scan_isa >= 0 ? ob_scan_isa : ob_choose_isa();
+}
+
+/* exact_keys.c's fraction bits, read by table_summary.c */
+int64_t openbench_fraction_bits_f32(const float *values, int64_t count);
+int64_t openbench_fraction_bits_f64(const double *values, int64_t count);
+
+#endif /* OPENBENCH_COUNTING_H */
