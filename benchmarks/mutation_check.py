@@ -43,7 +43,7 @@ MUTATIONS: List[Mutation] = [
              "true_scores = self.score_lists(queries, side, (true_ids[:, None] + 1) % total, entity_offset,",
              ("tests/evaluation/test_scale.py",)),
     Mutation("counting kernel: the finite-scores pass counts the window's high end as beyond", "openbench/evaluation/counting/csrc/rank_scan.c",
-             "                            gs += row[j] > high;", "                            gs += row[j] >= high;",
+             "                    gs_ += (ROW)[j] > (HIGH);", "                    gs_ += (ROW)[j] >= (HIGH);",
              ("tests/evaluation/test_kernels.py",)),
     Mutation("fraction bits: subnormals read as normal numbers", "openbench/evaluation/counting/csrc/exact_keys.c",
              "        const int64_t digits = 150 - (exponent ? exponent : 1) - trailing_zeros64(significand);",
@@ -617,14 +617,20 @@ MUTATIONS: List[Mutation] = [
     Mutation("rounding: terms below the subnormal spacing trusted on the grid", "openbench/evaluation/counting/rounding.py",
              "    if degree * grid_bits >= min(1000, finest + 1):", "    if degree * grid_bits >= 1000:",
              ("tests/evaluation/test_rounding.py",), fast=True),
-    Mutation("C layout: a field of the matrix pass's struct read at another offset", "openbench/evaluation/counting/matrix/c_pass.py",
-             "        if offsets[index] != getattr(MatrixPassArgs, name).offset:", "        if False:",
+    Mutation("C layout: a field of a C entry point's struct read at another offset", "openbench/evaluation/counting/c_structs.py",
+             "        if offsets[index] != getattr(struct, name).offset:", "        if False:",
              ("tests/evaluation/test_c_layout.py",), fast=True),
-    Mutation("C layout: a struct of another size accepted", "openbench/evaluation/counting/matrix/c_pass.py",
-             "    if size != ctypes.sizeof(MatrixPassArgs):", "    if False:",
+    Mutation("C layout: a struct of another size accepted", "openbench/evaluation/counting/c_structs.py",
+             "    if size != ctypes.sizeof(struct):", "    if False:",
              ("tests/evaluation/test_c_layout.py",), fast=True),
     Mutation("C layout: the C windows widened by another factor than Python's bounds",
              "openbench/evaluation/counting/matrix/c_pass.py", "    if float(widening()) != BOUND_WIDENING:", "    if False:",
+             ("tests/evaluation/test_c_layout.py",), fast=True),
+    Mutation("C layout: a stale build of the ranking kernels used anyway", "openbench/_native.py",
+             "        except (AttributeError, StaleLibrary) as error:", "        except AttributeError as error:",
+             ("tests/evaluation/test_c_layout.py",), fast=True),
+    Mutation("C layout: a stale build of the matrix passes stops the evaluation", "openbench/evaluation/counting/matrix/passes.py",
+             "        except (AttributeError, StaleLibrary) as error:", "        except AttributeError as error:",
              ("tests/evaluation/test_c_layout.py",), fast=True),
     Mutation("dated split: a cut-off past the last date leaves the test set empty", "splits/dated_split.py",
              "    if cut < earliest or cut >= latest:", "    if cut < earliest:",
@@ -674,7 +680,7 @@ def run(mutation: Mutation, python: str) -> Tuple[str, float]:
         if text.count(mutation.old) != 1:
             return "stale", time.perf_counter() - started
         target.write_text(text.replace(mutation.old, mutation.new), encoding="utf-8")
-        if mutation.path.endswith(".c"):  # a C helper: the mutant is what gets built and loaded
+        if mutation.path.endswith((".c", ".h")):  # a C helper or its header: the mutant is built and loaded
             built = subprocess.run([python, "setup.py", "-q", "build_ext", "--inplace", "--force"], cwd=copy,
                                    capture_output=True, text=True)
             if built.returncode != 0 or "error" in built.stderr.lower():

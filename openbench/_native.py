@@ -7,9 +7,14 @@ import logging
 from pathlib import Path
 from typing import Callable, Optional
 
-__all__ = ["load_library", "OptionalLibrary"]
+__all__ = ["load_library", "OptionalLibrary", "StaleLibrary"]
 
 logger = logging.getLogger(__name__)
+
+
+class StaleLibrary(RuntimeError):
+    """A built helper whose argument structs differ from this code's (built from other sources):
+    used as no helper at all, with a warning, until it is rebuilt."""
 
 
 def load_library(folder: Path, stem: str, configure: Callable[[ctypes.CDLL], None]) -> Optional[ctypes.CDLL]:
@@ -23,7 +28,7 @@ def load_library(folder: Path, stem: str, configure: Callable[[ctypes.CDLL], Non
             continue
         try:
             configure(library)
-        except AttributeError as error:  # built from an older source: rebuild with pip install -e .
+        except (AttributeError, StaleLibrary) as error:  # built from other sources: rebuild with pip install -e .
             logger.warning("%s is stale (%s); using the pure-Python path until it is rebuilt", candidate, error)
             continue
         return library

@@ -232,8 +232,9 @@ def test_the_matrix_pass_is_in_rooms_and_its_numerics_are_defined_once():
 
 def test_the_c_helpers_are_in_rooms_and_the_matrix_entry_points_take_one_struct():
     """Issue 76: the C kernels are one file per concern under ``counting/csrc`` (none over ~600
-    lines), and each matrix entry point takes one ``const ob_matrix_pass *``, the struct Python
-    mirrors in ``c_pass.MatrixPassArgs`` (no positional argument lists kept in step by hand)."""
+    lines); each matrix entry point takes one ``const ob_matrix_pass *`` (Python's
+    ``c_pass.MatrixPassArgs``), the chunk count and the queries theirs (``c_structs``): no long
+    positional argument list kept in step with the C by hand."""
     csrc = PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "csrc"
     sources = sorted(path.name for path in csrc.iterdir())
     assert {"counting.h", "matrix.h", "dispatch.c", "rank_scan.c", "exact_keys.c", "table_summary.c",
@@ -245,5 +246,10 @@ def test_the_c_helpers_are_in_rooms_and_the_matrix_entry_points_take_one_struct(
     for entry in ("openbench_matrix_fused_f32", "openbench_matrix_fused_keys_f32"):
         assert re.search(rf"int64_t {entry}\(const ob_matrix_pass \*args\)", text), entry
     assert re.search(r"int64_t NAME\(const ob_matrix_pass \*args\)", text)  # the plain pass's f32 and f64
-    python = (PROJECT_ROOT / "openbench" / "evaluation" / "counting" / "matrix").glob("*.py")
-    assert not [path.name for path in python if "argtypes = [pointer" in path.read_text(encoding="utf-8")]
+    assert re.search(r"void NAME\(const ob_chunk_count \*args\)", text)  # the ranking chunk count
+    assert re.search(r"void NAME\(const ob_query_rows \*args\)", text)  # exact ranks' queries
+    python = (PROJECT_ROOT / "openbench" / "evaluation" / "counting").rglob("*.py")
+    long_lists = [path.name for path in python  # no argtypes list of more than 13 entries kept by hand
+                  for line in [" ".join(path.read_text(encoding="utf-8").split())]
+                  for found in re.findall(r"argtypes = \[([^\]]*)\]", line) if found.count(",") >= 13]
+    assert not long_lists, long_lists

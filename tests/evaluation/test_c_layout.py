@@ -1,14 +1,17 @@
-"""The C matrix passes take one struct, declared once on each side (``ob_matrix_pass`` in
-``csrc/matrix.h``, :class:`~openbench.evaluation.counting.matrix.c_pass.MatrixPassArgs` in Python)
-and checked against each other when the library loads: a build whose struct differs (a field
-moved, added or resized) or whose bound widening differs from ``rounding.BOUND_WIDENING`` is
-refused in one line naming what differs, never read askew."""
+"""The C entry points with many arguments take one struct, declared once on each side and checked
+against each other when the library loads: the matrix passes' ``ob_matrix_pass`` (``csrc/matrix.h``,
+:class:`~openbench.evaluation.counting.matrix.c_pass.MatrixPassArgs`), the chunk count's
+``ob_chunk_count`` and exact ranks' queries' ``ob_query_rows`` (``csrc/counting.h``,
+:mod:`openbench.evaluation.counting.c_structs`). A build whose struct differs (a field moved, added
+or resized) or whose bound widening differs from ``rounding.BOUND_WIDENING`` is refused in one line
+naming what differs, never read askew."""
 from __future__ import annotations
 
 import ctypes
 
 import pytest
 
+from openbench.evaluation.counting import c_structs
 from openbench.evaluation.counting.matrix import c_pass
 from openbench.evaluation.counting.rounding import BOUND_WIDENING
 
@@ -66,7 +69,7 @@ def test_a_field_at_another_offset_is_refused_by_name(field):
 
 def test_a_struct_of_another_size_is_refused():
     """A C struct with a field past the last one Python declares (same offsets, larger size)."""
-    with pytest.raises(RuntimeError, match=r"is \d+ bytes, MatrixPassArgs \d+: rebuild it"):
+    with pytest.raises(RuntimeError, match=r"MatrixPassArgs is \d+ bytes, this one \d+: rebuild it"):
         c_pass.configure(_Library(size=ctypes.sizeof(c_pass.MatrixPassArgs) + 8))
 
 
@@ -81,3 +84,84 @@ def test_the_layout_check_passes_on_the_declared_layout():
     """The stand-in with nothing changed is accepted (the refusals above come from the change)."""
     library = _Library()
     c_pass.configure(library)  # no entry points on the stand-in: only the layout and widening are checked
+
+
+STRUCTS = [(c_structs.ChunkCountArgs, "openbench_chunk_count_layout",
+            ("openbench_count_chunk_f32", "openbench_count_chunk_f64")),
+           (c_structs.QueryRowsArgs, "openbench_query_rows_layout",
+            ("openbench_query_rows_f32", "openbench_query_rows_f64"))]
+
+
+@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=["chunk count", "query rows"])
+def test_the_ranking_kernels_structs_are_the_built_library_s(struct, layout, entries):
+    """The chunk count's and the queries' structs lay out as the compiled library's, and their
+    entry points take one pointer to them (kernels.py declares them when the library loads)."""
+    from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
+
+    library = COUNTING_LIBRARY.get()
+    if library is None:
+        pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
+    names = [field[0] for field in struct._fields_]
+    offsets = (ctypes.c_int64 * len(names))()
+    size = getattr(library, layout)(ctypes.addressof(offsets), len(names))
+    assert list(offsets) == [getattr(struct, name).offset for name in names]
+    assert size == ctypes.sizeof(struct)
+    for entry in entries:
+        assert getattr(library, entry).argtypes == [ctypes.POINTER(struct)]
+
+
+class _StructLibrary:
+    """A library reporting ``struct``'s own layout, ``moved`` at another offset or ``size`` other."""
+
+    def __init__(self, struct, layout, moved=None, size=None):
+        names = [field[0] for field in struct._fields_]
+
+        def report(address, count):
+            offsets = (ctypes.c_int64 * count).from_address(address)
+            for index, name in enumerate(names[:count]):
+                offsets[index] = getattr(struct, name).offset + (8 if name == moved else 0)
+            return ctypes.sizeof(struct) if size is None else size
+
+        setattr(self, layout, _Function(report))
+
+
+@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=["chunk count", "query rows"])
+def test_a_ranking_struct_that_differs_from_the_build_is_refused(struct, layout, entries):
+    """Every field of the struct at another offset is named; another size is refused; the
+    declared layout passes."""
+    for field in (name for name, _ in struct._fields_):
+        with pytest.raises(RuntimeError, match=f"{struct.__name__} differs at field '{field}'.*rebuild it"):
+            c_structs.check_layout(_StructLibrary(struct, layout, moved=field), struct, layout)
+    with pytest.raises(RuntimeError, match=rf"{struct.__name__} is \d+ bytes, this one \d+: rebuild it"):
+        c_structs.check_layout(_StructLibrary(struct, layout, size=ctypes.sizeof(struct) + 8), struct, layout)
+    c_structs.check_layout(_StructLibrary(struct, layout), struct, layout)
+
+
+def test_a_library_built_from_other_sources_is_used_as_none_with_a_warning(caplog, monkeypatch):
+    """A build whose struct layout differs is stale, as one missing an entry point is: the ranking
+    kernels load no library (the torch path) and the matrix passes count in numpy, each with a
+    warning that says to rebuild; nothing reads arguments askew, nothing stops."""
+    from openbench._native import StaleLibrary, load_library
+    from openbench.evaluation.counting import kernels
+    from openbench.evaluation.counting.matrix import passes
+
+    if kernels.COUNTING_LIBRARY.get() is None:
+        pytest.skip("the C counting helper is not built, or OPENBENCH_KERNEL=torch switched it off")
+
+    def differing(library):
+        c_structs.check_layout(_StructLibrary(c_structs.ChunkCountArgs, "layout", moved="width"),
+                               c_structs.ChunkCountArgs, "layout")
+
+    with caplog.at_level("WARNING"):
+        assert load_library(kernels.COUNTING_LIBRARY.folder, kernels.COUNTING_LIBRARY.stem, differing) is None
+    assert "is stale" in caplog.text and "differs at field 'width'" in caplog.text
+
+    def stale(library):
+        raise StaleLibrary("MatrixPassArgs differs at field 'rows'")
+
+    monkeypatch.setattr(passes, "_configure", stale)
+    monkeypatch.setattr(passes, "_CONFIGURED", set())
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert passes._library() is None
+    assert "counting in numpy until it is rebuilt" in caplog.text

@@ -6,12 +6,14 @@ paths are the same arithmetic up to the order of the additions, which the bounds
 :mod:`openbench.evaluation.counting.key_bounds` allow (``OPENBENCH_KERNEL=torch`` forces them)."""
 from __future__ import annotations
 
+import ctypes
 import decimal
 from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
 
+from openbench.evaluation.counting.c_structs import QueryRowsArgs
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
 from openbench.evaluation.counting.rounding import SUBNORMAL_SPACING, U64, gamma
 
@@ -186,10 +188,13 @@ def query_rows(scorer, side: str, anchor_ids: torch.Tensor, relation_ids: torch.
     truths = None if truths is None else truths.cpu().contiguous()
     function = library.openbench_query_rows_f32 if entities.dtype == torch.float32 else library.openbench_query_rows_f64
     if count:
-        function(QUERY_CODES[code], entities.data_ptr(), entities.stride(0), relations.data_ptr(), relations.stride(0),
-                 anchor_ids.data_ptr(), relation_ids.data_ptr(), count, width, query.data_ptr(), two.data_ptr(),
-                 one.data_ptr(), KEY_KINDS.get(kind, 0), None if truths is None else truths.data_ptr(),
-                 key.data_ptr(), true_two.data_ptr(), true_one.data_ptr())
+        function(ctypes.byref(QueryRowsArgs(
+            code=QUERY_CODES[code], entities=entities.data_ptr(), entity_stride=entities.stride(0),
+            relations=relations.data_ptr(), relation_stride=relations.stride(0), anchors=anchor_ids.data_ptr(),
+            relation_ids=relation_ids.data_ptr(), count=count, width=width, queries=query.data_ptr(),
+            norm2=two.data_ptr(), norm1=one.data_ptr(), kind=KEY_KINDS.get(kind, 0),
+            truths=None if truths is None else truths.data_ptr(), true_keys=key.data_ptr(),
+            true_norm2=true_two.data_ptr(), true_norm1=true_one.data_ptr())))
     norms = widened_norms(two, one, out_width)
     if truths is None:
         return QueryRows(query, norms, None, None)

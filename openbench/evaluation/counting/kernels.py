@@ -28,6 +28,7 @@ import torch
 
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
+from openbench.evaluation.counting.c_structs import ChunkCountArgs, QueryRowsArgs, check_layout, declare
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "LOOKUP", "ChunkTally", "counted_tally", "kernel_name", "row_counts",
            "chunk_scan", "split_rows"]
@@ -56,14 +57,11 @@ def _configure(library) -> None:
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                              ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
         function.restype = None
-    for name in ("openbench_count_chunk_f32", "openbench_count_chunk_f64"):  # the fused chunk count (ChunkTally)
-        function = getattr(library, name)
-        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_int64]
-        function.restype = None
+    # the fused chunk count (ChunkTally) and exact ranks' queries take one struct each, checked here
+    check_layout(library, ChunkCountArgs, "openbench_chunk_count_layout")
+    declare(library, ("openbench_count_chunk_f32", "openbench_count_chunk_f64"), ChunkCountArgs, None)
+    check_layout(library, QueryRowsArgs, "openbench_query_rows_layout")
+    declare(library, ("openbench_query_rows_f32", "openbench_query_rows_f64"), QueryRowsArgs, None)
     for name in ("openbench_table_summary_f32", "openbench_table_summary_f64"):  # exact.py's table_summary
         function = getattr(library, name)
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
@@ -93,13 +91,6 @@ def _configure(library) -> None:
         function = getattr(library, name)
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64]
         function.restype = ctypes.c_int64
-    for name in ("openbench_query_rows_f32", "openbench_query_rows_f64"):
-        function = getattr(library, name)
-        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p]
-        function.restype = None
 
 
 SCANS = ("portable", "avx512", "avx2")  # the C kernel's scans, by its number
@@ -273,16 +264,17 @@ class ChunkTally:
         first row that has met a NaN score so far (:meth:`first_nan_row`), or None."""
         rows, width = block.shape
         stride = block.stride(0) if rows > 1 else width
-        pointers = (self.lows.data_ptr(), self.highs.data_ptr(), int(self.lower_is_better), int(self.window),
-                    self.true_ids.data_ptr(), self.true_scores.data_ptr(), self.offsets.data_ptr(),
-                    self.cols.data_ptr(), self.greater.data_ptr(), self.inside.data_ptr(),
-                    None if self.nans is None else self.nans.data_ptr(), self.differs.data_ptr(),
-                    None if self.positions is None else self.positions.data_ptr(), self.fill.data_ptr(),
-                    self.capacity)
-        data = block.data_ptr()
+        fields = dict(scores=block.data_ptr(), stride=stride, width=width, start=start, lows=self.lows.data_ptr(),
+                      highs=self.highs.data_ptr(), lower_is_better=int(self.lower_is_better), window=int(self.window),
+                      true_ids=self.true_ids.data_ptr(), true_scores=self.true_scores.data_ptr(),
+                      known_offsets=self.offsets.data_ptr(), known_cols=self.cols.data_ptr(),
+                      better=self.greater.data_ptr(), inside=self.inside.data_ptr(),
+                      nans=None if self.nans is None else self.nans.data_ptr(), true_differs=self.differs.data_ptr(),
+                      positions=None if self.positions is None else self.positions.data_ptr(),
+                      fill=self.fill.data_ptr(), capacity=self.capacity)
 
-        def run(bounds):
-            self._function(data, stride, width, start, bounds[0], bounds[1], *pointers)
+        def run(bounds):  # one struct per call: the threads' calls run at once
+            self._function(ctypes.byref(ChunkCountArgs(row_begin=bounds[0], row_end=bounds[1], **fields)))
 
         split_rows(rows, rows * width, run)
         return self.first_nan_row()

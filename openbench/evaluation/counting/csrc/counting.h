@@ -72,6 +72,67 @@
         ab##LANE += fabs(x);                                                                        \
     }
 
+/* The ranking chunk count's arguments (rank_scan.c's openbench_count_chunk_*; Python's
+ * kernels.ChunkCountArgs mirrors it, checked against openbench_chunk_count_layout at load).
+ * `scores`, `lows`, `highs` and `true_scores` hold float (the _f32 entry) or double (_f64). */
+typedef struct ob_chunk_count {
+    void *scores;
+    int64_t stride, width, start, row_begin, row_end;
+    const void *lows, *highs;
+    int64_t lower_is_better, window;
+    const int64_t *true_ids;
+    const void *true_scores;
+    const int64_t *known_offsets, *known_cols;
+    int64_t *better, *inside, *nans;
+    uint8_t *true_differs;
+    int64_t *positions, *fill;
+    int64_t capacity;
+} ob_chunk_count;
+
+/* Exact ranks' queries' arguments (exact_keys.c's openbench_query_rows_*; Python's
+ * exact_keys.QueryRowsArgs mirrors it, checked against openbench_query_rows_layout at load).
+ * `entities`, `relations` and `truths` hold float (_f32) or double (_f64). */
+typedef struct ob_query_rows {
+    int64_t code;
+    const void *entities;
+    int64_t entity_stride;
+    const void *relations;
+    int64_t relation_stride;
+    const int64_t *anchors, *relation_ids;
+    int64_t count, width;
+    double *queries, *norm2, *norm1;
+    int64_t kind;
+    const void *truths;
+    double *true_keys, *true_norm2, *true_norm1;
+} ob_query_rows;
+
+/* A struct's layout for Python's check: its size, and each field's offset written to
+ * offsets[0 .. n - 1] from `layout` (the fields' offsets in declaration order, `fields` of them). */
+static inline int64_t ob_layout(const int64_t *layout, int64_t fields, int64_t *offsets, int64_t n, int64_t size)
+{
+    for (int64_t k = 0; k < n && k < fields; ++k) offsets[k] = layout[k];
+    return size;
+}
+
+/* One row's sums (squares, magnitudes) as NORM_TERM adds them: partial sums 0..3 over the
+ * coordinates k mod 4, each in order, then the tail into sum 0. Every row norm of the library
+ * (exact_keys.c's, table_summary.c's portable and AVX paths) is these additions in this order. */
+#define ROW_NORMS_PORTABLE(NAME, T)                                                                 \
+    static inline void NAME(const T *c, int64_t width, double *sums)                                       \
+    {                                                                                               \
+        double sq0 = 0.0, sq1 = 0.0, sq2 = 0.0, sq3 = 0.0;                                          \
+        double ab0 = 0.0, ab1 = 0.0, ab2 = 0.0, ab3 = 0.0;                                          \
+        int64_t k = 0;                                                                              \
+        for (; k + 4 <= width; k += 4) {                                                            \
+            NORM_TERM(k, 0) NORM_TERM(k + 1, 1) NORM_TERM(k + 2, 2) NORM_TERM(k + 3, 3)             \
+        }                                                                                           \
+        for (; k < width; ++k) NORM_TERM(k, 0)                                                      \
+        sums[0] = (sq0 + sq1) + (sq2 + sq3);                                                        \
+        sums[1] = (ab0 + ab1) + (ab2 + ab3);                                                        \
+    }
+ROW_NORMS_PORTABLE(row_norms_f32_portable, float)
+ROW_NORMS_PORTABLE(row_norms_f64_portable, double)
+
 /* -- the CPU dispatch (dispatch.c) ------------------------------------------------------------
  * 0: the portable passes; 1: AVX-512; 2: AVX2. -1 until the first pass asks. */
 OB_INTERNAL extern int ob_scan_isa;

@@ -99,26 +99,20 @@ PAIR_KEYS(openbench_pair_keys_f64, double, pair_key_f64)
 
 /* Row norms of a table (rows 0 .. count - 1): sqrt of the sum of squares (plus width * 2^-1074,
  * as above) and the sum of magnitudes, in float64. */
-#define ROW_NORMS(NAME, T)                                                                          \
+#define ROW_NORMS(NAME, T, SUMS)                                                                    \
     void NAME(const T *table, int64_t stride, int64_t width, int64_t count, double *norm2,          \
               double *norm1)                                                                        \
     {                                                                                               \
         for (int64_t p = 0; p < count; ++p) {                                                       \
-            const T *c = table + p * stride;                                                        \
-            double sq0 = 0.0, sq1 = 0.0, sq2 = 0.0, sq3 = 0.0;                                      \
-            double ab0 = 0.0, ab1 = 0.0, ab2 = 0.0, ab3 = 0.0;                                      \
-            int64_t k = 0;                                                                          \
-            for (; k + 4 <= width; k += 4) {                                                        \
-                NORM_TERM(k, 0) NORM_TERM(k + 1, 1) NORM_TERM(k + 2, 2) NORM_TERM(k + 3, 3)         \
-            }                                                                                       \
-            for (; k < width; ++k) NORM_TERM(k, 0)                                                  \
-            norm2[p] = sqrt(((sq0 + sq1) + (sq2 + sq3)) + (double)width * SUBNORMAL_MIN);           \
-            norm1[p] = (ab0 + ab1) + (ab2 + ab3);                                                   \
+            double sums[2];                                                                         \
+            SUMS(table + p * stride, width, sums);                                                  \
+            norm2[p] = sqrt(sums[0] + (double)width * SUBNORMAL_MIN);                               \
+            norm1[p] = sums[1];                                                                     \
         }                                                                                           \
     }
 
-ROW_NORMS(openbench_row_norms_f32, float)
-ROW_NORMS(openbench_row_norms_f64, double)
+ROW_NORMS(openbench_row_norms_f32, float, row_norms_f32_portable)
+ROW_NORMS(openbench_row_norms_f64, double, row_norms_f64_portable)
 
 /* Exact ranks' queries (exact.py): for each of `count` rows, the query vector in float64 from a
  * stored anchor row and relation row, by a formula code, and the norms of its magnitude (the same
@@ -151,11 +145,17 @@ ROW_NORMS(openbench_row_norms_f64, double)
     for (; k < width; ++k) REAL_TERM(k, 0, QUERY, MAGNITUDE)
 
 #define QUERY_ROWS(NAME, T, KEY)                                                                    \
-    void NAME(int code, const T *entities, int64_t entity_stride, const T *relations,               \
-              int64_t relation_stride, const int64_t *anchors, const int64_t *relation_ids,         \
-              int64_t count, int64_t width, double *queries, double *norm2, double *norm1,          \
-              int kind, const T *truths, double *true_keys, double *true_norm2, double *true_norm1) \
+    void NAME(const ob_query_rows *args)                                                            \
     {                                                                                               \
+        const int code = (int)args->code, kind = (int)args->kind;                                   \
+        const T *entities = (const T *)args->entities, *relations = (const T *)args->relations;    \
+        const int64_t entity_stride = args->entity_stride, relation_stride = args->relation_stride; \
+        const int64_t *anchors = args->anchors, *relation_ids = args->relation_ids;                 \
+        const int64_t count = args->count, width = args->width;                                     \
+        double *queries = args->queries, *norm2 = args->norm2, *norm1 = args->norm1;                \
+        const T *truths = (const T *)args->truths;                                                  \
+        double *true_keys = args->true_keys, *true_norm2 = args->true_norm2;                        \
+        double *true_norm1 = args->true_norm1;                                                      \
         const int complex_rows = code >= 3;                                                         \
         const int64_t out_width = complex_rows ? 2 * width : width;                                 \
         for (int64_t i = 0; i < count; ++i) {                                                       \
@@ -247,3 +247,16 @@ int64_t openbench_fraction_bits_f64(const double *values, int64_t count)
     return best;
 }
 
+
+/* ob_query_rows' layout for Python's check (exact_keys.QueryRowsArgs). */
+int64_t openbench_query_rows_layout(int64_t *offsets, int64_t n)
+{
+#define OB_FIELD(NAME) (int64_t)offsetof(ob_query_rows, NAME)
+    const int64_t layout[] = {
+        OB_FIELD(code), OB_FIELD(entities), OB_FIELD(entity_stride), OB_FIELD(relations), OB_FIELD(relation_stride),
+        OB_FIELD(anchors), OB_FIELD(relation_ids), OB_FIELD(count), OB_FIELD(width), OB_FIELD(queries),
+        OB_FIELD(norm2), OB_FIELD(norm1), OB_FIELD(kind), OB_FIELD(truths), OB_FIELD(true_keys),
+        OB_FIELD(true_norm2), OB_FIELD(true_norm1)};
+#undef OB_FIELD
+    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_query_rows));
+}

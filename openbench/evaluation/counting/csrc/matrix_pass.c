@@ -157,7 +157,7 @@ MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, matrix_slots_f
  * MatrixPassArgs is checked against it when the library loads. */
 int64_t openbench_matrix_pass_layout(int64_t *offsets, int64_t n)
 {
-#define OB_FIELD(NAME) offsetof(ob_matrix_pass, NAME)
+#define OB_FIELD(NAME) (int64_t)offsetof(ob_matrix_pass, NAME)
     const int64_t layout[] = {
         OB_FIELD(keys), OB_FIELD(stride), OB_FIELD(rows), OB_FIELD(width), OB_FIELD(lows), OB_FIELD(highs),
         OB_FIELD(count), OB_FIELD(codes), OB_FIELD(impure), OB_FIELD(ab), OB_FIELD(cells), OB_FIELD(base),
@@ -168,9 +168,7 @@ int64_t openbench_matrix_pass_layout(int64_t *offsets, int64_t n)
         OB_FIELD(chunk), OB_FIELD(row_terms), OB_FIELD(col_terms), OB_FIELD(pair_terms), OB_FIELD(pair_norms),
         OB_FIELD(centers), OB_FIELD(pair_extra), OB_FIELD(out)};
 #undef OB_FIELD
-    const int64_t fields = (int64_t)(sizeof layout / sizeof layout[0]);
-    for (int64_t k = 0; k < n && k < fields; ++k) offsets[k] = layout[k];
-    return (int64_t)sizeof(ob_matrix_pass);
+    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_matrix_pass));
 }
 
 /* The widening factor of the rounding bounds as this build has it (OB_BOUND_WIDENING). */

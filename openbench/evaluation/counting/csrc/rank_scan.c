@@ -1,6 +1,47 @@
 /* The ranking passes over score rows (chain.py, tally.py): see counting.h. */
 #include "counting.h"
 
+/* One span's counts (columns FIRST .. LAST - 1 of ROW): beyond the window [LOW, HIGH] on the better
+ * side into GS, inside it into ES, NaN into NS (int32: a span is short); with CHECK_NAN false the
+ * scores are finite and two comparisons per score suffice (inside = reached - beyond). Both
+ * portable scans count a span so. */
+#define SPAN_COUNTS(T, ROW, FIRST, LAST, LOW, HIGH, LOWER_IS_BETTER, CHECK_NAN, GS, ES, NS)         \
+    do {                                                                                            \
+        int32_t gs_ = 0, es_ = 0, ns_ = 0;                                                          \
+        if (!(CHECK_NAN)) { /* finite scores: inside = reached - beyond (LOW <= HIGH), 2 tests */   \
+            int32_t reached_ = 0;                                                                   \
+            if ((LOWER_IS_BETTER)) {                                                                \
+                for (int64_t j = (FIRST); j < (LAST); ++j) {                                        \
+                    gs_ += (ROW)[j] < (LOW);                                                        \
+                    reached_ += (ROW)[j] <= (HIGH);                                                 \
+                }                                                                                   \
+            } else {                                                                                \
+                for (int64_t j = (FIRST); j < (LAST); ++j) {                                        \
+                    gs_ += (ROW)[j] > (HIGH);                                                       \
+                    reached_ += (ROW)[j] >= (LOW);                                                  \
+                }                                                                                   \
+            }                                                                                       \
+            es_ = reached_ - gs_;                                                                   \
+        } else if ((LOWER_IS_BETTER)) {                                                             \
+            for (int64_t j = (FIRST); j < (LAST); ++j) {                                            \
+                const T x = (ROW)[j];                                                               \
+                gs_ += x < (LOW);                                                                   \
+                es_ += (x >= (LOW)) & (x <= (HIGH));                                                \
+                ns_ += x != x;                                                                      \
+            }                                                                                       \
+        } else {                                                                                    \
+            for (int64_t j = (FIRST); j < (LAST); ++j) {                                            \
+                const T x = (ROW)[j];                                                               \
+                gs_ += x > (HIGH);                                                                  \
+                es_ += (x >= (LOW)) & (x <= (HIGH));                                                \
+                ns_ += x != x;                                                                      \
+            }                                                                                       \
+        }                                                                                           \
+        GS = gs_;                                                                                   \
+        ES = es_;                                                                                   \
+        NS = ns_;                                                                                   \
+    } while (0)
+
 #define COUNT_ROWS(NAME, T)                                                                         \
     COUNT_TARGETS void NAME(const T *scores, int64_t stride, int64_t width, int64_t row_begin,      \
                             int64_t row_end, const T *lows, const T *highs, int lower_is_better,  \
@@ -13,36 +54,8 @@
             int64_t g = 0, e = 0, n = 0;                                                            \
             for (int64_t first = 0; first < width; first += SPAN) {                                 \
                 const int64_t last = first + SPAN < width ? first + SPAN : width;                   \
-                int32_t gs = 0, es = 0, ns = 0;                                                     \
-                if (!nans) { /* finite scores: inside = reached - beyond (low <= high), 2 tests */  \
-                    int32_t reached = 0;                                                            \
-                    if (lower_is_better) {                                                          \
-                        for (int64_t j = first; j < last; ++j) {                                    \
-                            gs += row[j] < low;                                                     \
-                            reached += row[j] <= high;                                              \
-                        }                                                                           \
-                    } else {                                                                        \
-                        for (int64_t j = first; j < last; ++j) {                                    \
-                            gs += row[j] > high;                                                    \
-                            reached += row[j] >= low;                                               \
-                        }                                                                           \
-                    }                                                                               \
-                    es = reached - gs;                                                              \
-                } else if (lower_is_better) {                                                       \
-                    for (int64_t j = first; j < last; ++j) {                                        \
-                        const T x = row[j];                                                         \
-                        gs += x < low;                                                              \
-                        es += (x >= low) & (x <= high);                                             \
-                        ns += x != x;                                                               \
-                    }                                                                               \
-                } else {                                                                            \
-                    for (int64_t j = first; j < last; ++j) {                                        \
-                        const T x = row[j];                                                         \
-                        gs += x > high;                                                             \
-                        es += (x >= low) & (x <= high);                                             \
-                        ns += x != x;                                                               \
-                    }                                                                               \
-                }                                                                                   \
+                int32_t gs, es, ns;                                                                 \
+                SPAN_COUNTS(T, row, first, last, low, high, lower_is_better, nans, gs, es, ns);     \
                 if (es && positions) {                                                              \
                     int64_t *out = positions + i * capacity;                                        \
                     for (int64_t j = first; j < last; ++j) {                                        \
@@ -118,36 +131,8 @@ static int64_t lower_bound_i64(const int64_t *values, int64_t first, int64_t las
         int64_t g = 0, e = 0, n = 0;                                                                \
         for (int64_t first = 0; first < width; first += SPAN) {                                     \
             const int64_t last = first + SPAN < width ? first + SPAN : width;                       \
-            int32_t gs = 0, es = 0, ns = 0;                                                         \
-            if (!check_nan) {                                                                       \
-                int32_t reached = 0;                                                                \
-                if (lower_is_better) {                                                              \
-                    for (int64_t j = first; j < last; ++j) {                                        \
-                        gs += row[j] < low;                                                         \
-                        reached += row[j] <= high;                                                  \
-                    }                                                                               \
-                } else {                                                                            \
-                    for (int64_t j = first; j < last; ++j) {                                        \
-                        gs += row[j] > high;                                                        \
-                        reached += row[j] >= low;                                                   \
-                    }                                                                               \
-                }                                                                                   \
-                es = reached - gs;                                                                  \
-            } else if (lower_is_better) {                                                           \
-                for (int64_t j = first; j < last; ++j) {                                            \
-                    const T x = row[j];                                                             \
-                    gs += x < low;                                                                  \
-                    es += (x >= low) & (x <= high);                                                 \
-                    ns += x != x;                                                                   \
-                }                                                                                   \
-            } else {                                                                                \
-                for (int64_t j = first; j < last; ++j) {                                            \
-                    const T x = row[j];                                                             \
-                    gs += x > high;                                                                 \
-                    es += (x >= low) & (x <= high);                                                 \
-                    ns += x != x;                                                                   \
-                }                                                                                   \
-            }                                                                                       \
+            int32_t gs, es, ns;                                                                     \
+            SPAN_COUNTS(T, row, first, last, low, high, lower_is_better, check_nan, gs, es, ns);    \
             if (es && out) RECORD_INSIDE(T, row, first, last, low, high, start, out, fill, capacity)     \
             g += gs;                                                                                \
             e += es;                                                                                \
@@ -334,12 +319,20 @@ SCAN_ROW_AVX2(scan_row_f64_avx2, double, __m256d, 4, _mm256_set1_pd, _mm256_load
 #endif
 
 #define COUNT_CHUNK(NAME, T, SCAN, SCAN_AVX512, SCAN_AVX2)                                                    \
-    void NAME(T *scores, int64_t stride, int64_t width, int64_t start, int64_t row_begin,          \
-              int64_t row_end, const T *lows, const T *highs, int lower_is_better, int window,      \
-              const int64_t *true_ids, const T *true_scores, const int64_t *known_offsets,          \
-              const int64_t *known_cols, int64_t *better, int64_t *inside, int64_t *nans,           \
-              uint8_t *true_differs, int64_t *positions, int64_t *fill, int64_t capacity)           \
+    void NAME(const ob_chunk_count *args)                                                           \
     {                                                                                               \
+        T *scores = (T *)args->scores;                                                              \
+        const int64_t stride = args->stride, width = args->width, start = args->start;              \
+        const int64_t row_begin = args->row_begin, row_end = args->row_end;                         \
+        const T *lows = (const T *)args->lows, *highs = (const T *)args->highs;                     \
+        const int lower_is_better = (int)args->lower_is_better, window = (int)args->window;         \
+        const int64_t *true_ids = args->true_ids;                                                   \
+        const T *true_scores = (const T *)args->true_scores;                                        \
+        const int64_t *known_offsets = args->known_offsets, *known_cols = args->known_cols;         \
+        int64_t *better = args->better, *inside = args->inside, *nans = args->nans;                 \
+        uint8_t *true_differs = args->true_differs;                                                 \
+        int64_t *positions = args->positions, *fill = args->fill;                                   \
+        const int64_t capacity = args->capacity;                                                    \
         const T worst = lower_is_better ? (T)INFINITY : (T)-INFINITY;                               \
         const int avx512 = chosen_isa();                                                            \
         for (int64_t i = row_begin; i < row_end; ++i) {                                             \
@@ -387,3 +380,16 @@ COUNT_CHUNK(openbench_count_chunk_f32, float, scan_row_f32, scan_row_f32, scan_r
 COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64, scan_row_f64)
 #endif
 
+
+/* ob_chunk_count's layout for Python's check (kernels.ChunkCountArgs). */
+int64_t openbench_chunk_count_layout(int64_t *offsets, int64_t n)
+{
+#define OB_FIELD(NAME) (int64_t)offsetof(ob_chunk_count, NAME)
+    const int64_t layout[] = {
+        OB_FIELD(scores), OB_FIELD(stride), OB_FIELD(width), OB_FIELD(start), OB_FIELD(row_begin), OB_FIELD(row_end),
+        OB_FIELD(lows), OB_FIELD(highs), OB_FIELD(lower_is_better), OB_FIELD(window), OB_FIELD(true_ids),
+        OB_FIELD(true_scores), OB_FIELD(known_offsets), OB_FIELD(known_cols), OB_FIELD(better), OB_FIELD(inside),
+        OB_FIELD(nans), OB_FIELD(true_differs), OB_FIELD(positions), OB_FIELD(fill), OB_FIELD(capacity)};
+#undef OB_FIELD
+    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_chunk_count));
+}

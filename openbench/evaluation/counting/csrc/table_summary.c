@@ -88,21 +88,6 @@ ROW_NORMS_AVX(row_norms_f32_avx, float, LOAD4_F32)
 ROW_NORMS_AVX(row_norms_f64_avx, double, LOAD4_F64)
 #endif
 
-#define ROW_NORMS_PORTABLE(NAME, T)                                                                 \
-    static void NAME(const T *c, int64_t width, double *sums)                                       \
-    {                                                                                               \
-        double sq0 = 0.0, sq1 = 0.0, sq2 = 0.0, sq3 = 0.0;                                          \
-        double ab0 = 0.0, ab1 = 0.0, ab2 = 0.0, ab3 = 0.0;                                          \
-        int64_t k = 0;                                                                              \
-        for (; k + 4 <= width; k += 4) {                                                            \
-            NORM_TERM(k, 0) NORM_TERM(k + 1, 1) NORM_TERM(k + 2, 2) NORM_TERM(k + 3, 3)             \
-        }                                                                                           \
-        for (; k < width; ++k) NORM_TERM(k, 0)                                                      \
-        sums[0] = (sq0 + sq1) + (sq2 + sq3);                                                        \
-        sums[1] = (ab0 + ab1) + (ab2 + ab3);                                                        \
-    }
-ROW_NORMS_PORTABLE(row_norms_f32_portable, float)
-ROW_NORMS_PORTABLE(row_norms_f64_portable, double)
 
 #ifdef HAVE_AVX512_SCAN
 static int vector_norms = -1;

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from openbench._native import StaleLibrary
+from openbench.evaluation.counting.c_structs import check_layout, declare
 from openbench.evaluation.counting.rounding import BOUND_WIDENING
 
 __all__ = ["MatrixPassArgs", "configure", "address", "ENTRY_POINTS"]
@@ -70,25 +72,10 @@ def configure(library) -> None:
     """Declares the matrix entry points of ``library`` (each takes one ``MatrixPassArgs *``) and
     checks the struct's layout and the widening factor against the library's own; a mismatch
     (a build older or newer than this code) raises naming the first field that differs."""
-    fields = [field[0] for field in MatrixPassArgs._fields_]
-    offsets = (ctypes.c_int64 * len(fields))()
-    layout = library.openbench_matrix_pass_layout
-    layout.argtypes, layout.restype = [ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64
-    size = int(layout(ctypes.addressof(offsets), len(fields)))
-    for index, name in enumerate(fields):
-        if offsets[index] != getattr(MatrixPassArgs, name).offset:
-            raise RuntimeError(f"the compiled counting library's ob_matrix_pass differs from MatrixPassArgs at field "
-                               f"{name!r} (offset {offsets[index]} in C, {getattr(MatrixPassArgs, name).offset} here): "
-                               "rebuild it (pip install -e .)")
-    if size != ctypes.sizeof(MatrixPassArgs):
-        raise RuntimeError(f"the compiled counting library's ob_matrix_pass is {size} bytes, MatrixPassArgs "
-                           f"{ctypes.sizeof(MatrixPassArgs)}: rebuild it (pip install -e .)")
+    check_layout(library, MatrixPassArgs, "openbench_matrix_pass_layout")
     widening = library.openbench_bound_widening
     widening.argtypes, widening.restype = [], ctypes.c_double
     if float(widening()) != BOUND_WIDENING:
-        raise RuntimeError(f"the compiled counting library widens bounds by {float(widening())!r}, "
+        raise StaleLibrary(f"the compiled counting library widens bounds by {float(widening())!r}, "
                            f"rounding.BOUND_WIDENING is {BOUND_WIDENING!r}: rebuild it (pip install -e .)")
-    for name in ENTRY_POINTS:
-        if hasattr(library, name):
-            function = getattr(library, name)
-            function.argtypes, function.restype = [ctypes.POINTER(MatrixPassArgs)], ctypes.c_int64
+    declare(library, ENTRY_POINTS, MatrixPassArgs)

@@ -4,13 +4,15 @@ torch (:class:`_TorchPass`: a GPU, or ``OPENBENCH_MATRIX_PASS=torch``), and the 
 (:func:`_passes`). Each returns (beyond (T + 1,), reached (T + 1,), undecided (n, 3), top positions)."""
 from __future__ import annotations
 
-import os
 import ctypes
+import logging
+import os
 from typing import List, Optional
 
 import numpy as np
 import torch
 
+from openbench._native import StaleLibrary
 from openbench.errors import ScoreError
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY
 from openbench.evaluation.counting.matrix import c_pass, core
@@ -18,6 +20,8 @@ from openbench.evaluation.counting.matrix.windows import _floor_in, _grid, _Wind
 
 __all__ = ["PASS_VARIABLE", "DEVICE_STEP_KEYS"]
 
+
+logger = logging.getLogger(__name__)
 
 PASS_VARIABLE = "OPENBENCH_MATRIX_PASS"  # "torch": the device pass on the CPU too; "plain": GEMM + C pass, never fused
 DEVICE_STEP_KEYS = 1 << 16  # keys per float64 step of the device pass (their rows and columns gathered)
@@ -34,9 +38,16 @@ _CONFIGURED: set = set()
 
 
 def _library():
+    """The C helpers with the matrix passes declared, or None (not built, switched off, or built
+    from other sources than this code's: then the numpy pass, with a warning)."""
     library = COUNTING_LIBRARY.get()
     if library is not None and id(library) not in _CONFIGURED:
-        _configure(library)
+        try:
+            _configure(library)
+        except (AttributeError, StaleLibrary) as error:
+            logger.warning("the counting library's matrix passes are stale (%s); counting in numpy until it is "
+                           "rebuilt (pip install -e .)", error)
+            return None
         _CONFIGURED.add(id(library))
     return library
 
