@@ -89,10 +89,14 @@ def test_the_layout_check_passes_on_the_declared_layout():
 STRUCTS = [(c_structs.ChunkCountArgs, "openbench_chunk_count_layout",
             ("openbench_count_chunk_f32", "openbench_count_chunk_f64")),
            (c_structs.QueryRowsArgs, "openbench_query_rows_layout",
-            ("openbench_query_rows_f32", "openbench_query_rows_f64"))]
+            ("openbench_query_rows_f32", "openbench_query_rows_f64")),
+           (c_structs.CountWindowArgs, "openbench_count_window_layout",
+            ("openbench_count_window_f32", "openbench_count_window_f64")),
+           (c_structs.PairKeysArgs, "openbench_pair_keys_layout", ("openbench_pair_keys_f32", "openbench_pair_keys_f64"))]
+IDS = ["chunk count", "query rows", "window count", "pair keys"]
 
 
-@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=["chunk count", "query rows"])
+@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=IDS)
 def test_the_ranking_kernels_structs_are_the_built_library_s(struct, layout, entries):
     """The chunk count's and the queries' structs lay out as the compiled library's, and their
     entry points take one pointer to them (kernels.py declares them when the library loads)."""
@@ -125,7 +129,7 @@ class _StructLibrary:
         setattr(self, layout, _Function(report))
 
 
-@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=["chunk count", "query rows"])
+@pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=IDS)
 def test_a_ranking_struct_that_differs_from_the_build_is_refused(struct, layout, entries):
     """Every field of the struct at another offset is named; another size is refused; the
     declared layout passes."""

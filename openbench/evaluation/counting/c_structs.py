@@ -3,8 +3,9 @@ that a struct here lays out as the compiled library's (its size and every field'
 library's own ``openbench_*_layout``): a stale build is one clear error, never arguments read
 askew. :class:`ChunkCountArgs` mirrors ``ob_chunk_count`` (``csrc/counting.h``,
 ``openbench_count_chunk_*``: :class:`~openbench.evaluation.counting.kernels.ChunkTally`),
-:class:`QueryRowsArgs` ``ob_query_rows`` (``openbench_query_rows_*``:
-:func:`~openbench.evaluation.counting.exact_keys.query_rows`); the repurposing matrix's struct is
+:class:`CountWindowArgs` ``ob_count_window`` (``openbench_count_window_*``: ``kernels.row_counts``),
+:class:`PairKeysArgs` ``ob_pair_keys`` and :class:`QueryRowsArgs` ``ob_query_rows``
+(:func:`~openbench.evaluation.counting.exact_keys.pair_keys`, ``query_rows``); the repurposing matrix's struct is
 :mod:`openbench.evaluation.counting.matrix.c_pass`'s. Fields typed ``void *`` hold float or double
 values as the entry point's suffix says."""
 from __future__ import annotations
@@ -13,7 +14,7 @@ import ctypes
 
 from openbench._native import StaleLibrary
 
-__all__ = ["ChunkCountArgs", "QueryRowsArgs", "check_layout", "declare"]
+__all__ = ["ChunkCountArgs", "CountWindowArgs", "PairKeysArgs", "QueryRowsArgs", "check_layout", "declare"]
 
 _pointer, _count = ctypes.c_void_p, ctypes.c_int64
 
@@ -31,6 +32,30 @@ class ChunkCountArgs(ctypes.Structure):
         ("window", _count), ("true_ids", _pointer), ("true_scores", _pointer), ("known_offsets", _pointer),
         ("known_cols", _pointer), ("better", _pointer), ("inside", _pointer), ("nans", _pointer),
         ("true_differs", _pointer), ("positions", _pointer), ("fill", _pointer), ("capacity", _count),
+    ]
+
+
+class CountWindowArgs(ctypes.Structure):
+    """``ob_count_window``: rows ``row_begin .. row_end - 1`` of ``scores`` (rows, ``width``), row
+    ``stride``, against per-row windows ``lows``/``highs``; per row the counts ``better``,
+    ``inside``, ``nans`` (NULL: unchecked) and up to ``capacity`` inside ``positions``."""
+
+    _fields_ = [
+        ("scores", _pointer), ("stride", _count), ("width", _count), ("row_begin", _count), ("row_end", _count),
+        ("lows", _pointer), ("highs", _pointer), ("lower_is_better", _count), ("better", _pointer),
+        ("inside", _pointer), ("nans", _pointer), ("positions", _pointer), ("capacity", _count),
+    ]
+
+
+class PairKeysArgs(ctypes.Structure):
+    """``ob_pair_keys``: ``count`` pairs (``rows``, ``cols``) of float64 ``queries`` (B, ``width``)
+    and ``table`` rows (``stride`` apart), their ``kind`` keys, norm bounds ``norm2``/``norm1`` and,
+    with ``truths`` (B, width), whether each candidate is ``identical`` to its row's truth."""
+
+    _fields_ = [
+        ("kind", _count), ("queries", _pointer), ("truths", _pointer), ("width", _count), ("table", _pointer),
+        ("stride", _count), ("rows", _pointer), ("cols", _pointer), ("count", _count), ("keys", _pointer),
+        ("norm2", _pointer), ("norm1", _pointer), ("identical", _pointer),
     ]
 
 

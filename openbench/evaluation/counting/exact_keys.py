@@ -13,7 +13,7 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 import torch
 
-from openbench.evaluation.counting.c_structs import QueryRowsArgs
+from openbench.evaluation.counting.c_structs import PairKeysArgs, QueryRowsArgs
 from openbench.evaluation.counting.kernels import COUNTING_LIBRARY, LOOKUP, split_rows
 from openbench.evaluation.counting.rounding import SUBNORMAL_SPACING, U64, gamma
 
@@ -118,10 +118,12 @@ def pair_keys(kind: str, queries: torch.Tensor, table: torch.Tensor, rows: torch
 
     def run(bounds):  # pairs begin .. end - 1 (the OpenMP workers of the score GEMMs sleep: OMP_WAIT_POLICY)
         begin, end = bounds
-        function(KEY_KINDS[kind], queries.data_ptr(), truths_pointer, width, table.data_ptr(), table.stride(0),
-                 rows.data_ptr() + 8 * begin, cols.data_ptr() + 8 * begin, end - begin, keys.data_ptr() + 8 * begin,
-                 two.data_ptr() + 8 * begin, one.data_ptr() + 8 * begin,
-                 None if identical is None else identical.data_ptr() + begin)
+        function(ctypes.byref(PairKeysArgs(
+            kind=KEY_KINDS[kind], queries=queries.data_ptr(), truths=truths_pointer, width=width,
+            table=table.data_ptr(), stride=table.stride(0), rows=rows.data_ptr() + 8 * begin,
+            cols=cols.data_ptr() + 8 * begin, count=end - begin, keys=keys.data_ptr() + 8 * begin,
+            norm2=two.data_ptr() + 8 * begin, norm1=one.data_ptr() + 8 * begin,
+            identical=None if identical is None else identical.data_ptr() + begin)))
 
     split_rows(count, count * width, run)
     return PairKeys(keys, *widened_norms(two, one, width), None if identical is None else identical.bool())

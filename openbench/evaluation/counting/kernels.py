@@ -28,7 +28,8 @@ import torch
 
 from openbench._native import OptionalLibrary
 from openbench.errors import ScoreError
-from openbench.evaluation.counting.c_structs import ChunkCountArgs, QueryRowsArgs, check_layout, declare
+from openbench.evaluation.counting.c_structs import (ChunkCountArgs, CountWindowArgs, PairKeysArgs, QueryRowsArgs,
+                                                     check_layout, declare)
 
 __all__ = ["PARALLEL_MIN_ELEMENTS", "NonFiniteRows", "COUNTING_LIBRARY", "LOOKUP", "ChunkTally", "counted_tally", "kernel_name", "row_counts",
            "chunk_scan", "split_rows"]
@@ -51,12 +52,12 @@ class NonFiniteRows(ScoreError):
 
 
 def _configure(library) -> None:
-    for name in ("openbench_count_window_f32", "openbench_count_window_f64"):
-        function = getattr(library, name)
-        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        function.restype = None
+    for struct, layout, names in ((CountWindowArgs, "openbench_count_window_layout", ("openbench_count_window_f32",
+                                                                                  "openbench_count_window_f64")),
+                                  (PairKeysArgs, "openbench_pair_keys_layout", ("openbench_pair_keys_f32",
+                                                                               "openbench_pair_keys_f64"))):
+        check_layout(library, struct, layout)
+        declare(library, names, struct, None)
     # the fused chunk count (ChunkTally) and exact ranks' queries take one struct each, checked here
     check_layout(library, ChunkCountArgs, "openbench_chunk_count_layout")
     declare(library, ("openbench_count_chunk_f32", "openbench_count_chunk_f64"), ChunkCountArgs, None)
@@ -76,12 +77,6 @@ def _configure(library) -> None:
 
             raise UsageError(f"{SCAN_VARIABLE}={wanted!r}: expected one of {', '.join(SCANS)}")
         library.openbench_chunk_scan(SCANS.index(wanted))
-    for name in ("openbench_pair_keys_f32", "openbench_pair_keys_f64"):  # exact ranks' re-scoring (exact.py)
-        function = getattr(library, name)
-        function.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p,
-                             ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        function.restype = None
     for name in ("openbench_row_norms_f32", "openbench_row_norms_f64"):
         function = getattr(library, name)
         function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p,
@@ -186,14 +181,14 @@ def _row_counts_c(scores, lows, highs, lower_is_better, positions=None, check_na
     function = (library.openbench_count_window_f32 if scores.dtype == torch.float32
                 else library.openbench_count_window_f64)
     stride = scores.stride(0) if rows > 1 else width
-    pointers = (scores.data_ptr(), lows.data_ptr(), highs.data_ptr(), greater.data_ptr(), equal.data_ptr(),
-                nans.data_ptr() if check_nan else None)
-    capacity = 0 if positions is None else positions.shape[1]
-    position_pointer = None if positions is None else positions.data_ptr()
+    fields = dict(scores=scores.data_ptr(), stride=stride, width=width, lows=lows.data_ptr(), highs=highs.data_ptr(),
+                  lower_is_better=int(lower_is_better), better=greater.data_ptr(), inside=equal.data_ptr(),
+                  nans=nans.data_ptr() if check_nan else None,
+                  positions=None if positions is None else positions.data_ptr(),
+                  capacity=0 if positions is None else positions.shape[1])
 
-    def run(bounds):
-        function(pointers[0], stride, width, bounds[0], bounds[1], pointers[1], pointers[2], int(lower_is_better),
-                 *pointers[3:], position_pointer, capacity)
+    def run(bounds):  # one struct per call: the threads' calls run at once
+        function(ctypes.byref(CountWindowArgs(row_begin=bounds[0], row_end=bounds[1], **fields)))
 
     split_rows(rows, rows * width, run)
     bad = nans.nonzero()

@@ -106,6 +106,32 @@ typedef struct ob_query_rows {
     double *true_keys, *true_norm2, *true_norm1;
 } ob_query_rows;
 
+/* The window count's arguments (rank_scan.c's openbench_count_window_*; kernels.CountWindowArgs):
+ * `scores`, `lows` and `highs` hold float (_f32) or double (_f64). */
+typedef struct ob_count_window {
+    const void *scores;
+    int64_t stride, width, row_begin, row_end;
+    const void *lows, *highs;
+    int64_t lower_is_better;
+    int64_t *better, *inside, *nans, *positions;
+    int64_t capacity;
+} ob_count_window;
+
+/* Exact ranks' pair keys' arguments (exact_keys.c's openbench_pair_keys_*; c_structs.PairKeysArgs):
+ * `truths` and `table` hold float (_f32) or double (_f64). */
+typedef struct ob_pair_keys {
+    int64_t kind;
+    const double *queries;
+    const void *truths;
+    int64_t width;
+    const void *table;
+    int64_t stride;
+    const int64_t *rows, *cols;
+    int64_t count;
+    double *keys, *norm2, *norm1;
+    uint8_t *identical;
+} ob_pair_keys;
+
 /* A struct's layout for Python's check: its size, and each field's offset written to
  * offsets[0 .. n - 1] from `layout` (the fields' offsets in declaration order, `fields` of them). */
 static inline int64_t ob_layout(const int64_t *layout, int64_t fields, int64_t *offsets, int64_t n, int64_t size)

@@ -79,10 +79,15 @@ PAIR_KEY(pair_key_f64, double)
  * (the true answers' candidate vectors, in the table's precision): identical[p] tells whether the
  * candidate equals it (identical and truths may be NULL). */
 #define PAIR_KEYS(NAME, T, KEY)                                                                     \
-    void NAME(int kind, const double *queries, const T *truths, int64_t width, const T *table,      \
-              int64_t stride, const int64_t *rows, const int64_t *cols, int64_t count, double *keys,  \
-              double *norm2, double *norm1, uint8_t *identical)                                     \
+    void NAME(const ob_pair_keys *args)                                                             \
     {                                                                                               \
+        const int kind = (int)args->kind;                                                           \
+        const double *queries = args->queries;                                                      \
+        const T *truths = (const T *)args->truths, *table = (const T *)args->table;                 \
+        const int64_t width = args->width, stride = args->stride, count = args->count;              \
+        const int64_t *rows = args->rows, *cols = args->cols;                                       \
+        double *keys = args->keys, *norm2 = args->norm2, *norm1 = args->norm1;                      \
+        uint8_t *identical = args->identical;                                                       \
         for (int64_t p = 0; p < count; ++p) {                                                       \
             if (p + PREFETCH_AHEAD < count) prefetch_row(table + cols[p + PREFETCH_AHEAD] * stride, \
                                                          width * (int64_t)sizeof(T));               \
@@ -259,4 +264,16 @@ int64_t openbench_query_rows_layout(int64_t *offsets, int64_t n)
         OB_FIELD(true_norm2), OB_FIELD(true_norm1)};
 #undef OB_FIELD
     return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_query_rows));
+}
+
+/* ob_pair_keys' layout for Python's check (c_structs.PairKeysArgs). */
+int64_t openbench_pair_keys_layout(int64_t *offsets, int64_t n)
+{
+#define OB_FIELD(NAME) (int64_t)offsetof(ob_pair_keys, NAME)
+    const int64_t layout[] = {
+        OB_FIELD(kind), OB_FIELD(queries), OB_FIELD(truths), OB_FIELD(width), OB_FIELD(table), OB_FIELD(stride),
+        OB_FIELD(rows), OB_FIELD(cols), OB_FIELD(count), OB_FIELD(keys), OB_FIELD(norm2), OB_FIELD(norm1),
+        OB_FIELD(identical)};
+#undef OB_FIELD
+    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_pair_keys));
 }

@@ -43,11 +43,16 @@
     } while (0)
 
 #define COUNT_ROWS(NAME, T)                                                                         \
-    COUNT_TARGETS void NAME(const T *scores, int64_t stride, int64_t width, int64_t row_begin,      \
-                            int64_t row_end, const T *lows, const T *highs, int lower_is_better,  \
-                            int64_t *better, int64_t *inside, int64_t *nans, int64_t *positions,  \
-                            int64_t capacity)                                                      \
+    COUNT_TARGETS void NAME(const ob_count_window *args)                                            \
     {                                                                                               \
+        const T *scores = (const T *)args->scores;                                                  \
+        const int64_t stride = args->stride, width = args->width;                                   \
+        const int64_t row_begin = args->row_begin, row_end = args->row_end;                         \
+        const T *lows = (const T *)args->lows, *highs = (const T *)args->highs;                     \
+        const int lower_is_better = (int)args->lower_is_better;                                     \
+        int64_t *better = args->better, *inside = args->inside, *nans = args->nans;                 \
+        int64_t *positions = args->positions;                                                       \
+        const int64_t capacity = args->capacity;                                                    \
         for (int64_t i = row_begin; i < row_end; ++i) {                                             \
             const T *row = scores + i * stride;                                                     \
             const T low = lows[i], high = highs[i];                                                 \
@@ -392,4 +397,16 @@ int64_t openbench_chunk_count_layout(int64_t *offsets, int64_t n)
         OB_FIELD(nans), OB_FIELD(true_differs), OB_FIELD(positions), OB_FIELD(fill), OB_FIELD(capacity)};
 #undef OB_FIELD
     return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_chunk_count));
+}
+
+/* ob_count_window's layout for Python's check (c_structs.CountWindowArgs). */
+int64_t openbench_count_window_layout(int64_t *offsets, int64_t n)
+{
+#define OB_FIELD(NAME) (int64_t)offsetof(ob_count_window, NAME)
+    const int64_t layout[] = {
+        OB_FIELD(scores), OB_FIELD(stride), OB_FIELD(width), OB_FIELD(row_begin), OB_FIELD(row_end), OB_FIELD(lows),
+        OB_FIELD(highs), OB_FIELD(lower_is_better), OB_FIELD(better), OB_FIELD(inside), OB_FIELD(nans),
+        OB_FIELD(positions), OB_FIELD(capacity)};
+#undef OB_FIELD
+    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_count_window));
 }
