@@ -20,7 +20,12 @@ Prints the CPU model, its vector extensions and the counting kernel's scan.
 
     python benchmarks/bench_repurposing.py [--models DistMult,TransE-L2] [--positives 500] [--known 9000]
                                            [--repeats 3] [--drugs 7957] [--diseases 17080] [--fast]
-                                           [--device cpu|cuda]
+                                           [--device cpu|cuda] [--negatives N] [--truth N] [--extra-view N]
+                                           [--case primekg]
+
+``--case primekg`` is the workload PrimeKG's users run (issue 74): 1,900 test indications, 16,876
+known, 30,675 contraindications as known negatives, 2,568 off-label pairs and a 1,000-row trials
+file, every one of the last three a threshold too; each line says which pass ran and why.
 
 With ``--device cuda`` the matrix is computed and counted on the GPU (``count_matrix``'s device
 pass) and the peer is the same GPU's FP32 GEMM; the peak memory printed is the host's.
@@ -88,10 +93,12 @@ print(json.dumps({"seconds": time.perf_counter() - started}))
 
 
 def make_inputs(folder: Path, drugs: int, diseases: int, positives: int, known: int, seed: int,
-                auroc: float) -> None:
+                auroc: float, others: int = 0) -> None:
     """Seeded tables and pairs. ``auroc`` < 1: the test positives are drawn as a model of that AUROC
     ranks them (each positive's share of the matrix above it exponential with mean 1 - auroc,
-    read off a seeded pool of pairs ranked by their DistMult score); 0.5: uniformly."""
+    read off a seeded pool of pairs ranked by their DistMult score); 0.5: uniformly. ``others``
+    more thresholds drawn uniformly among the remaining pairs (known negatives, a ground-truth
+    file's rows, an extra view's pairs: every one is a threshold the pass places keys against)."""
     rng = np.random.default_rng(seed)
     entities = (rng.normal(size=(drugs + diseases, DIM)) * 0.25).astype(np.float32)
     relations = rng.normal(size=(1, DIM)).astype(np.float32)
@@ -106,12 +113,33 @@ def make_inputs(folder: Path, drugs: int, diseases: int, positives: int, known: 
         rest = np.setdiff1d(codes, chosen)[:known]
         codes = np.concatenate([chosen, rest])
         positives = chosen.size
-    rows, cols = codes // diseases, codes % diseases
     thresholds = np.zeros(codes.size, bool)
     thresholds[:positives] = True
+    if others:
+        pool = np.setdiff1d(rng.choice(drugs * diseases, 2 * others + codes.size, replace=False), codes)[:others]
+        codes = np.concatenate([codes, pool])
+        thresholds = np.concatenate([thresholds, np.ones(pool.size, bool)])
+    rows, cols = codes // diseases, codes % diseases
     np.save(folder / "entities.npy", entities)
     np.save(folder / "relations.npy", relations)
     np.savez(folder / "pairs.npz", rows=rows, cols=cols, thresholds=thresholds, drugs=drugs, diseases=diseases)
+
+
+CASES = {  # PrimeKG's drug-repurposing workload (issue 74): a random 10 % test of its 18,776 directed
+    # indication edges, the rest known; its 30,675 contraindications as known negatives; 2,568 off-label
+    # uses as an extra view; a 1,000-row clinical-trials file
+    "primekg": {"positives": 1_900, "known": 16_876, "negatives": 30_675, "truth": 1_000, "extra_view": 2_568}}
+
+
+def _pass_said(stats: dict) -> str:
+    """Which pass counted the matrix and why (from count_matrix's stats)."""
+    if stats.get("mode") != "exact":
+        return f"{stats.get('pass')}, keys as computed"
+    precision = stats.get("pass_precision")
+    why = ("the probe found more than 5 % of its keys inside a float32 window (crowded): the whole matrix in "
+           "float64" if precision == "float64" else "float32 windows, the float64 step inside the pass"
+           if stats.get("float64_in_pass") else "float32 windows")
+    return f"{stats.get('pass')} ({why})"
 
 
 def measure(script: str, *arguments) -> tuple:
@@ -129,6 +157,12 @@ def main() -> int:
     parser.add_argument("--positives", type=int, default=500)
     parser.add_argument("--known", type=int, default=9_000)
     parser.add_argument("--keep-top", type=int, default=1000)
+    parser.add_argument("--negatives", type=int, default=0, help="known negatives (thresholds too)")
+    parser.add_argument("--truth", type=int, default=0, help="a ground-truth file's rows (thresholds)")
+    parser.add_argument("--extra-view", type=int, default=0, help="an extra view's pairs (thresholds; off-label)")
+    parser.add_argument("--case", choices=sorted(CASES), default=None,
+                        help="a named workload: primekg (PrimeKG's indications, contraindications as known "
+                             "negatives, off-label uses and a trials file; sets the counts above)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fast", action="store_true", help="measure fast ranks (keys as computed) as well")
@@ -141,6 +175,8 @@ def main() -> int:
     parser.add_argument("--scan", choices=["avx512", "avx2", "portable"], default=None,
                         help="the counting scan to use (default: the best this CPU has)")
     options = parser.parse_args()
+    for name, value in CASES.get(options.case, {}).items():
+        setattr(options, name, value)
     choose_scan(options.scan)
     cpu = cpu_description()
     forced = " (forced: the CPU has better)" if cpu["scan_forced"] else ""
@@ -151,11 +187,15 @@ def main() -> int:
     print(f"matrix {options.drugs:,} × {options.diseases:,} = {pairs:,} pairs, d = {DIM}; {options.positives} test "
           f"positives (thresholds, placed as a model of AUROC {options.auroc} ranks them), {options.known} known "
           f"positives; tables {tables_gb * 1024:.0f} MB")
+    others = options.negatives + options.truth + options.extra_view
+    if others:
+        print(f"{options.case or 'extra'} thresholds: {options.negatives:,} known negatives, {options.truth:,} "
+              f"ground-truth rows, {options.extra_view:,} extra-view pairs ({options.positives + others:,} in all)")
     results = {"cpu": cpu, "device": options.device, "pairs": pairs, "runs": {}}
     with tempfile.TemporaryDirectory(prefix="openbench-repurposing-") as scratch:
         folder = Path(scratch)
         make_inputs(folder, options.drugs, options.diseases, options.positives, options.known, options.seed,
-                    options.auroc)
+                    options.auroc, others)
         modes = ["exact"] + (["fast"] if options.fast else [])
         for model in options.models.split(","):
             for mode in modes:
@@ -176,7 +216,7 @@ def main() -> int:
                       f"(rounds {', '.join(f'{r:.2f}' for r in ratios)}; target {TARGET_RATIO}: {verdict}); first call "
                       f"(cold) {cold:.2f}; peak {max(peaks):.2f} GB (target tables + {TARGET_EXTRA_GB:.0f} GB = "
                       f"{tables_gb + TARGET_EXTRA_GB:.2f}: {memory}); re-scored {stats.get('rescored')}, decimal "
-                      f"{stats.get('decimal')}")
+                      f"{stats.get('decimal')}; pass: {_pass_said(stats)}")
                 results["runs"][f"{model}/{mode}"] = {"ratio": median, "rounds": ratios, "cold_ratio": cold,
                                                       "cold_rounds": sorted(colds), "matrix_seconds": middle[0],
                                                       "gemm_seconds": middle[1], "peak_gb": max(peaks), "stats": stats}
