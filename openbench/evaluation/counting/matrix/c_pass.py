@@ -11,16 +11,12 @@ does not read stay 0 (NULL)."""
 from __future__ import annotations
 
 import ctypes
-from typing import Any
-
-import numpy as np
-import torch
 
 from openbench._native import StaleLibrary
 from openbench.evaluation.counting.c_structs import check_layout, declare
 from openbench.evaluation.counting.rounding import BOUND_WIDENING
 
-__all__ = ["MatrixPassArgs", "configure", "address", "ENTRY_POINTS"]
+__all__ = ["MatrixPassArgs", "configure", "ENTRY_POINTS"]
 
 _pointer, _count, _real = ctypes.c_void_p, ctypes.c_int64, ctypes.c_double
 
@@ -57,21 +53,11 @@ class MatrixPassArgs(ctypes.Structure):
     ]
 
 
-def address(values: Any) -> Any:
-    """The data address of a numpy array or a CPU torch tensor (None: NULL)."""
-    if values is None:
-        return None
-    if isinstance(values, np.ndarray):
-        return values.ctypes.data
-    if isinstance(values, torch.Tensor):
-        return values.data_ptr()
-    raise TypeError(f"no address for {type(values).__name__}")
-
-
 def configure(library) -> None:
     """Declares the matrix entry points of ``library`` (each takes one ``MatrixPassArgs *``) and
     checks the struct's layout and the widening factor against the library's own; a mismatch
-    (a build older or newer than this code) raises naming the first field that differs."""
+    (a build older or newer than this code) raises :class:`~openbench._native.StaleLibrary` naming
+    what differs (the matrix passes then count in numpy, with a warning)."""
     check_layout(library, MatrixPassArgs, "openbench_matrix_pass_layout")
     widening = library.openbench_bound_widening
     widening.argtypes, widening.restype = [], ctypes.c_double
