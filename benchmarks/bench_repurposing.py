@@ -136,6 +136,7 @@ def _pass_said(stats: dict) -> str:
     if stats.get("mode") != "exact":
         return f"{stats.get('pass')}, keys as computed"
     precision = stats.get("pass_precision")
+    # the tables here are float32: blocks in float64 mean the probe found the float32 windows crowded
     why = ("the probe found more than 5 % of its keys inside a float32 window (crowded): the whole matrix in "
            "float64" if precision == "float64" else "float32 windows, the float64 step inside the pass"
            if stats.get("float64_in_pass") else "float32 windows")

@@ -28,19 +28,27 @@ class _Function:
         return self.call(*args)
 
 
-class _Library:
-    """A library whose layout is MatrixPassArgs' own, with one thing changed: ``moved`` (a field
-    whose C offset differs), ``size`` (the C struct's size) or ``widening``."""
+class _StructLibrary:
+    """A library reporting ``struct``'s own layout through its function ``layout``, with one thing
+    changed: ``moved`` (a field whose C offset differs), ``size`` (the C struct's size) or
+    ``widening`` (the factor the C widens bounds by)."""
 
-    def __init__(self, moved=None, size=None, widening=BOUND_WIDENING):
-        def layout(address, count):
+    def __init__(self, struct, layout, moved=None, size=None, widening=BOUND_WIDENING):
+        names = [field[0] for field in struct._fields_]
+
+        def report(address, count):
             offsets = (ctypes.c_int64 * count).from_address(address)
-            for index, name in enumerate(FIELDS[:count]):
-                offsets[index] = getattr(c_pass.MatrixPassArgs, name).offset + (8 if name == moved else 0)
-            return ctypes.sizeof(c_pass.MatrixPassArgs) if size is None else size
+            for index, name in enumerate(names[:count]):
+                offsets[index] = getattr(struct, name).offset + (8 if name == moved else 0)
+            return ctypes.sizeof(struct) if size is None else size
 
-        self.openbench_matrix_pass_layout = _Function(layout)
+        setattr(self, layout, _Function(report))
         self.openbench_bound_widening = _Function(lambda: widening)
+
+
+def _matrix_library(**changed):
+    """:class:`_StructLibrary` of the matrix passes' struct."""
+    return _StructLibrary(c_pass.MatrixPassArgs, "openbench_matrix_pass_layout", **changed)
 
 
 def test_the_built_library_lays_the_struct_out_as_python_declares_it():
@@ -64,26 +72,24 @@ def test_the_built_library_lays_the_struct_out_as_python_declares_it():
 @pytest.mark.parametrize("field", ["keys", "cells", "base", "floor", "kind", "pair_extra", "out"])
 def test_a_field_at_another_offset_is_refused_by_name(field):
     with pytest.raises(RuntimeError, match=f"at field '{field}'.*rebuild it"):
-        c_pass.configure(_Library(moved=field))
+        c_pass.configure(_matrix_library(moved=field))
 
 
 def test_a_struct_of_another_size_is_refused():
     """A C struct with a field past the last one Python declares (same offsets, larger size)."""
     with pytest.raises(RuntimeError, match=r"MatrixPassArgs is \d+ bytes, this one \d+: rebuild it"):
-        c_pass.configure(_Library(size=ctypes.sizeof(c_pass.MatrixPassArgs) + 8))
+        c_pass.configure(_matrix_library(size=ctypes.sizeof(c_pass.MatrixPassArgs) + 8))
 
 
 def test_another_bound_widening_is_refused():
     """The C windows widen each pair's bound by the factor Python's bounds use; a build with
-    another factor would decide keys the Python bounds leave open."""
+    another factor would decide keys the Python bounds leave open. The stand-in with nothing changed
+    is accepted: the refusals come from the change alone."""
     with pytest.raises(RuntimeError, match="widens bounds by"):
-        c_pass.configure(_Library(widening=1 + 2.0 ** -40))
-
-
-def test_the_layout_check_passes_on_the_declared_layout():
-    """The stand-in with nothing changed is accepted (the refusals above come from the change)."""
-    library = _Library()
-    c_pass.configure(library)  # no entry points on the stand-in: only the layout and widening are checked
+        c_pass.configure(_matrix_library(widening=1 + 2.0 ** -40))
+    unchanged = _matrix_library()  # the same stand-in, nothing changed: accepted
+    c_pass.configure(unchanged)
+    assert unchanged.openbench_matrix_pass_layout.argtypes == [ctypes.c_void_p, ctypes.c_int64]
 
 
 STRUCTS = [(c_structs.ChunkCountArgs, "openbench_chunk_count_layout",
@@ -112,21 +118,6 @@ def test_the_ranking_kernels_structs_are_the_built_library_s(struct, layout, ent
     assert size == ctypes.sizeof(struct)
     for entry in entries:
         assert getattr(library, entry).argtypes == [ctypes.POINTER(struct)]
-
-
-class _StructLibrary:
-    """A library reporting ``struct``'s own layout, ``moved`` at another offset or ``size`` other."""
-
-    def __init__(self, struct, layout, moved=None, size=None):
-        names = [field[0] for field in struct._fields_]
-
-        def report(address, count):
-            offsets = (ctypes.c_int64 * count).from_address(address)
-            for index, name in enumerate(names[:count]):
-                offsets[index] = getattr(struct, name).offset + (8 if name == moved else 0)
-            return ctypes.sizeof(struct) if size is None else size
-
-        setattr(self, layout, _Function(report))
 
 
 @pytest.mark.parametrize("struct, layout, entries", STRUCTS, ids=IDS)

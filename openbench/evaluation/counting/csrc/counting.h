@@ -72,73 +72,89 @@
         ab##LANE += fabs(x);                                                                        \
     }
 
+/* The argument structs of the entry points with many arguments: each struct's fields are listed
+ * once, as X(TYPE, NAME) in declaration order (OB_*_FIELDS); the struct is declared from the list
+ * (OB_DECLARE) and so is its layout function (OB_LAYOUT), which tells Python's ctypes mirror
+ * (c_structs.py, matrix/c_pass.py) the struct's size and each field's offset to check at load. */
+#define OB_DECLARE(TYPE, NAME) TYPE NAME;
+#define OB_OFFSET(TYPE, NAME) (int64_t)offsetof(ob_layout_of, NAME),
+#define OB_LAYOUT(FUNCTION, STRUCT, FIELDS)                                                         \
+    int64_t FUNCTION(int64_t *offsets, int64_t n)                                                   \
+    {                                                                                               \
+        typedef STRUCT ob_layout_of;                                                                \
+        const int64_t layout[] = {FIELDS(OB_OFFSET)};                                               \
+        const int64_t fields = (int64_t)(sizeof layout / sizeof layout[0]);                         \
+        for (int64_t k = 0; k < n && k < fields; ++k) offsets[k] = layout[k];                       \
+        return (int64_t)sizeof(STRUCT);                                                             \
+    }
+
 /* The ranking chunk count's arguments (rank_scan.c's openbench_count_chunk_*; Python's
  * kernels.ChunkCountArgs mirrors it, checked against openbench_chunk_count_layout at load).
  * `scores`, `lows`, `highs` and `true_scores` hold float (the _f32 entry) or double (_f64). */
+#define OB_CHUNK_COUNT_FIELDS(X)                                                                    \
+    X(void *, scores)                                                                               \
+    X(int64_t, stride) X(int64_t, width) X(int64_t, start) X(int64_t, row_begin) X(int64_t, row_end)\
+    X(const void *, lows) X(const void *, highs)                                                    \
+    X(int64_t, lower_is_better) X(int64_t, window)                                                  \
+    X(const int64_t *, true_ids)                                                                    \
+    X(const void *, true_scores)                                                                    \
+    X(const int64_t *, known_offsets) X(const int64_t *, known_cols)                                \
+    X(int64_t *, better) X(int64_t *, inside) X(int64_t *, nans)                                    \
+    X(uint8_t *, true_differs)                                                                      \
+    X(int64_t *, positions) X(int64_t *, fill)                                                      \
+    X(int64_t, capacity)
 typedef struct ob_chunk_count {
-    void *scores;
-    int64_t stride, width, start, row_begin, row_end;
-    const void *lows, *highs;
-    int64_t lower_is_better, window;
-    const int64_t *true_ids;
-    const void *true_scores;
-    const int64_t *known_offsets, *known_cols;
-    int64_t *better, *inside, *nans;
-    uint8_t *true_differs;
-    int64_t *positions, *fill;
-    int64_t capacity;
+    OB_CHUNK_COUNT_FIELDS(OB_DECLARE)
 } ob_chunk_count;
 
 /* Exact ranks' queries' arguments (exact_keys.c's openbench_query_rows_*; Python's
  * exact_keys.QueryRowsArgs mirrors it, checked against openbench_query_rows_layout at load).
  * `entities`, `relations` and `truths` hold float (_f32) or double (_f64). */
+#define OB_QUERY_ROWS_FIELDS(X)                                                                     \
+    X(int64_t, code)                                                                                \
+    X(const void *, entities)                                                                       \
+    X(int64_t, entity_stride)                                                                       \
+    X(const void *, relations)                                                                      \
+    X(int64_t, relation_stride)                                                                     \
+    X(const int64_t *, anchors) X(const int64_t *, relation_ids)                                    \
+    X(int64_t, count) X(int64_t, width)                                                             \
+    X(double *, queries) X(double *, norm2) X(double *, norm1)                                      \
+    X(int64_t, kind)                                                                                \
+    X(const void *, truths)                                                                         \
+    X(double *, true_keys) X(double *, true_norm2) X(double *, true_norm1)
 typedef struct ob_query_rows {
-    int64_t code;
-    const void *entities;
-    int64_t entity_stride;
-    const void *relations;
-    int64_t relation_stride;
-    const int64_t *anchors, *relation_ids;
-    int64_t count, width;
-    double *queries, *norm2, *norm1;
-    int64_t kind;
-    const void *truths;
-    double *true_keys, *true_norm2, *true_norm1;
+    OB_QUERY_ROWS_FIELDS(OB_DECLARE)
 } ob_query_rows;
 
 /* The window count's arguments (rank_scan.c's openbench_count_window_*; kernels.CountWindowArgs):
  * `scores`, `lows` and `highs` hold float (_f32) or double (_f64). */
+#define OB_COUNT_WINDOW_FIELDS(X)                                                                   \
+    X(const void *, scores)                                                                         \
+    X(int64_t, stride) X(int64_t, width) X(int64_t, row_begin) X(int64_t, row_end)                  \
+    X(const void *, lows) X(const void *, highs)                                                    \
+    X(int64_t, lower_is_better)                                                                     \
+    X(int64_t *, better) X(int64_t *, inside) X(int64_t *, nans) X(int64_t *, positions)            \
+    X(int64_t, capacity)
 typedef struct ob_count_window {
-    const void *scores;
-    int64_t stride, width, row_begin, row_end;
-    const void *lows, *highs;
-    int64_t lower_is_better;
-    int64_t *better, *inside, *nans, *positions;
-    int64_t capacity;
+    OB_COUNT_WINDOW_FIELDS(OB_DECLARE)
 } ob_count_window;
 
 /* Exact ranks' pair keys' arguments (exact_keys.c's openbench_pair_keys_*; c_structs.PairKeysArgs):
  * `truths` and `table` hold float (_f32) or double (_f64). */
+#define OB_PAIR_KEYS_FIELDS(X)                                                                      \
+    X(int64_t, kind)                                                                                \
+    X(const double *, queries)                                                                      \
+    X(const void *, truths)                                                                         \
+    X(int64_t, width)                                                                               \
+    X(const void *, table)                                                                          \
+    X(int64_t, stride)                                                                              \
+    X(const int64_t *, rows) X(const int64_t *, cols)                                               \
+    X(int64_t, count)                                                                               \
+    X(double *, keys) X(double *, norm2) X(double *, norm1)                                         \
+    X(uint8_t *, identical)
 typedef struct ob_pair_keys {
-    int64_t kind;
-    const double *queries;
-    const void *truths;
-    int64_t width;
-    const void *table;
-    int64_t stride;
-    const int64_t *rows, *cols;
-    int64_t count;
-    double *keys, *norm2, *norm1;
-    uint8_t *identical;
+    OB_PAIR_KEYS_FIELDS(OB_DECLARE)
 } ob_pair_keys;
-
-/* A struct's layout for Python's check: its size, and each field's offset written to
- * offsets[0 .. n - 1] from `layout` (the fields' offsets in declaration order, `fields` of them). */
-static inline int64_t ob_layout(const int64_t *layout, int64_t fields, int64_t *offsets, int64_t n, int64_t size)
-{
-    for (int64_t k = 0; k < n && k < fields; ++k) offsets[k] = layout[k];
-    return size;
-}
 
 /* One row's sums (squares, magnitudes) as NORM_TERM adds them: partial sums 0..3 over the
  * coordinates k mod 4, each in order, then the tail into sum 0. Every row norm of the library

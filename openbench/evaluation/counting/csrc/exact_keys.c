@@ -253,27 +253,8 @@ int64_t openbench_fraction_bits_f64(const double *values, int64_t count)
 }
 
 
-/* ob_query_rows' layout for Python's check (exact_keys.QueryRowsArgs). */
-int64_t openbench_query_rows_layout(int64_t *offsets, int64_t n)
-{
-#define OB_FIELD(NAME) (int64_t)offsetof(ob_query_rows, NAME)
-    const int64_t layout[] = {
-        OB_FIELD(code), OB_FIELD(entities), OB_FIELD(entity_stride), OB_FIELD(relations), OB_FIELD(relation_stride),
-        OB_FIELD(anchors), OB_FIELD(relation_ids), OB_FIELD(count), OB_FIELD(width), OB_FIELD(queries),
-        OB_FIELD(norm2), OB_FIELD(norm1), OB_FIELD(kind), OB_FIELD(truths), OB_FIELD(true_keys),
-        OB_FIELD(true_norm2), OB_FIELD(true_norm1)};
-#undef OB_FIELD
-    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_query_rows));
-}
+/* ob_query_rows's size and field offsets, for Python's check at load. */
+OB_LAYOUT(openbench_query_rows_layout, ob_query_rows, OB_QUERY_ROWS_FIELDS)
 
-/* ob_pair_keys' layout for Python's check (c_structs.PairKeysArgs). */
-int64_t openbench_pair_keys_layout(int64_t *offsets, int64_t n)
-{
-#define OB_FIELD(NAME) (int64_t)offsetof(ob_pair_keys, NAME)
-    const int64_t layout[] = {
-        OB_FIELD(kind), OB_FIELD(queries), OB_FIELD(truths), OB_FIELD(width), OB_FIELD(table), OB_FIELD(stride),
-        OB_FIELD(rows), OB_FIELD(cols), OB_FIELD(count), OB_FIELD(keys), OB_FIELD(norm2), OB_FIELD(norm1),
-        OB_FIELD(identical)};
-#undef OB_FIELD
-    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_pair_keys));
-}
+/* ob_pair_keys's size and field offsets, for Python's check at load. */
+OB_LAYOUT(openbench_pair_keys_layout, ob_pair_keys, OB_PAIR_KEYS_FIELDS)

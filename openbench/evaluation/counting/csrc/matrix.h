@@ -15,42 +15,44 @@
 /* One matrix pass's arguments. Fields typed `const void *` hold float (the *_f32 entry points) or
  * double (*_f64) values; `base`, `scale` and `floor` are converted to the keys' precision on entry
  * (as a float argument would be). The fields of a pass that does not read them are 0 (NULL). */
+#define OB_MATRIX_PASS_FIELDS(X)                                                                    \
+    /* the plain pass's block of keys: `rows` rows of `width` keys, `stride` apart */               \
+    X(const void *, keys)                                                                           \
+    X(int64_t, stride) X(int64_t, rows) X(int64_t, width)                                           \
+    /* the windows [lows[t], highs[t]] (count,), and the cells that place a key among them */       \
+    X(const void *, lows) X(const void *, highs)                                                    \
+    X(int64_t, count)                                                                               \
+    X(const int32_t *, codes)                                                                       \
+    X(const int64_t *, impure) X(const int64_t *, ab)                                               \
+    X(int64_t, cells)                                                                               \
+    X(double, base) X(double, scale)                                                                \
+    X(int32_t *, cell_counts) /* cells + 2 counters (the fused pass: + 3) */                        \
+    /* what the pass writes: the histograms, the undecided keys, the best pairs */                  \
+    X(int64_t *, beyond) X(int64_t *, reached)                                                      \
+    X(int64_t, record)                                                                              \
+    X(int64_t *, pairs)                                                                             \
+    X(int64_t, capacity)                                                                            \
+    X(double, floor)                                                                                \
+    X(int64_t *, tops)                                                                              \
+    X(float *, top_keys)                                                                            \
+    X(int64_t, top_capacity)                                                                        \
+    X(int64_t *, top_count)                                                                         \
+    /* the float64 step: the rows' float64 queries (rows, dims), the stored columns (width, dims) */\
+    X(int64_t, kind)                                                                                \
+    X(const double *, queries64)                                                                    \
+    X(int64_t, dims)                                                                                \
+    X(const void *, columns)                                                                        \
+    X(const double *, keys64_lo) X(const double *, keys64_hi)                                       \
+    /* the fused pass: its float32 queries (rows, dims), the columns in panels, the sum's chunk,    \
+     * the L2 terms, the pairs' own windows and, for the keys alone, where they go */                \
+    X(const float *, queries) X(const float *, packed)                                              \
+    X(int64_t, chunk)                                                                               \
+    X(const float *, row_terms) X(const float *, col_terms)                                         \
+    X(const double *, pair_terms) X(const double *, pair_norms) X(const double *, centers)          \
+    X(double, pair_extra)                                                                           \
+    X(float *, out)
 typedef struct ob_matrix_pass {
-    /* the plain pass's block of keys: `rows` rows of `width` keys, `stride` apart */
-    const void *keys;
-    int64_t stride, rows, width;
-    /* the windows [lows[t], highs[t]] (count,), and the cells that place a key among them */
-    const void *lows, *highs;
-    int64_t count;
-    const int32_t *codes;
-    const int64_t *impure, *ab;
-    int64_t cells;
-    double base, scale;
-    int32_t *cell_counts; /* cells + 2 counters (the fused pass: + 3) */
-    /* what the pass writes: the histograms, the undecided keys, the best pairs */
-    int64_t *beyond, *reached;
-    int64_t record;
-    int64_t *pairs;
-    int64_t capacity;
-    double floor;
-    int64_t *tops;
-    float *top_keys;
-    int64_t top_capacity;
-    int64_t *top_count;
-    /* the float64 step: the rows' float64 queries (rows, dims), the stored columns (width, dims) */
-    int64_t kind;
-    const double *queries64;
-    int64_t dims;
-    const void *columns;
-    const double *keys64_lo, *keys64_hi;
-    /* the fused pass: its float32 queries (rows, dims), the columns in panels, the sum's chunk,
-     * the L2 terms, the pairs' own windows and, for the keys alone, where they go */
-    const float *queries, *packed;
-    int64_t chunk;
-    const float *row_terms, *col_terms;
-    const double *pair_terms, *pair_norms, *centers;
-    double pair_extra;
-    float *out;
+    OB_MATRIX_PASS_FIELDS(OB_DECLARE)
 } ob_matrix_pass;
 
 static inline int64_t count_below_f64(const double *values, int64_t first, int64_t last, double x, int strict)

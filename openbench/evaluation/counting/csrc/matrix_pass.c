@@ -152,24 +152,8 @@ MATRIX_COUNT(openbench_matrix_count_f32, float, count_below_f32, matrix_slots_f3
 MATRIX_COUNT(openbench_matrix_count_f64, double, count_below_f64, matrix_slots_f64)
 
 
-/* The layout of ob_matrix_pass as this build compiled it: its size, and each field's offset in
- * declaration order written to offsets[0 .. n - 1] (the first n of its 40 fields); Python's
- * MatrixPassArgs is checked against it when the library loads. */
-int64_t openbench_matrix_pass_layout(int64_t *offsets, int64_t n)
-{
-#define OB_FIELD(NAME) (int64_t)offsetof(ob_matrix_pass, NAME)
-    const int64_t layout[] = {
-        OB_FIELD(keys), OB_FIELD(stride), OB_FIELD(rows), OB_FIELD(width), OB_FIELD(lows), OB_FIELD(highs),
-        OB_FIELD(count), OB_FIELD(codes), OB_FIELD(impure), OB_FIELD(ab), OB_FIELD(cells), OB_FIELD(base),
-        OB_FIELD(scale), OB_FIELD(cell_counts), OB_FIELD(beyond), OB_FIELD(reached), OB_FIELD(record),
-        OB_FIELD(pairs), OB_FIELD(capacity), OB_FIELD(floor), OB_FIELD(tops), OB_FIELD(top_keys),
-        OB_FIELD(top_capacity), OB_FIELD(top_count), OB_FIELD(kind), OB_FIELD(queries64), OB_FIELD(dims),
-        OB_FIELD(columns), OB_FIELD(keys64_lo), OB_FIELD(keys64_hi), OB_FIELD(queries), OB_FIELD(packed),
-        OB_FIELD(chunk), OB_FIELD(row_terms), OB_FIELD(col_terms), OB_FIELD(pair_terms), OB_FIELD(pair_norms),
-        OB_FIELD(centers), OB_FIELD(pair_extra), OB_FIELD(out)};
-#undef OB_FIELD
-    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_matrix_pass));
-}
+/* ob_matrix_pass's size and field offsets, for Python's check at load. */
+OB_LAYOUT(openbench_matrix_pass_layout, ob_matrix_pass, OB_MATRIX_PASS_FIELDS)
 
 /* The widening factor of the rounding bounds as this build has it (OB_BOUND_WIDENING). */
 double openbench_bound_widening(void)

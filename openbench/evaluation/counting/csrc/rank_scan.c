@@ -386,27 +386,8 @@ COUNT_CHUNK(openbench_count_chunk_f64, double, scan_row_f64, scan_row_f64, scan_
 #endif
 
 
-/* ob_chunk_count's layout for Python's check (kernels.ChunkCountArgs). */
-int64_t openbench_chunk_count_layout(int64_t *offsets, int64_t n)
-{
-#define OB_FIELD(NAME) (int64_t)offsetof(ob_chunk_count, NAME)
-    const int64_t layout[] = {
-        OB_FIELD(scores), OB_FIELD(stride), OB_FIELD(width), OB_FIELD(start), OB_FIELD(row_begin), OB_FIELD(row_end),
-        OB_FIELD(lows), OB_FIELD(highs), OB_FIELD(lower_is_better), OB_FIELD(window), OB_FIELD(true_ids),
-        OB_FIELD(true_scores), OB_FIELD(known_offsets), OB_FIELD(known_cols), OB_FIELD(better), OB_FIELD(inside),
-        OB_FIELD(nans), OB_FIELD(true_differs), OB_FIELD(positions), OB_FIELD(fill), OB_FIELD(capacity)};
-#undef OB_FIELD
-    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_chunk_count));
-}
+/* ob_chunk_count's size and field offsets, for Python's check at load. */
+OB_LAYOUT(openbench_chunk_count_layout, ob_chunk_count, OB_CHUNK_COUNT_FIELDS)
 
-/* ob_count_window's layout for Python's check (c_structs.CountWindowArgs). */
-int64_t openbench_count_window_layout(int64_t *offsets, int64_t n)
-{
-#define OB_FIELD(NAME) (int64_t)offsetof(ob_count_window, NAME)
-    const int64_t layout[] = {
-        OB_FIELD(scores), OB_FIELD(stride), OB_FIELD(width), OB_FIELD(row_begin), OB_FIELD(row_end), OB_FIELD(lows),
-        OB_FIELD(highs), OB_FIELD(lower_is_better), OB_FIELD(better), OB_FIELD(inside), OB_FIELD(nans),
-        OB_FIELD(positions), OB_FIELD(capacity)};
-#undef OB_FIELD
-    return ob_layout(layout, (int64_t)(sizeof layout / sizeof layout[0]), offsets, n, (int64_t)sizeof(ob_count_window));
-}
+/* ob_count_window's size and field offsets, for Python's check at load. */
+OB_LAYOUT(openbench_count_window_layout, ob_count_window, OB_COUNT_WINDOW_FIELDS)
